@@ -1,0 +1,73 @@
+// voxrt: Voxtral Realtime speech-to-text. The public C++ API.
+//
+//   auto engine = voxrt::Engine::load("/models/Voxtral-Mini-4B-Realtime-2602");
+//   voxrt::Transcript t = engine->transcribe_file("talk.wav");
+//   std::cout << t.text << "\n";
+//
+// An Engine holds the loaded model and is safe to share between threads for transcribe calls made
+// one at a time per engine (calls are serialised internally). Errors throw voxrt::Error (a
+// std::runtime_error) with a message that names the file, field or value at fault.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace voxrt {
+
+class Error;  // src/common/error.h; derives from std::runtime_error
+
+struct EngineOptions {
+  std::string device = "cpu";  // "cpu" (the CUDA backend arrives with its own issue)
+  int threads = 0;             // 0: all cores
+  std::string layout = "auto"; // "auto", "mistral" or "hf": which checkpoint files to read
+};
+
+struct TranscribeOptions {
+  int delay_ms = 0;  // 0: tekken.json's transcription_delay_ms (480 officially)
+  // Called after each decoder step with (steps done, steps total).
+  std::function<void(int, int)> progress;
+};
+
+struct Segment {
+  double start = 0;  // seconds from the start of the input
+  double end = 0;
+  std::string text;
+};
+
+struct Transcript {
+  std::string text;
+  std::vector<int32_t> tokens;  // every decoder output id, one per step after the prompt
+  std::vector<Segment> segments;
+  double duration = 0;          // seconds of input audio
+  int delay_ms = 0;
+  bool eos = false;             // decoding ended at the end-of-sequence token
+};
+
+struct ModelInfo {
+  std::filesystem::path dir;
+  std::string layout;   // "mistral" or "hf"
+  std::string backend;  // "cpu", ...
+  int encoder_layers = 0, decoder_layers = 0, vocab_size = 0;
+  int default_delay_ms = 480;
+  double load_seconds = 0;
+};
+
+class Engine {
+ public:
+  static std::unique_ptr<Engine> load(const std::filesystem::path& model_dir, const EngineOptions& options = {});
+  virtual ~Engine() = default;
+
+  // Audio must be 16 kHz mono in [-1, 1].
+  virtual Transcript transcribe(std::span<const float> audio_16k, const TranscribeOptions& options = {}) = 0;
+  // Any format libsndfile reads, any sample rate, any channel count.
+  virtual Transcript transcribe_file(const std::filesystem::path& audio, const TranscribeOptions& options = {}) = 0;
+  virtual const ModelInfo& info() const = 0;
+};
+
+}  // namespace voxrt

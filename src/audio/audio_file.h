@@ -1,0 +1,29 @@
+// Decoding audio files to 16 kHz mono float samples: libsndfile reads WAV/FLAC/OGG/Opus/MP3 (and
+// whatever else the installed libsndfile supports), channels are averaged, soxr resamples.
+#pragma once
+
+#include <filesystem>
+#include <vector>
+
+namespace voxrt {
+
+struct DecodedAudio {
+  std::vector<float> samples;  // interleaved when channels > 1
+  int sample_rate = 0;
+  int channels = 0;
+};
+
+// Reads the whole file. Throws voxrt::Error("<path>: <what is wrong>") for missing, empty,
+// truncated or undecodable files.
+DecodedAudio read_audio_file(const std::filesystem::path& path);
+
+// Averages the channels of interleaved samples.
+std::vector<float> downmix_to_mono(const std::vector<float>& interleaved, int channels);
+
+// High-quality resampling (soxr, VHQ). Returns the input unchanged when the rates are equal.
+std::vector<float> resample(const std::vector<float>& mono, int from_rate, int to_rate);
+
+// read + downmix + resample to target_rate.
+std::vector<float> load_audio_mono(const std::filesystem::path& path, int target_rate = 16000);
+
+}  // namespace voxrt

@@ -1,0 +1,116 @@
+// voxrt transcribe --model DIR [--delay-ms N] [--format txt|json|srt|vtt] [-o FILE] AUDIO...
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <unistd.h>
+
+#include "cli/commands.h"
+#include "cli/output_formats.h"
+#include "common/error.h"
+#include "voxrt/voxrt.h"
+#include "voxtral/protocol.h"
+
+namespace voxrt::cli {
+namespace {
+
+struct TranscribeArgs {
+  std::string model;
+  int delay_ms = 0;
+  std::string format = "txt";
+  std::string output;
+  std::string device = "auto";
+  std::string layout = "auto";
+  int threads = 0;
+  bool quiet = false;
+  std::vector<std::string> inputs;
+};
+
+// Progress on stderr for inputs longer than this: short files finish before it would help.
+constexpr double kProgressMinSeconds = 20.0;
+
+class ProgressLine {
+ public:
+  ProgressLine(std::string name, bool enabled) : name_(std::move(name)), enabled_(enabled), tty_(isatty(2)) {}
+  void update(int done, int total) {
+    if (!enabled_ || total <= 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    const int pct = static_cast<int>(100.0 * done / total);
+    if (tty_) {
+      if (done < total && now - last_ < std::chrono::milliseconds(200)) return;
+      std::cerr << "\r" << name_ << ": " << pct << "% (" << done << "/" << total << " steps)" << std::flush;
+    } else if (pct / 10 != last_pct_ / 10 || done == total) {
+      std::cerr << name_ << ": " << pct << "%\n";
+    }
+    last_ = now;
+    last_pct_ = pct;
+  }
+  void finish() {
+    if (enabled_ && tty_) std::cerr << "\n";
+  }
+
+ private:
+  std::string name_;
+  bool enabled_, tty_;
+  std::chrono::steady_clock::time_point last_{};
+  int last_pct_ = -1;
+};
+
+void run_transcribe(const TranscribeArgs& a) {
+  const Format format = parse_format(a.format);
+  if (a.delay_ms != 0) delay_tokens_from_ms(a.delay_ms);  // reject bad delays before loading
+  const std::filesystem::path dir = resolve_model_dir(a.model);
+  EngineOptions eo;
+  eo.device = a.device;
+  eo.threads = a.threads;
+  eo.layout = a.layout;
+  std::unique_ptr<Engine> engine = Engine::load(dir, eo);
+  if (!a.quiet)
+    std::cerr << "voxrt: loaded " << dir.string() << " (" << engine->info().layout << " layout, "
+              << engine->info().backend << ") in " << engine->info().load_seconds << " s\n";
+
+  std::ofstream file;
+  if (!a.output.empty()) {
+    file.open(a.output, std::ios::binary);
+    if (!file) throw Error(a.output + ": cannot open for writing");
+  }
+  std::ostream& out = a.output.empty() ? std::cout : file;
+  for (const std::string& input : a.inputs) {
+    try {
+      TranscribeOptions to;
+      to.delay_ms = a.delay_ms;
+      auto progress = std::make_shared<ProgressLine>(input, false);
+      to.progress = [&, progress](int done, int total) {
+        // Enable once the input is known to be long: 12.5 steps per second of audio.
+        if (done == 1 && total / 12.5 > kProgressMinSeconds && !a.quiet)
+          *progress = ProgressLine(input, true);
+        progress->update(done, total);
+      };
+      const Transcript t = engine->transcribe_file(input, to);
+      progress->finish();
+      out << render(t, format, input) << std::flush;
+    } catch (const std::exception& e) {
+      std::cerr << "voxrt: error: " << e.what() << "\n";
+      set_exit_status(1);
+    }
+  }
+}
+
+}  // namespace
+
+void add_transcribe_command(CLI::App& app) {
+  auto args = std::make_shared<TranscribeArgs>();
+  CLI::App* cmd = app.add_subcommand("transcribe", "Transcribe audio files (offline, whole file)");
+  cmd->add_option("--model,-m", args->model, "Model directory (default: the one `voxrt pull` downloads)");
+  cmd->add_option("--delay-ms", args->delay_ms, "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
+  cmd->add_option("--format,-f", args->format, "Output format: txt, json, srt or vtt")->capture_default_str();
+  cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output");
+  cmd->add_option("--device", args->device, "auto, cpu")->capture_default_str();
+  cmd->add_option("--layout", args->layout, "Checkpoint files to read: auto, mistral or hf")->capture_default_str();
+  cmd->add_option("--threads,-t", args->threads, "CPU threads (default: all cores)");
+  cmd->add_flag("--quiet,-q", args->quiet, "No messages on standard error");
+  cmd->add_option("audio", args->inputs, "Audio files (WAV, FLAC, OGG/Opus, MP3; any rate, any channels)")->required();
+  cmd->callback([args] { run_transcribe(*args); });
+}
+
+}  // namespace voxrt::cli

@@ -1,0 +1,112 @@
+// The Engine behind the public API: loads a model directory onto a backend and runs the offline
+// protocol. One transcription runs at a time per engine (a mutex serialises calls).
+#include <chrono>
+#include <mutex>
+
+#include "audio/audio_file.h"
+#include "audio/log_mel.h"
+#include "common/error.h"
+#include "model/checkpoint.h"
+#include "tokenizer/tekken.h"
+#include "voxrt/voxrt.h"
+#include "voxtral/model.h"
+#include "voxtral/offline.h"
+#include "voxtral/segments.h"
+
+namespace voxrt {
+namespace {
+
+LayoutPreference parse_layout(const std::string& s) {
+  if (s == "auto") return LayoutPreference::Auto;
+  if (s == "mistral") return LayoutPreference::Mistral;
+  if (s == "hf") return LayoutPreference::HuggingFace;
+  throw Error("--layout " + s + ": expected auto, mistral or hf");
+}
+
+std::unique_ptr<Backend> make_backend(const EngineOptions& o) {
+  if (o.device == "cpu" || o.device == "auto") return make_cpu_backend(o.threads);
+  throw Error("--device " + o.device + ": this build has only the cpu backend");
+}
+
+LogMelParams mel_params(const ModelConfig& c) {
+  LogMelParams p;
+  p.sample_rate = c.audio.sampling_rate;
+  p.n_fft = c.audio.window_size;
+  p.hop = c.audio.hop_length;
+  p.n_mels = c.encoder.num_mel_bins;
+  p.global_log_mel_max = c.audio.global_log_mel_max;
+  return p;
+}
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(const std::filesystem::path& dir, const EngineOptions& o) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::filesystem::path tekken = dir / "tekken.json";
+    if (!std::filesystem::exists(tekken)) throw Error(dir.string() + ": missing tekken.json (the tokenizer)");
+    tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::load(tekken));
+    backend_ = make_backend(o);
+    {
+      const Checkpoint ckpt = Checkpoint::open(dir, parse_layout(o.layout));
+      check(ckpt.config().decoder.vocab_size <= tokenizer_->vocab_size() || tokenizer_->vocab_size() == 0,
+            tekken.string(), "vocabulary smaller than the model's");
+      model_ = std::make_unique<VoxtralModel>(ckpt, *backend_);
+      info_.layout = ckpt.layout() == CheckpointLayout::Mistral ? "mistral" : "hf";
+    }
+    logmel_ = std::make_unique<LogMel>(mel_params(model_->config()));
+    info_.dir = dir;
+    info_.backend = backend_->name();
+    info_.encoder_layers = model_->config().encoder.n_layers;
+    info_.decoder_layers = model_->config().decoder.n_layers;
+    info_.vocab_size = model_->config().decoder.vocab_size;
+    info_.default_delay_ms = tokenizer_->audio().transcription_delay_ms;
+    info_.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  Transcript transcribe(std::span<const float> audio, const TranscribeOptions& o) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
+    OfflineOptions opts;
+    opts.protocol.n_delay = delay_tokens_from_ms(delay_ms);
+    opts.protocol.n_left_pad_tokens = tokenizer_->audio().streaming_n_left_pad_tokens;
+    opts.protocol.samples_per_step = model_->config().samples_per_step();
+    opts.ids = {tokenizer_->bos_id(), tokenizer_->eos_id(), tokenizer_->streaming_pad_id(),
+                tokenizer_->streaming_word_id()};
+    opts.progress = o.progress;
+    const OfflineResult r = run_offline(*model_, *logmel_, audio, opts);
+
+    Transcript t;
+    t.tokens = r.tokens;
+    t.eos = r.eos_stopped;
+    t.delay_ms = delay_ms;
+    t.duration = static_cast<double>(audio.size()) / model_->config().audio.sampling_rate;
+    const double step_s = static_cast<double>(opts.protocol.samples_per_step) / model_->config().audio.sampling_rate;
+    TextAndSegments ts = assemble_transcript(*tokenizer_, t.tokens, step_s, t.duration);
+    t.text = std::move(ts.text);
+    t.segments = std::move(ts.segments);
+    return t;
+  }
+
+  Transcript transcribe_file(const std::filesystem::path& path, const TranscribeOptions& o) override {
+    const std::vector<float> audio = load_audio_mono(path, model_->config().audio.sampling_rate);
+    return transcribe(audio, o);
+  }
+
+  const ModelInfo& info() const override { return info_; }
+
+ private:
+  std::mutex mu_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<VoxtralModel> model_;
+  std::unique_ptr<LogMel> logmel_;
+  ModelInfo info_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> Engine::load(const std::filesystem::path& model_dir, const EngineOptions& options) {
+  return std::make_unique<EngineImpl>(model_dir, options);
+}
+
+}  // namespace voxrt

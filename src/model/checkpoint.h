@@ -1,0 +1,71 @@
+// Opens an official Voxtral Realtime model directory in either layout (SPEC §6, §7):
+//   Mistral:      params.json + consolidated.safetensors (+ tekken.json)
+//   Hugging Face: config.json + model.safetensors, or model-0000N-of-0000M.safetensors with
+//                 model.safetensors.index.json (+ tekken.json)
+// Tensors are addressed by their canonical (Mistral) names, e.g. "layers.3.attention.wq.weight" or
+// "mm_streams_embeddings.embedding_module.whisper_encoder.transformer.layers.0.attention.wq.bias".
+// Every expected tensor is checked for presence, dtype (BF16/F16/F32) and shape when the checkpoint
+// is opened, so a broken directory fails at once with a message naming file and tensor.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/config.h"
+#include "model/safetensors.h"
+
+namespace voxrt {
+
+enum class CheckpointLayout { Mistral, HuggingFace };
+enum class LayoutPreference { Auto, Mistral, HuggingFace };
+
+// Canonical tensor names and shapes the model needs for this configuration.
+std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(const ModelConfig& config);
+
+// Parse the configuration files alone (also used by tests on malformed JSON).
+ModelConfig parse_params_json(const std::filesystem::path& params_json);  // Mistral layout
+ModelConfig parse_config_json(const std::filesystem::path& config_json);  // Hugging Face layout
+// The weight_map of a sharded Hugging Face checkpoint (model.safetensors.index.json): tensor name ->
+// shard file name (a bare file name inside the model directory; anything else is rejected).
+std::map<std::string, std::string> parse_safetensors_index(const std::filesystem::path& index_json);
+
+// Maps a Hugging Face tensor name to its canonical (Mistral) name; "" when it is not a model weight
+// that voxrt uses (e.g. the tied lm_head).
+std::string canonical_name_from_hf(const std::string& hf_name);
+
+class Checkpoint {
+ public:
+  static Checkpoint open(const std::filesystem::path& dir, LayoutPreference pref = LayoutPreference::Auto);
+
+  const ModelConfig& config() const { return config_; }
+  CheckpointLayout layout() const { return layout_; }
+  const std::filesystem::path& dir() const { return dir_; }
+
+  bool has(const std::string& canonical) const;
+  const TensorInfo& tensor(const std::string& canonical) const;  // throws if absent
+  // The file that holds it, for error messages.
+  const std::filesystem::path& file_of(const std::string& canonical) const;
+
+  // The tensor converted to f32 in voxrt's internal layout: q/k projection weights (and the
+  // encoder's q bias) use the "rotate half" RoPE pairing (i, i + head_dim/2), i.e. the Hugging Face
+  // layout; Mistral-layout tensors are permuted on the way. Row-major, shape as tensor().shape.
+  std::vector<float> load_f32(const std::string& canonical) const;
+
+ private:
+  void add_tensor(const std::string& canonical, const TensorInfo* info, size_t file);
+  void open_shards();
+  void validate(const std::string& config_file) const;
+
+  std::filesystem::path dir_;
+  ModelConfig config_;
+  CheckpointLayout layout_ = CheckpointLayout::Mistral;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  struct Entry { const TensorInfo* info; size_t file; };
+  std::unordered_map<std::string, Entry> by_canonical_;
+};
+
+}  // namespace voxrt

@@ -1,0 +1,144 @@
+// The backend interface: the operations the Voxtral model is made of. The model (src/voxtral/) is
+// written once against this interface; the CPU backend runs each op on host memory with OpenBLAS and
+// OpenMP, the CUDA backend on device memory. Activations are fp32 matrices [rows, cols], row-major.
+//
+// The unit of work is a batch of rows that may come from several sessions: ops that touch a
+// session's state (the key/value caches) take one RowRef per row saying which cache slot and which
+// absolute position that row belongs to. Everything else treats rows independently.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace voxrt {
+
+class Backend;
+
+// An fp32 activation matrix owned by a backend (host or device memory).
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Backend* backend, int rows, int cols);
+  ~Buffer();
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  float* data() const { return data_; }
+  int rows() const { return rows_; }
+  int cols() const { return cols_; }
+  size_t size() const { return static_cast<size_t>(rows_) * cols_; }
+  float* row(int r) const { return data_ + static_cast<size_t>(r) * cols_; }
+  // A view of rows [first, first + count) (no ownership).
+  struct View { float* data; int rows; int cols; };
+  View view(int first, int count) const { return {row(first), count, cols_}; }
+  View all() const { return {data_, rows_, cols_}; }
+
+ private:
+  Backend* backend_ = nullptr;
+  float* data_ = nullptr;
+  int rows_ = 0, cols_ = 0;
+};
+
+using Mat = Buffer::View;
+
+// A weight matrix [out_features, in_features] (or a vector when in_features == 1), uploaded once in
+// the backend's preferred storage format. Opaque to the model.
+struct Weight {
+  std::shared_ptr<void> storage;
+  int rows = 0, cols = 0;
+  bool empty() const { return storage == nullptr; }
+};
+
+// Which session cache slot and absolute position a row belongs to.
+struct RowRef {
+  int slot = 0;
+  int64_t pos = 0;
+};
+
+// Sliding-window key/value caches for many sessions: [slot][layer][ring][kv_heads * head_dim] for K
+// and for V. A row at absolute position p lives in ring entry p % ring; a query at p attends to
+// positions max(0, p - window + 1) .. p, so ring >= window + (rows written per step) - 1.
+struct KvCacheShape {
+  int slots = 1, layers = 0, ring = 0, kv_heads = 0, head_dim = 0;
+  size_t per_layer() const { return static_cast<size_t>(ring) * kv_heads * head_dim; }
+  size_t per_slot() const { return per_layer() * layers; }
+};
+
+class KvCache {
+ public:
+  KvCache() = default;
+  KvCache(Backend* backend, const KvCacheShape& shape);
+  ~KvCache();
+  KvCache(KvCache&&) noexcept;
+  KvCache& operator=(KvCache&&) noexcept;
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
+  const KvCacheShape& shape() const { return shape_; }
+  float* keys() const { return k_; }
+  float* values() const { return v_; }
+
+ private:
+  Backend* backend_ = nullptr;
+  KvCacheShape shape_;
+  float* k_ = nullptr;
+  float* v_ = nullptr;
+};
+
+struct AttentionParams {
+  int n_heads = 0, n_kv_heads = 0, head_dim = 0;
+  int window = 0;   // keys at positions p - window + 1 .. p
+  float scale = 0;  // 1 / sqrt(head_dim)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // Memory.
+  virtual float* allocate(size_t floats) = 0;
+  virtual void release(float* p) = 0;
+  virtual void upload(float* dst, const float* src, size_t floats) = 0;
+  virtual void download(float* dst, const float* src, size_t floats) = 0;
+  virtual void copy(float* dst, const float* src, size_t floats) = 0;  // within the backend
+  virtual void fill(float* dst, float value, size_t floats) = 0;
+  virtual Weight upload_weight(std::vector<float>&& values, int rows, int cols) = 0;
+
+  // y = x W^T (+ bias) (+ y if accumulate). x [M, K], W [N, K], y [M, N].
+  virtual void linear(Mat x, const Weight& w, const Weight* bias, Mat y, bool accumulate = false) = 0;
+  // y = x / rms(x) * w, per row.
+  virtual void rms_norm(Mat x, const Weight& w, float eps, Mat y) = 0;
+  // x *= scale (a [cols] vector per row, given by scales[row_scale_index[r]] rows of a [*, cols]).
+  virtual void scale_rows(Mat x, Mat scales, std::span<const int> scale_row) = 0;
+  virtual void gelu(Mat x) = 0;                 // exact (erf) GELU in place
+  virtual void silu_mul(Mat gate, Mat up) = 0;  // gate = silu(gate) * up
+  virtual void add(Mat y, Mat x) = 0;           // y += x
+  // Rotary embedding in the "rotate half" layout for n_heads heads of head_dim per row, at the
+  // rows' positions; inv_freq has head_dim/2 entries (fp32, as the reference computes them).
+  virtual void rope(Mat x, int n_heads, int head_dim, std::span<const RowRef> rows,
+                    std::span<const float> inv_freq) = 0;
+  // Writes rows' K and V into the cache at their positions, for one layer.
+  virtual void store_kv(KvCache& cache, int layer, Mat k, Mat v, std::span<const RowRef> rows) = 0;
+  // out = softmax(q K^T * scale) V over each row's window in the cache (GQA: query head h reads kv
+  // head h / (n_heads / n_kv_heads)). The rows' own K/V must have been stored first.
+  virtual void attention(const KvCache& cache, int layer, Mat q, std::span<const RowRef> rows,
+                         const AttentionParams& p, Mat out) = 0;
+  // Gathers embedding rows: y[r] = table[ids[r]].
+  virtual void embed(const Weight& table, std::span<const int32_t> ids, Mat y) = 0;
+  // 1-D convolution over time with kernel 3, no padding inside the op: y[t] = b + sum_k W_k x[s*t + k]
+  // for t in [0, (x.rows - 3) / s + 1). Rows are time steps. The caller prepends the causal left
+  // context (zeros at the start of a stream, the previous chunk's last rows when streaming).
+  // w is [out, 3 * in] with k-major columns (see voxtral/weights.cpp).
+  virtual void conv1d_k3(Mat x, const Weight& w, const Weight& bias, int stride, Mat y) = 0;
+  // Index of the maximum of each row (first on ties), and the gap to the runner-up.
+  virtual void argmax(Mat x, std::span<int32_t> ids, std::span<float> margins) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+
+}  // namespace voxrt

@@ -1,0 +1,253 @@
+// The CPU backend: fp32 arithmetic on host memory. Matrix products go to OpenBLAS (sgemm/sgemv use
+// every core); the rest are simple loops parallelised with OpenMP over rows or (row, head) pairs.
+// Weights are converted to fp32 once at load, so the products run at the library's full speed.
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <vector>
+
+#include "common/error.h"
+#include "runtime/backend.h"
+
+namespace voxrt {
+namespace {
+
+const float* weight_data(const Weight& w) { return static_cast<const float*>(w.storage.get()); }
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads) {
+    if (threads > 0) {
+      omp_set_num_threads(threads);
+      openblas_set_num_threads(threads);
+    }
+  }
+
+  std::string name() const override { return "cpu"; }
+
+  float* allocate(size_t floats) override {
+    void* p = std::aligned_alloc(64, std::max<size_t>(64, (floats * sizeof(float) + 63) / 64 * 64));
+    if (!p) throw Error("cpu backend: out of memory allocating " + std::to_string(floats * 4) + " bytes");
+    return static_cast<float*>(p);
+  }
+  void release(float* p) override { std::free(p); }
+  void upload(float* dst, const float* src, size_t n) override { std::memcpy(dst, src, n * sizeof(float)); }
+  void download(float* dst, const float* src, size_t n) override { std::memcpy(dst, src, n * sizeof(float)); }
+  void copy(float* dst, const float* src, size_t n) override { std::memcpy(dst, src, n * sizeof(float)); }
+  void fill(float* dst, float value, size_t n) override { std::fill(dst, dst + n, value); }
+
+  Weight upload_weight(std::vector<float>&& values, int rows, int cols) override {
+    auto* owned = new std::vector<float>(std::move(values));
+    Weight w;
+    w.storage = std::shared_ptr<void>(owned->data(), [owned](void*) { delete owned; });
+    w.rows = rows;
+    w.cols = cols;
+    return w;
+  }
+
+  void linear(Mat x, const Weight& w, const Weight* bias, Mat y, bool accumulate) override {
+    const int M = x.rows, K = x.cols, N = w.rows;
+    check(K == w.cols && y.rows == M && y.cols == N, "cpu linear", "shape mismatch");
+    if (M == 0) return;
+    const float beta = accumulate ? 1.0f : 0.0f;
+    if (M == 1) {
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, weight_data(w), K, x.data, 1, beta, y.data, 1);
+    } else {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x.data, K, weight_data(w), K,
+                  beta, y.data, N);
+    }
+    if (bias) {
+      const float* b = weight_data(*bias);
+#pragma omp parallel for if (M > 4)
+      for (int r = 0; r < M; ++r) {
+        float* yr = y.data + static_cast<size_t>(r) * N;
+        for (int c = 0; c < N; ++c) yr[c] += b[c];
+      }
+    }
+  }
+
+  void rms_norm(Mat x, const Weight& w, float eps, Mat y) override {
+    const float* g = weight_data(w);
+    const int D = x.cols;
+#pragma omp parallel for if (x.rows > 4)
+    for (int r = 0; r < x.rows; ++r) {
+      const float* xr = x.data + static_cast<size_t>(r) * D;
+      float* yr = y.data + static_cast<size_t>(r) * D;
+      // Accumulate the mean square in double: the reference sums in fp32 with a tree reduction,
+      // a double sum is at least as close to the exact value as that.
+      double ss = 0;
+      for (int c = 0; c < D; ++c) ss += static_cast<double>(xr[c]) * xr[c];
+      const float inv = 1.0f / std::sqrt(static_cast<float>(ss / D) + eps);
+      for (int c = 0; c < D; ++c) yr[c] = g[c] * (xr[c] * inv);
+    }
+  }
+
+  void scale_rows(Mat x, Mat scales, std::span<const int> scale_row) override {
+#pragma omp parallel for if (x.rows > 4)
+    for (int r = 0; r < x.rows; ++r) {
+      const float* s = scales.data + static_cast<size_t>(scale_row[r]) * scales.cols;
+      float* xr = x.data + static_cast<size_t>(r) * x.cols;
+      for (int c = 0; c < x.cols; ++c) xr[c] *= s[c];
+    }
+  }
+
+  void gelu(Mat x) override {
+    const size_t n = static_cast<size_t>(x.rows) * x.cols;
+    float* d = x.data;
+#pragma omp parallel for if (n > 65536)
+    for (size_t i = 0; i < n; ++i) d[i] = 0.5f * d[i] * (1.0f + std::erf(d[i] * static_cast<float>(M_SQRT1_2)));
+  }
+
+  void silu_mul(Mat gate, Mat up) override {
+    const size_t n = static_cast<size_t>(gate.rows) * gate.cols;
+    float* g = gate.data;
+    const float* u = up.data;
+#pragma omp parallel for if (n > 65536)
+    for (size_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  }
+
+  void add(Mat y, Mat x) override {
+    const size_t n = static_cast<size_t>(y.rows) * y.cols;
+#pragma omp parallel for if (n > 65536)
+    for (size_t i = 0; i < n; ++i) y.data[i] += x.data[i];
+  }
+
+  void rope(Mat x, int n_heads, int head_dim, std::span<const RowRef> rows,
+            std::span<const float> inv_freq) override {
+    const int half = head_dim / 2;
+#pragma omp parallel for if (x.rows > 4)
+    for (int r = 0; r < x.rows; ++r) {
+      // As the reference: angle = float(pos) * inv_freq in fp32, then cos/sin in fp32.
+      const float pos = static_cast<float>(rows[r].pos);
+      std::vector<float> cs(half), sn(half);
+      for (int i = 0; i < half; ++i) {
+        const float a = pos * inv_freq[i];
+        cs[i] = std::cos(a);
+        sn[i] = std::sin(a);
+      }
+      for (int h = 0; h < n_heads; ++h) {
+        float* v = x.data + static_cast<size_t>(r) * x.cols + static_cast<size_t>(h) * head_dim;
+        for (int i = 0; i < half; ++i) {
+          const float a = v[i], b = v[i + half];
+          v[i] = a * cs[i] - b * sn[i];
+          v[i + half] = b * cs[i] + a * sn[i];
+        }
+      }
+    }
+  }
+
+  void store_kv(KvCache& cache, int layer, Mat k, Mat v, std::span<const RowRef> rows) override {
+    const KvCacheShape& s = cache.shape();
+    const size_t width = static_cast<size_t>(s.kv_heads) * s.head_dim;
+    for (int r = 0; r < k.rows; ++r) {
+      const size_t off = ring_offset(s, rows[r].slot, layer, rows[r].pos);
+      std::memcpy(cache.keys() + off, k.data + r * width, width * sizeof(float));
+      std::memcpy(cache.values() + off, v.data + r * width, width * sizeof(float));
+    }
+  }
+
+  void attention(const KvCache& cache, int layer, Mat q, std::span<const RowRef> rows,
+                 const AttentionParams& p, Mat out) override {
+    const KvCacheShape& s = cache.shape();
+    const int group = p.n_heads / p.n_kv_heads;
+    const int hd = p.head_dim;
+    const int n_tasks = q.rows * p.n_heads;
+#pragma omp parallel
+    {
+      std::vector<float> scores;
+      std::vector<double> acc(hd);
+#pragma omp for schedule(dynamic, 1)
+      for (int task = 0; task < n_tasks; ++task) {
+        const int r = task / p.n_heads, h = task % p.n_heads, kvh = h / group;
+        const int64_t pos = rows[r].pos;
+        const int64_t first = std::max<int64_t>(0, pos - p.window + 1);
+        const int n = static_cast<int>(pos - first + 1);
+        const float* qv = q.data + static_cast<size_t>(r) * q.cols + static_cast<size_t>(h) * hd;
+        scores.resize(n);
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int j = 0; j < n; ++j) {
+          const float* kv = cache.keys() + ring_offset(s, rows[r].slot, layer, first + j) +
+                            static_cast<size_t>(kvh) * hd;
+          float dot = 0;
+          for (int d = 0; d < hd; ++d) dot += qv[d] * kv[d];
+          scores[j] = dot * p.scale;
+          mx = std::max(mx, scores[j]);
+        }
+        double sum = 0;
+        for (int j = 0; j < n; ++j) {
+          scores[j] = std::exp(scores[j] - mx);
+          sum += scores[j];
+        }
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int j = 0; j < n; ++j) {
+          const float* vv = cache.values() + ring_offset(s, rows[r].slot, layer, first + j) +
+                            static_cast<size_t>(kvh) * hd;
+          const double w = scores[j];
+          for (int d = 0; d < hd; ++d) acc[d] += w * vv[d];
+        }
+        float* o = out.data + static_cast<size_t>(r) * out.cols + static_cast<size_t>(h) * hd;
+        for (int d = 0; d < hd; ++d) o[d] = static_cast<float>(acc[d] / sum);
+      }
+    }
+  }
+
+  void embed(const Weight& table, std::span<const int32_t> ids, Mat y) override {
+    const float* t = weight_data(table);
+    for (int r = 0; r < y.rows; ++r) {
+      check(ids[r] >= 0 && ids[r] < table.rows, "embedding", "token id " + std::to_string(ids[r]) + " out of range");
+      std::memcpy(y.data + static_cast<size_t>(r) * y.cols, t + static_cast<size_t>(ids[r]) * table.cols,
+                  table.cols * sizeof(float));
+    }
+  }
+
+  void conv1d_k3(Mat x, const Weight& w, const Weight& bias, int stride, Mat y) override {
+    // im2col: row t of the patch matrix is x[s*t], x[s*t+1], x[s*t+2] side by side, so the
+    // convolution becomes one matrix product with w [out, 3*in].
+    const int cin = x.cols, t_out = y.rows;
+    check(t_out == (x.rows - 3) / stride + 1 && w.cols == 3 * cin, "cpu conv1d", "shape mismatch");
+    std::vector<float> patches(static_cast<size_t>(t_out) * 3 * cin);
+#pragma omp parallel for if (t_out > 16)
+    for (int t = 0; t < t_out; ++t)
+      std::memcpy(patches.data() + static_cast<size_t>(t) * 3 * cin,
+                  x.data + static_cast<size_t>(stride) * t * cin, 3 * cin * sizeof(float));
+    linear(Mat{patches.data(), t_out, 3 * cin}, w, &bias, y, false);
+  }
+
+  void argmax(Mat x, std::span<int32_t> ids, std::span<float> margins) override {
+    for (int r = 0; r < x.rows; ++r) {
+      const float* v = x.data + static_cast<size_t>(r) * x.cols;
+      int best = 0;
+      float b1 = v[0], b2 = -std::numeric_limits<float>::infinity();
+      for (int c = 1; c < x.cols; ++c) {
+        if (v[c] > b1) {
+          b2 = b1;
+          b1 = v[c];
+          best = c;
+        } else if (v[c] > b2) {
+          b2 = v[c];
+        }
+      }
+      ids[r] = best;
+      if (!margins.empty()) margins[r] = b1 - b2;
+    }
+  }
+
+ private:
+  static size_t ring_offset(const KvCacheShape& s, int slot, int layer, int64_t pos) {
+    const size_t width = static_cast<size_t>(s.kv_heads) * s.head_dim;
+    return static_cast<size_t>(slot) * s.per_slot() + static_cast<size_t>(layer) * s.per_layer() +
+           static_cast<size_t>(pos % s.ring) * width;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+
+}  // namespace voxrt

@@ -1,0 +1,173 @@
+#include "voxtral/model.h"
+
+#include <cmath>
+
+#include "common/error.h"
+
+namespace voxrt {
+
+std::vector<float> rope_inv_freq(double theta, int head_dim) {
+  std::vector<float> f(head_dim / 2);
+  for (int i = 0; i < head_dim / 2; ++i) {
+    // torch: 1.0 / (base ** (arange(0, d, 2).float() / d)), all in fp32.
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(head_dim);
+    f[i] = 1.0f / std::pow(static_cast<float>(theta), exponent);
+  }
+  return f;
+}
+
+std::vector<float> ada_scale(const DecoderLayerWeights& l, int dim, int t_cond_dim, float n_delay) {
+  // t_cond = cat(cos(t * inv_freq), sin(t * inv_freq)), inv_freq = exp(-ln(1e4) * arange(d/2) / (d/2)).
+  const int half = dim / 2;
+  std::vector<float> t(dim);
+  for (int i = 0; i < half; ++i) {
+    const float inv = std::exp(-std::log(10000.0f) * static_cast<float>(i) / static_cast<float>(half));
+    const float a = n_delay * inv;
+    t[i] = std::cos(a);
+    t[i + half] = std::sin(a);
+  }
+  std::vector<float> hidden(t_cond_dim);
+  for (int j = 0; j < t_cond_dim; ++j) {
+    double s = 0;
+    for (int i = 0; i < dim; ++i) s += static_cast<double>(l.ada_w1[static_cast<size_t>(j) * dim + i]) * t[i];
+    const float x = static_cast<float>(s);
+    hidden[j] = 0.5f * x * (1.0f + std::erf(x * static_cast<float>(M_SQRT1_2)));
+  }
+  std::vector<float> out(dim);
+  for (int i = 0; i < dim; ++i) {
+    double s = 0;
+    for (int j = 0; j < t_cond_dim; ++j) s += static_cast<double>(l.ada_w2[static_cast<size_t>(i) * t_cond_dim + j]) * hidden[j];
+    out[i] = 1.0f + static_cast<float>(s);
+  }
+  return out;
+}
+
+VoxtralModel::VoxtralModel(const Checkpoint& ckpt, Backend& backend)
+    : cfg_(ckpt.config()), backend_(backend), w_(load_weights(ckpt, backend)) {
+  enc_inv_freq_ = rope_inv_freq(cfg_.encoder.rope_theta, cfg_.encoder.head_dim);
+  dec_inv_freq_ = rope_inv_freq(cfg_.decoder.rope_theta, cfg_.decoder.head_dim);
+  const int dim = cfg_.decoder.dim;
+  for (const auto& l : w_.decoder) {
+    std::vector<float> table;
+    for (int n = 0; n <= kMaxDelayTokens; ++n) {
+      const auto s = ada_scale(l, dim, cfg_.decoder.t_cond_dim, static_cast<float>(n));
+      table.insert(table.end(), s.begin(), s.end());
+    }
+    Buffer b(&backend_, kMaxDelayTokens + 1, dim);
+    backend_.upload(b.data(), table.data(), table.size());
+    ada_scale_.push_back(std::move(b));
+  }
+}
+
+KvCacheShape VoxtralModel::encoder_cache_shape(int slots, int ring) const {
+  return {slots, cfg_.encoder.n_layers, ring, cfg_.encoder.n_kv_heads, cfg_.encoder.head_dim};
+}
+
+KvCacheShape VoxtralModel::decoder_cache_shape(int slots, int ring) const {
+  return {slots, cfg_.decoder.n_layers, ring, cfg_.decoder.n_kv_heads, cfg_.decoder.head_dim};
+}
+
+Buffer VoxtralModel::conv_stem(Mat mel, Mat conv1_context, std::vector<float>* conv1_tail) {
+  const int D = cfg_.encoder.dim;
+  const int t_mel = mel.rows - 2;
+  check(t_mel > 0 && t_mel % 2 == 0, "conv stem", "mel rows must be a positive even number");
+  // conv1 (stride 1, causal pad 2) writes rows 1.. of a buffer whose row 0 is conv2's causal context.
+  Buffer h1(&backend_, t_mel + 1, D);
+  backend_.copy(h1.row(0), conv1_context.data, D);
+  Mat h1_body = h1.view(1, t_mel);
+  backend_.conv1d_k3(mel, w_.conv1_w, w_.conv1_b, 1, h1_body);
+  backend_.gelu(h1_body);
+  if (conv1_tail) {
+    conv1_tail->resize(D);
+    backend_.download(conv1_tail->data(), h1.row(t_mel), D);
+  }
+  Buffer out(&backend_, t_mel / 2, D);
+  backend_.conv1d_k3(h1.all(), w_.conv2_w, w_.conv2_b, 2, out.all());
+  backend_.gelu(out.all());
+  return out;
+}
+
+void VoxtralModel::encoder_layer(const EncoderLayerWeights& l, int index, Mat x, std::span<const RowRef> rows,
+                                 KvCache& cache) {
+  const EncoderConfig& c = cfg_.encoder;
+  const int M = x.rows, qw = c.n_heads * c.head_dim, kvw = c.n_kv_heads * c.head_dim;
+  Buffer h(&backend_, M, c.dim), q(&backend_, M, qw), k(&backend_, M, kvw), v(&backend_, M, kvw), o(&backend_, M, qw);
+  backend_.rms_norm(x, l.attn_norm, static_cast<float>(c.norm_eps), h.all());
+  backend_.linear(h.all(), l.wq, &l.bq, q.all());
+  backend_.linear(h.all(), l.wk, nullptr, k.all());
+  backend_.linear(h.all(), l.wv, &l.bv, v.all());
+  backend_.rope(q.all(), c.n_heads, c.head_dim, rows, enc_inv_freq_);
+  backend_.rope(k.all(), c.n_kv_heads, c.head_dim, rows, enc_inv_freq_);
+  backend_.store_kv(cache, index, k.all(), v.all(), rows);
+  const AttentionParams ap{c.n_heads, c.n_kv_heads, c.head_dim, c.sliding_window,
+                           1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  backend_.attention(cache, index, q.all(), rows, ap, o.all());
+  backend_.linear(o.all(), l.wo, &l.bo, x, /*accumulate=*/true);
+
+  Buffer g(&backend_, M, c.hidden_dim), u(&backend_, M, c.hidden_dim);
+  backend_.rms_norm(x, l.ffn_norm, static_cast<float>(c.norm_eps), h.all());
+  backend_.linear(h.all(), l.w1, nullptr, g.all());
+  backend_.linear(h.all(), l.w3, nullptr, u.all());
+  backend_.silu_mul(g.all(), u.all());
+  backend_.linear(g.all(), l.w2, &l.b2, x, /*accumulate=*/true);
+}
+
+void VoxtralModel::encode(Mat x, std::span<const RowRef> rows, KvCache& cache) {
+  for (size_t i = 0; i < w_.encoder.size(); ++i) encoder_layer(w_.encoder[i], static_cast<int>(i), x, rows, cache);
+  backend_.rms_norm(x, w_.encoder_norm, static_cast<float>(cfg_.encoder.norm_eps), x);
+}
+
+Buffer VoxtralModel::adapt(Mat x) {
+  const int dim = cfg_.decoder.dim;
+  Buffer h(&backend_, x.rows, dim), out(&backend_, x.rows, dim);
+  backend_.linear(x, w_.adapter_w1, nullptr, h.all());
+  backend_.gelu(h.all());
+  backend_.linear(h.all(), w_.adapter_w2, nullptr, out.all());
+  return out;
+}
+
+void VoxtralModel::decoder_layer(const DecoderLayerWeights& l, int index, Mat x, std::span<const RowRef> rows,
+                                 std::span<const int> scale_rows, KvCache& cache) {
+  const DecoderConfig& c = cfg_.decoder;
+  const int M = x.rows, qw = c.n_heads * c.head_dim, kvw = c.n_kv_heads * c.head_dim;
+  Buffer h(&backend_, M, c.dim), q(&backend_, M, qw), k(&backend_, M, kvw), v(&backend_, M, kvw), o(&backend_, M, qw);
+  backend_.rms_norm(x, l.attn_norm, static_cast<float>(c.norm_eps), h.all());
+  backend_.linear(h.all(), l.wq, nullptr, q.all());
+  backend_.linear(h.all(), l.wk, nullptr, k.all());
+  backend_.linear(h.all(), l.wv, nullptr, v.all());
+  backend_.rope(q.all(), c.n_heads, c.head_dim, rows, dec_inv_freq_);
+  backend_.rope(k.all(), c.n_kv_heads, c.head_dim, rows, dec_inv_freq_);
+  backend_.store_kv(cache, index, k.all(), v.all(), rows);
+  const AttentionParams ap{c.n_heads, c.n_kv_heads, c.head_dim, c.sliding_window,
+                           1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  backend_.attention(cache, index, q.all(), rows, ap, o.all());
+  backend_.linear(o.all(), l.wo, nullptr, x, /*accumulate=*/true);
+
+  Buffer g(&backend_, M, c.hidden_dim), u(&backend_, M, c.hidden_dim);
+  backend_.rms_norm(x, l.ffn_norm, static_cast<float>(c.norm_eps), h.all());
+  backend_.scale_rows(h.all(), ada_scale_[index].all(), scale_rows);  // delay conditioning
+  backend_.linear(h.all(), l.w1, nullptr, g.all());
+  backend_.linear(h.all(), l.w3, nullptr, u.all());
+  backend_.silu_mul(g.all(), u.all());
+  backend_.linear(g.all(), l.w2, nullptr, x, /*accumulate=*/true);
+}
+
+Buffer VoxtralModel::decode(std::span<const int32_t> ids, Mat audio, std::span<const RowRef> rows,
+                            std::span<const int> n_delay, KvCache& cache, std::span<const int> logit_rows) {
+  const DecoderConfig& c = cfg_.decoder;
+  const int M = audio.rows;
+  for (int n : n_delay) check(n >= 0 && n <= kMaxDelayTokens, "decoder", "delay tokens out of range");
+  Buffer x(&backend_, M, c.dim);
+  backend_.embed(w_.tok_embeddings, ids, x.all());
+  backend_.add(x.all(), audio);
+  for (size_t i = 0; i < w_.decoder.size(); ++i) decoder_layer(w_.decoder[i], static_cast<int>(i), x.all(), rows, n_delay, cache);
+
+  const int L = static_cast<int>(logit_rows.size());
+  Buffer sel(&backend_, L, c.dim), logits(&backend_, L, c.vocab_size);
+  for (int i = 0; i < L; ++i) backend_.copy(sel.row(i), x.row(logit_rows[i]), c.dim);
+  backend_.rms_norm(sel.all(), w_.norm, static_cast<float>(c.norm_eps), sel.all());
+  backend_.linear(sel.all(), w_.tok_embeddings, nullptr, logits.all());
+  return logits;
+}
+
+}  // namespace voxrt

@@ -1,0 +1,67 @@
+// The Voxtral Realtime network (SPEC §3-§5), written once against the Backend interface:
+//   conv stem -> causal sliding-window encoder -> adapter (4 frames -> 1 vector) -> decoder.
+// Each stage works on a batch of rows; rows carry (cache slot, absolute position) so one call can
+// advance several sessions. The decode protocol (prompt, padding, greedy loop) is in offline.h.
+#pragma once
+
+#include <array>
+#include <span>
+#include <vector>
+
+#include "model/checkpoint.h"
+#include "runtime/backend.h"
+#include "voxtral/weights.h"
+
+namespace voxrt {
+
+class VoxtralModel {
+ public:
+  VoxtralModel(const Checkpoint& ckpt, Backend& backend);
+
+  const ModelConfig& config() const { return cfg_; }
+  Backend& backend() const { return backend_; }
+  const ModelWeights& weights() const { return w_; }
+
+  // Conv stem. mel_with_context: time-major mel rows preceded by 2 rows of causal context (zeros at
+  // the start of a stream). conv1_context: 1 row of conv1 output preceding this chunk (zeros at
+  // the start). Returns (mel rows) / 2 frames; mel rows must be even. Also returns the last conv1
+  // row through conv1_tail so a stream can carry it to the next chunk.
+  Buffer conv_stem(Mat mel_with_context, Mat conv1_context, std::vector<float>* conv1_tail = nullptr);
+
+  // Encoder layers + final norm, in place on x [rows, enc_dim]. Rows' K/V go into `cache` (one
+  // slot per session; ring >= window + rows - 1).
+  void encode(Mat x, std::span<const RowRef> rows, KvCache& cache);
+
+  // Adapter: x [rows, 4 * enc_dim] (4 consecutive encoder frames per row) -> [rows, dim].
+  Buffer adapt(Mat x);
+
+  // Decoder over rows: input = embed(ids) + audio (both [rows, dim]). Writes K/V to `cache`.
+  // Returns the final hidden state after the last norm for the rows listed in `logit_rows`, as
+  // logits [logit_rows.size(), vocab].
+  Buffer decode(std::span<const int32_t> ids, Mat audio, std::span<const RowRef> rows,
+                std::span<const int> n_delay, KvCache& cache, std::span<const int> logit_rows);
+
+  KvCacheShape encoder_cache_shape(int slots, int ring) const;
+  KvCacheShape decoder_cache_shape(int slots, int ring) const;
+
+  static constexpr int kMaxDelayTokens = 30;  // 2400 ms
+
+ private:
+  void encoder_layer(const EncoderLayerWeights& l, int index, Mat x, std::span<const RowRef> rows, KvCache& cache);
+  void decoder_layer(const DecoderLayerWeights& l, int index, Mat x, std::span<const RowRef> rows,
+                     std::span<const int> scale_rows, KvCache& cache);
+
+  const ModelConfig cfg_;
+  Backend& backend_;
+  ModelWeights w_;
+  std::vector<float> enc_inv_freq_, dec_inv_freq_;
+  // Per decoder layer: rows n = 0..30 hold (1 + ada(t_cond(n))) for n delay tokens (SPEC §5).
+  std::vector<Buffer> ada_scale_;
+};
+
+// RoPE inverse frequencies as the reference computes them: 1 / theta^(2i/d) in fp32.
+std::vector<float> rope_inv_freq(double theta, int head_dim);
+// (1 + W2 gelu(W1 t_cond(n_delay))) for one decoder layer, in fp32 like the reference.
+std::vector<float> ada_scale(const DecoderLayerWeights& l, int dim, int t_cond_dim, float n_delay);
+
+}  // namespace voxrt

@@ -1,0 +1,131 @@
+#include "voxtral/offline.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "common/error.h"
+
+namespace voxrt {
+namespace {
+
+std::vector<float> to_host(Backend& b, Mat m) {
+  std::vector<float> v(static_cast<size_t>(m.rows) * m.cols);
+  b.download(v.data(), m.data, v.size());
+  return v;
+}
+
+std::vector<RowRef> positions(int64_t first, int count) {
+  std::vector<RowRef> r(count);
+  for (int i = 0; i < count; ++i) r[i] = {0, first + i};
+  return r;
+}
+
+// Log-mel -> conv stem -> encoder -> adapter for the whole padded recording.
+Buffer encode_audio(VoxtralModel& model, const LogMel& logmel, const std::vector<float>& padded,
+                    const OfflineOptions& opts) {
+  Backend& be = model.backend();
+  const ModelConfig& cfg = model.config();
+  const std::vector<float> mel = logmel.compute(padded.data(), padded.size());
+  const int n_mels = logmel.params().n_mels;
+  const int T = static_cast<int>(mel.size() / n_mels);
+  check(T % (2 * cfg.downsample_factor) == 0, "offline", "mel frames not a whole number of steps");
+  if (opts.trace) opts.trace->mel = mel;
+
+  // Conv stem with zero causal context (2 mel rows, 1 conv1 row).
+  Buffer mel_ctx(&be, T + 2, n_mels);
+  be.fill(mel_ctx.data(), 0.0f, mel_ctx.size());
+  be.upload(mel_ctx.row(2), mel.data(), mel.size());
+  Buffer zero_row(&be, 1, cfg.encoder.dim);
+  be.fill(zero_row.data(), 0.0f, zero_row.size());
+  Buffer frames = model.conv_stem(mel_ctx.all(), zero_row.all());
+  if (opts.trace) opts.trace->conv = to_host(be, frames.all());
+
+  // Encoder in chunks; the ring holds the window plus one chunk.
+  const int n_frames = frames.rows();
+  const int chunk = std::max(1, opts.encoder_chunk);
+  const int ring = std::min(n_frames, cfg.encoder.sliding_window + chunk);
+  KvCache cache(&be, model.encoder_cache_shape(1, ring));
+  for (int first = 0; first < n_frames; first += chunk) {
+    const int count = std::min(chunk, n_frames - first);
+    const auto rows = positions(first, count);
+    model.encode(frames.view(first, count), rows, cache);
+  }
+  if (opts.trace) opts.trace->encoder = to_host(be, frames.all());
+
+  // Adapter: 4 consecutive frames side by side are one row of the same memory.
+  const int n_pos = n_frames / cfg.downsample_factor;
+  Buffer adapter = model.adapt(Mat{frames.data(), n_pos, cfg.encoder.dim * cfg.downsample_factor});
+  if (opts.trace) opts.trace->adapter = to_host(be, adapter.all());
+  return adapter;
+}
+
+}  // namespace
+
+OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<const float> audio16k,
+                          const OfflineOptions& opts) {
+  Backend& be = model.backend();
+  const ModelConfig& cfg = model.config();
+  const Protocol& proto = opts.protocol;
+  const std::vector<float> padded = proto.pad_offline(audio16k);
+  Buffer adapter = encode_audio(model, logmel, padded, opts);
+
+  OfflineResult result;
+  const int N = adapter.rows();
+  const int P = proto.prompt_len();
+  result.positions = N;
+  check(N > P, "offline", "padded audio shorter than the prompt");
+  int total_steps = N - P;
+  if (opts.teacher_tokens) total_steps = std::min<int>(total_steps, static_cast<int>(opts.teacher_tokens->size()));
+  const int ring = std::min(N, cfg.decoder.sliding_window + P);
+  KvCache cache(&be, model.decoder_cache_shape(1, ring));
+  if (opts.trace) {
+    opts.trace->logit_steps = 0;
+    opts.trace->logits.clear();
+  }
+
+  auto take = [&](const Buffer& logits, int step) -> int32_t {
+    int32_t id = 0;
+    float margin = 0;
+    be.argmax(logits.all(), std::span<int32_t>(&id, 1), std::span<float>(&margin, 1));
+    if (opts.trace && step < opts.trace_logit_steps) {
+      const auto host = to_host(be, logits.all());
+      opts.trace->logits.insert(opts.trace->logits.end(), host.begin(), host.end());
+      opts.trace->logit_steps = step + 1;
+    }
+    result.tokens.push_back(id);
+    result.margins.push_back(margin);
+    return id;
+  };
+  auto next_input = [&](int step, int32_t own) {
+    if (opts.teacher_tokens && step < static_cast<int>(opts.teacher_tokens->size())) return (*opts.teacher_tokens)[step];
+    return own;
+  };
+
+  // Prefill the prompt in one pass; its last position gives the first token.
+  const std::vector<int32_t> prompt = proto.prompt(opts.ids);
+  std::vector<int> delays(P, proto.n_delay);
+  const int last = P - 1;
+  Buffer logits = model.decode(prompt, adapter.view(0, P), positions(0, P), delays, cache, std::span<const int>(&last, 1));
+  int32_t tok = take(logits, 0);
+  const int one_delay = proto.n_delay, zero = 0;
+  if (opts.progress) opts.progress(1, total_steps);
+
+  for (int step = 1; step < total_steps; ++step) {
+    if (opts.stop_at_eos && tok == opts.ids.eos && !opts.teacher_tokens) {
+      result.eos_stopped = true;
+      break;
+    }
+    const int32_t input = next_input(step - 1, tok);
+    const int pos = P + step - 1;
+    const RowRef row{0, pos};
+    logits = model.decode(std::span<const int32_t>(&input, 1), adapter.view(pos, 1), std::span<const RowRef>(&row, 1),
+                          std::span<const int>(&one_delay, 1), cache, std::span<const int>(&zero, 1));
+    tok = take(logits, step);
+    if (opts.progress) opts.progress(step + 1, total_steps);
+  }
+  if (opts.stop_at_eos && !opts.teacher_tokens && !result.tokens.empty() && result.tokens.back() == opts.ids.eos)
+    result.eos_stopped = true;
+  return result;
+}
+
+}  // namespace voxrt

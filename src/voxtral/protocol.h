@@ -1,0 +1,31 @@
+// The transcription protocol's numbers (SPEC §9): delay, left pad, prompt, offline right pad.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace voxrt {
+
+// Valid delays: 80..1200 ms in steps of 80, or 2400 ms. Throws voxrt::Error otherwise.
+int delay_tokens_from_ms(int delay_ms);
+
+struct ProtocolIds {
+  int32_t bos = 1, eos = 2, streaming_pad = 32, streaming_word = 33;
+};
+
+struct Protocol {
+  int n_delay = 6;             // delay in 80 ms steps
+  int n_left_pad_tokens = 32;  // silent steps before the audio
+  int samples_per_step = 1280;
+
+  int prompt_len() const { return 1 + n_left_pad_tokens + n_delay; }
+  // Offline right pad after rounding up to a whole step: n_delay + 1 + 10 steps of zeros.
+  int right_pad_steps() const { return n_delay + 1 + 10; }
+  // [BOS] + [STREAMING_PAD] x (left pad + delay).
+  std::vector<int32_t> prompt(const ProtocolIds& ids) const;
+  // Zeros on the left, the audio, zeros up to a whole step, then the right pad.
+  std::vector<float> pad_offline(std::span<const float> audio) const;
+};
+
+}  // namespace voxrt

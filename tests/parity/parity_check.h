@@ -1,0 +1,63 @@
+// Runs the offline pipeline on a golden case and compares every stage with the reference's.
+// Used by the tiny fixtures (CI) and the full-size check (GPU machine).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "golden.h"
+#include "tokenizer/tekken.h"
+#include "voxtral/offline.h"
+
+namespace voxrt::test {
+
+struct Tolerances {
+  // The reference's STFT runs in fp32, ours in double: low-energy bins (near the -6.5 floor) differ
+  // by a few 1e-5 after the log; every other stage is compared relatively.
+  double mel_max_abs = 1e-4;  // log-mel units
+  double stage_rel = 1e-4;    // relative L2 error of conv stem, encoder, adapter, logits
+};
+
+inline OfflineOptions golden_options(const Tokenizer& tok, const Golden& g) {
+  OfflineOptions o;
+  o.protocol.n_delay = std::stoi(g.meta("n_delay"));
+  o.protocol.n_left_pad_tokens = tok.audio().streaming_n_left_pad_tokens;
+  o.ids = {tok.bos_id(), tok.eos_id(), tok.streaming_pad_id(), tok.streaming_word_id()};
+  return o;
+}
+
+// Teacher-forced run: every stage within tolerance, argmax identical to the reference's at every
+// step. Prints the measured errors (they go into the closing notes and bench records).
+inline void expect_stages_match(VoxtralModel& model, const LogMel& logmel, const Tokenizer& tok,
+                                const std::vector<float>& audio, const Golden& g, const std::string& label,
+                                const Tolerances& tol = {}) {
+  const std::vector<int32_t> ref_tokens = g.i32("tokens");
+  OfflineOptions o = golden_options(tok, g);
+  OfflineTrace trace;
+  o.trace = &trace;
+  o.trace_logit_steps = static_cast<int>(g.shape("tf_logits")[0]);
+  o.teacher_tokens = &ref_tokens;
+  const OfflineResult r = run_offline(model, logmel, audio, o);
+
+  if (g.has("mel")) {
+    const auto ref = g.f32("mel");
+    ASSERT_EQ(trace.mel.size(), ref.size());
+    const double e = max_abs_error(trace.mel, ref);
+    EXPECT_LE(e, tol.mel_max_abs) << label << " mel";
+    std::printf("[%s] mel max abs error %.3g\n", label.c_str(), e);
+  }
+  const std::pair<const char*, const std::vector<float>*> stages[] = {
+      {"conv", &trace.conv}, {"encoder", &trace.encoder}, {"adapter", &trace.adapter}, {"tf_logits", &trace.logits}};
+  for (const auto& [name, ours] : stages) {
+    const auto ref = g.f32(name);
+    ASSERT_EQ(ours->size(), ref.size()) << label << " " << name;
+    const double e = rel_error(*ours, ref);
+    EXPECT_LE(e, tol.stage_rel) << label << " " << name;
+    std::printf("[%s] %s relative error %.3g (max abs %.3g)\n", label.c_str(), name, e, max_abs_error(*ours, ref));
+  }
+  ASSERT_EQ(r.tokens.size(), ref_tokens.size()) << label;
+  EXPECT_EQ(r.tokens, g.i32("tf_argmax")) << label << ": teacher-forced argmax differs";
+}
+
+}  // namespace voxrt::test

@@ -1,0 +1,51 @@
+// Full-size (4.4 B parameter) random-weight model against the reference, on the CPU backend.
+// Runs only where tools/reference/full_size_check.sh has made the model and golden outputs
+// (the GPU machine: 16 cores, 128 GB): VOXRT_FULL_DIR=<dir with mistral/, hf/, golden/>.
+// Elsewhere it reports itself skipped.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "audio/audio_file.h"
+#include "model/checkpoint.h"
+#include "parity_check.h"
+
+namespace voxrt::test {
+namespace {
+
+std::filesystem::path full_dir() {
+  const char* d = std::getenv("VOXRT_FULL_DIR");
+  return d ? std::filesystem::path(d) : std::filesystem::path();
+}
+
+void check_layout(LayoutPreference layout, const std::string& sub) {
+  const std::filesystem::path dir = full_dir();
+  if (dir.empty()) GTEST_SKIP() << "VOXRT_FULL_DIR not set: full-size check skipped (runs on the GPU machine)";
+  auto backend = make_cpu_backend(0);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<VoxtralModel> model;
+  {
+    const Checkpoint ckpt = Checkpoint::open(dir / sub, layout);
+    model = std::make_unique<VoxtralModel>(ckpt, *backend);
+  }
+  std::printf("[full/%s] loaded in %.1f s\n", sub.c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const Tokenizer tok = Tokenizer::load(dir / sub / "tekken.json");
+  const LogMel logmel;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "golden")) {
+    if (e.path().extension() != ".safetensors") continue;
+    const Golden g(e.path());
+    const std::vector<float> audio = g.f32("audio");
+    const auto t1 = std::chrono::steady_clock::now();
+    expect_stages_match(*model, logmel, tok, audio, g, "full/" + sub + "/" + e.path().stem().string());
+    std::printf("[full/%s] case ran in %.1f s\n", sub.c_str(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+  }
+}
+
+TEST(FullSize, MistralLayoutMatchesReference) { check_layout(LayoutPreference::Mistral, "mistral"); }
+TEST(FullSize, HuggingFaceLayoutMatchesReference) { check_layout(LayoutPreference::HuggingFace, "hf"); }
+
+}  // namespace
+}  // namespace voxrt::test
