@@ -12,13 +12,17 @@ full=${VOXRT_FULL_WORK:-/tmp/voxrt-full}
 log=${OUT:-/tmp}/full_size_check.log
 export PYTHONUNBUFFERED=1
 {
-  echo "== make-model full (seed 1234)"
-  time python3 tools/reference/voxtral_reference.py make-model --size full --out "$full" --seed 1234 \
-      --hf-dtype bf16 --no-verify
+  if [ -f "$full/model_info.json" ]; then
+    echo "== reusing the full model in $full"
+  else
+    echo "== make-model full (seed 1234)"
+    time python3 tools/reference/voxtral_reference.py make-model --size full --out "$full" --seed 1234 \
+        --hf-dtype bf16 --no-verify
+  fi
   mkdir -p "$full/golden"
   name=$(basename "$audio" .wav)_$delay
   echo "== reference golden $name"
-  time python3 tools/reference/voxtral_reference.py golden --model "$full" --audio "$audio" --delay-ms "$delay" \
+  [ -f "$full/golden/$name.safetensors" ] || time python3 tools/reference/voxtral_reference.py golden --model "$full" --audio "$audio" --delay-ms "$delay" \
       --out "$full/golden/$name.safetensors" --device cuda --logit-steps 4
   echo "== voxrt CPU backend vs reference ($(nproc) cores)"
   time VOXRT_FULL_DIR="$full" .carry/run voxrt_tests --gtest_filter='FullSize*'
