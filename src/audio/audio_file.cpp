@@ -112,4 +112,17 @@ std::vector<float> load_audio_mono(const std::filesystem::path& path, int target
   return resample(mono, audio.sample_rate, target_rate);
 }
 
+void write_wav_f32(const std::filesystem::path& path, const std::vector<float>& mono, int sample_rate) {
+  SF_INFO info{};
+  info.samplerate = sample_rate;
+  info.channels = 1;
+  info.format = SF_FORMAT_WAV | SF_FORMAT_FLOAT;
+  SNDFILE* f = sf_open(path.c_str(), SFM_WRITE, &info);
+  if (!f) throw Error(path.string() + ": cannot write audio: " + sf_strerror(nullptr));
+  const sf_count_t n = static_cast<sf_count_t>(mono.size());
+  const sf_count_t written = sf_writef_float(f, mono.data(), n);
+  const int close_error = sf_close(f);
+  if (written != n || close_error != 0) throw Error(path.string() + ": short write (disk full?)");
+}
+
 }  // namespace voxrt

@@ -23,6 +23,10 @@ std::vector<float> downmix_to_mono(const std::vector<float>& interleaved, int ch
 // High-quality resampling (soxr, VHQ). Returns the input unchanged when the rates are equal.
 std::vector<float> resample(const std::vector<float>& mono, int from_rate, int to_rate);
 
+// Writes mono float samples as a 32-bit float WAV (what `voxrt decode-audio` produces: the exact
+// samples the engine hears). Throws voxrt::Error naming the path on failure.
+void write_wav_f32(const std::filesystem::path& path, const std::vector<float>& mono, int sample_rate);
+
 // read + downmix + resample to target_rate.
 std::vector<float> load_audio_mono(const std::filesystem::path& path, int target_rate = 16000);
 

@@ -1,4 +1,4 @@
-// The voxrt command: transcribe files, pull the model. Each subcommand is set up by its own
+// The voxrt command: transcribe files, pull the model, show what the engine hears. Each subcommand is set up by its own
 // function; errors print one line "voxrt: error: ..." and exit with status 1.
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "voxrt 0.1.0");
   voxrt::cli::add_transcribe_command(app);
   voxrt::cli::add_pull_command(app);
+  voxrt::cli::add_decode_audio_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

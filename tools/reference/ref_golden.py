@@ -29,18 +29,35 @@ OFFLINE_BUFFER_TOKENS = 10       # mistral-common OFFLINE_STREAMING_BUFFER_TOKEN
 # ---------------------------------------------------------------------------------------------
 
 def read_wav_mono16k(path: Path) -> np.ndarray:
-    """16 kHz mono 16-bit PCM WAV -> float32 in [-1, 1) (sample / 32768, as soundfile does)."""
+    """16 kHz mono WAV -> float32. 16-bit PCM is scaled by 1/32768 (as soundfile and libsndfile do);
+    32-bit float (what `voxrt decode-audio` writes: exactly the samples voxrt hears after decoding,
+    down-mixing and resampling another format) is taken as it is."""
     try:
         with wave.open(str(path), "rb") as w:
             channels, rate, width, n = w.getnchannels(), w.getframerate(), w.getsampwidth(), w.getnframes()
             frames = w.readframes(n)
-    except (wave.Error, EOFError) as exc:
-        raise SystemExit(f"error: {path}: not a readable PCM WAV file ({exc})") from exc
-    if channels != 1 or rate != SAMPLE_RATE or width != 2:
+        if width == 2:
+            audio = np.frombuffer(frames, dtype="<i2").astype(np.float32) / 32768.0
+        else:
+            audio = None
+    except (wave.Error, EOFError):
+        audio, width = None, 4  # the stdlib reader refuses IEEE float WAVs: try scipy's below
+        channels = rate = None
+    if audio is None:
+        try:
+            from scipy.io import wavfile
+            rate, data = wavfile.read(str(path))
+        except Exception as exc:  # noqa: BLE001 - any reader failure is the same user error
+            raise SystemExit(f"error: {path}: not a readable WAV file ({exc})") from exc
+        channels = 1 if data.ndim == 1 else data.shape[1]
+        if data.dtype != np.float32:
+            raise SystemExit(f"error: {path}: {data.dtype} samples; the reference takes 16-bit PCM or 32-bit float")
+        audio = data
+    if channels != 1 or rate != SAMPLE_RATE:
         raise SystemExit(
-            f"error: {path}: {rate} Hz, {channels} channel(s), {8 * width}-bit; the reference takes "
-            f"16000 Hz mono 16-bit only (convert: sox IN -r 16000 -c 1 -b 16 OUT.wav)")
-    audio = np.frombuffer(frames, dtype="<i2").astype(np.float32) / 32768.0
+            f"error: {path}: {rate} Hz, {channels} channel(s); the reference takes 16000 Hz mono only "
+            f"(convert with `voxrt decode-audio IN OUT.wav`, which gives exactly what voxrt hears)")
+    audio = np.ascontiguousarray(audio, dtype=np.float32)
     if audio.size == 0:
         raise SystemExit(f"error: {path}: no samples")
     return audio

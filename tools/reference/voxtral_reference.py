@@ -36,6 +36,10 @@ FIXTURE_CASES = [
     ("odd_length", 480),
     ("speech_to_end", 480),
     ("jfk", 480),
+    # stereo_44k.wav as voxrt hears it (16 kHz mono float, written by
+    # `voxrt decode-audio tests/data/audio/stereo_44k.wav tests/data/audio/stereo_44k_heard.wav`):
+    # the reference has no resampler, so the non-16 kHz stereo input is checked on these samples.
+    ("stereo_44k_heard", 480),
 ]
 # The mel features are the largest tensor; to keep tests/data/tiny small only these cases keep it.
 FIXTURE_MEL_CASES = {"speech_short_480", "speech_long_480"}

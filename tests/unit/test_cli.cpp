@@ -1,0 +1,191 @@
+// The voxrt command end to end on the tiny reference model: output formats, options, several
+// inputs, non-16 kHz stereo input, and bad input answered with exit status 1 and a message that
+// names the file and what is wrong (never a crash, never a hang).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../parity/golden.h"
+#include "audio/audio_file.h"
+#include "checkpoint_test_util.h"
+
+namespace voxrt::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int status = -1;  // exit status, or 128 + signal
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+RunResult run_voxrt(const std::string& args) {
+  testutil::TempDir tmp;
+  const std::string cmd = std::string(VOXRT_BINARY) + " " + args + " >" + (tmp / "out").string() + " 2>" +
+                          (tmp / "err").string() + " </dev/null";
+  const int raw = std::system(cmd.c_str());
+  RunResult r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  r.out = slurp(tmp / "out");
+  r.err = slurp(tmp / "err");
+  return r;
+}
+
+std::string model_dir() { return (test_data() / "tiny" / "mistral").string(); }
+std::string audio(const std::string& name) { return (test_data() / "audio" / (name + ".wav")).string(); }
+std::vector<int32_t> golden_tokens(const std::string& name) {
+  return Golden(test_data() / "tiny" / "golden" / (name + ".safetensors")).i32("tokens");
+}
+
+TEST(Cli, TranscribeJsonGivesTheReferenceTokens) {
+  const RunResult r = run_voxrt("transcribe -q --format json --model " + model_dir() + " " + audio("speech_short"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), golden_tokens("speech_short_480"));
+  EXPECT_EQ(j["delay_ms"], 480);
+  EXPECT_NEAR(j["duration"].get<double>(), 42640 / 16000.0, 1e-3);
+  EXPECT_TRUE(j["text"].is_string());
+  for (const auto& s : j["segments"]) {
+    EXPECT_LE(s["start"].get<double>(), s["end"].get<double>());
+    EXPECT_LE(s["end"].get<double>(), j["duration"].get<double>() + 1e-9);
+    EXPECT_FALSE(s["text"].get<std::string>().empty());
+  }
+}
+
+TEST(Cli, DelayOptionSelectsTheDelay) {
+  const RunResult r =
+      run_voxrt("transcribe -q -f json --delay-ms 160 --model " + model_dir() + " " + audio("speech_short"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].get<std::vector<int32_t>>(), golden_tokens("speech_short_160"));
+}
+
+TEST(Cli, SeveralInputsGiveOneJsonObjectEach) {
+  const RunResult r = run_voxrt("transcribe -q -f json --model " + model_dir() + " " + audio("speech_short") + " " +
+                                audio("odd_length"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string a, b;
+  ASSERT_TRUE(std::getline(lines, a) && std::getline(lines, b));
+  EXPECT_EQ(nlohmann::json::parse(a)["file"], audio("speech_short"));
+  EXPECT_EQ(nlohmann::json::parse(b)["tokens"].get<std::vector<int32_t>>(), golden_tokens("odd_length_480"));
+}
+
+TEST(Cli, StereoAt44kIsDownmixedAndResampled) {
+  // stereo_44k.wav is speech_short.wav at 44.1 kHz on two channels. Resampling is not lossless, so
+  // the reference ran on exactly what voxrt hears (stereo_44k_heard.wav, from `voxrt decode-audio`).
+  testutil::TempDir tmp;
+  const std::string heard = (tmp / "heard.wav").string();
+  RunResult r = run_voxrt("decode-audio " + audio("stereo_44k") + " " + heard);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::vector<float> ours = load_audio_mono(heard), committed = load_audio_mono(audio("stereo_44k_heard"));
+  ASSERT_EQ(ours.size(), committed.size());
+  EXPECT_LE(max_abs_error(ours, committed), 1e-5) << "soxr output differs from the committed decode";
+  r = run_voxrt("transcribe -q -f json --model " + model_dir() + " " + audio("stereo_44k"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].get<std::vector<int32_t>>(), golden_tokens("stereo_44k_heard_480"));
+}
+
+TEST(Cli, SubtitleFormatsAndOutputFile) {
+  testutil::TempDir tmp;
+  const std::string srt = (tmp / "a.srt").string();
+  RunResult r = run_voxrt("transcribe -q -f srt -o " + srt + " --model " + model_dir() + " " + audio("jfk"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string s = slurp(srt);
+  EXPECT_EQ(s.rfind("1\n00:00:", 0), 0u) << s;
+  EXPECT_NE(s.find(" --> "), std::string::npos);
+  r = run_voxrt("transcribe -q -f vtt --model " + model_dir() + " " + audio("jfk"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("WEBVTT\n\n00:00:", 0), 0u) << r.out;
+}
+
+TEST(Cli, BadDelayIsRejectedBeforeLoading) {
+  const RunResult r = run_voxrt("transcribe --delay-ms 500 --model /nonexistent " + audio("speech_short"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--delay-ms 500"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("80 to 1200"), std::string::npos) << r.err;
+}
+
+TEST(Cli, BadFormatIsRejected) {
+  const RunResult r = run_voxrt("transcribe -f docx --model " + model_dir() + " " + audio("speech_short"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--format docx"), std::string::npos) << r.err;
+}
+
+// Copies the tiny model so a test can break one file of it.
+fs::path copy_model(const testutil::TempDir& tmp) {
+  const fs::path dst = tmp / "model";
+  fs::copy(model_dir(), dst, fs::copy_options::recursive);
+  return dst;
+}
+
+TEST(Cli, TruncatedCheckpointNamesTheFile) {
+  testutil::TempDir tmp;
+  const fs::path m = copy_model(tmp);
+  fs::resize_file(m / "consolidated.safetensors", fs::file_size(m / "consolidated.safetensors") / 2);
+  const RunResult r = run_voxrt("transcribe --model " + m.string() + " " + audio("speech_short"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("consolidated.safetensors"), std::string::npos) << r.err;
+}
+
+TEST(Cli, MalformedParamsJsonNamesTheFile) {
+  testutil::TempDir tmp;
+  const fs::path m = copy_model(tmp);
+  std::ofstream(m / "params.json") << "{\"dim\": 64,";
+  const RunResult r = run_voxrt("transcribe --model " + m.string() + " " + audio("speech_short"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("params.json"), std::string::npos) << r.err;
+}
+
+TEST(Cli, MissingTokenizerIsNamed) {
+  testutil::TempDir tmp;
+  const fs::path m = copy_model(tmp);
+  fs::remove(m / "tekken.json");
+  const RunResult r = run_voxrt("transcribe --model " + m.string() + " " + audio("speech_short"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("tekken.json"), std::string::npos) << r.err;
+}
+
+TEST(Cli, BrokenAudioFailsThatInputOnly) {
+  testutil::TempDir tmp;
+  const fs::path garbage = tmp / "garbage.wav";
+  std::ofstream(garbage) << "RIFF\x10\x00\x00\x00WAVEjunkjunkjunk";
+  const fs::path empty = tmp / "empty.flac";
+  std::ofstream{empty};
+  const RunResult r = run_voxrt("transcribe -q -f json --model " + model_dir() + " " + garbage.string() + " " +
+                                audio("speech_short") + " " + empty.string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("garbage.wav"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("empty.flac"), std::string::npos) << r.err;
+  // The good file in between is still transcribed.
+  EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].get<std::vector<int32_t>>(), golden_tokens("speech_short_480"));
+}
+
+TEST(Cli, MissingModelDirectoryIsExplained) {
+  const RunResult r = run_voxrt("transcribe --model /nonexistent/voxtral " + audio("speech_short"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("/nonexistent/voxtral"), std::string::npos) << r.err;
+}
+
+TEST(Cli, PullWithoutNetworkFailsFastWithAMessage) {
+  testutil::TempDir tmp;
+  const auto t0 = std::chrono::steady_clock::now();
+  // Port 1 on the loopback: nothing listens there, the connection is refused at once.
+  const RunResult r = run_voxrt("pull -q --endpoint http://127.0.0.1:1 --dir " + (tmp / "m").string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("cannot reach"), std::string::npos) << r.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+}
+
+}  // namespace
+}  // namespace voxrt::test
