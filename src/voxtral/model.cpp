@@ -16,7 +16,7 @@ std::vector<float> rope_inv_freq(double theta, int head_dim) {
   return f;
 }
 
-std::vector<float> ada_scale(const DecoderLayerWeights& l, int dim, int t_cond_dim, float n_delay) {
+std::vector<float> ada_scale(const LayerWeights& l, int dim, int t_cond_dim, float n_delay) {
   // t_cond = cat(cos(t * inv_freq), sin(t * inv_freq)), inv_freq = exp(-ln(1e4) * arange(d/2) / (d/2)).
   const int half = dim / 2;
   std::vector<float> t(dim);
@@ -46,6 +46,12 @@ VoxtralModel::VoxtralModel(const Checkpoint& ckpt, Backend& backend)
     : cfg_(ckpt.config()), backend_(backend), w_(load_weights(ckpt, backend)) {
   enc_inv_freq_ = rope_inv_freq(cfg_.encoder.rope_theta, cfg_.encoder.head_dim);
   dec_inv_freq_ = rope_inv_freq(cfg_.decoder.rope_theta, cfg_.decoder.head_dim);
+  const EncoderConfig& e = cfg_.encoder;
+  const DecoderConfig& d = cfg_.decoder;
+  enc_stack_ = {e.dim, e.n_heads, e.n_kv_heads, e.head_dim, e.hidden_dim, e.sliding_window,
+                static_cast<float>(e.norm_eps), &enc_inv_freq_};
+  dec_stack_ = {d.dim, d.n_heads, d.n_kv_heads, d.head_dim, d.hidden_dim, d.sliding_window,
+                static_cast<float>(d.norm_eps), &dec_inv_freq_};
   const int dim = cfg_.decoder.dim;
   for (const auto& l : w_.decoder) {
     std::vector<float> table;
@@ -87,33 +93,36 @@ Buffer VoxtralModel::conv_stem(Mat mel, Mat conv1_context, std::vector<float>* c
   return out;
 }
 
-void VoxtralModel::encoder_layer(const EncoderLayerWeights& l, int index, Mat x, std::span<const RowRef> rows,
-                                 KvCache& cache) {
-  const EncoderConfig& c = cfg_.encoder;
-  const int M = x.rows, qw = c.n_heads * c.head_dim, kvw = c.n_kv_heads * c.head_dim;
-  Buffer h(&backend_, M, c.dim), q(&backend_, M, qw), k(&backend_, M, kvw), v(&backend_, M, kvw), o(&backend_, M, qw);
-  backend_.rms_norm(x, l.attn_norm, static_cast<float>(c.norm_eps), h.all());
-  backend_.linear(h.all(), l.wq, &l.bq, q.all());
-  backend_.linear(h.all(), l.wk, nullptr, k.all());
-  backend_.linear(h.all(), l.wv, &l.bv, v.all());
-  backend_.rope(q.all(), c.n_heads, c.head_dim, rows, enc_inv_freq_);
-  backend_.rope(k.all(), c.n_kv_heads, c.head_dim, rows, enc_inv_freq_);
-  backend_.store_kv(cache, index, k.all(), v.all(), rows);
-  const AttentionParams ap{c.n_heads, c.n_kv_heads, c.head_dim, c.sliding_window,
-                           1.0f / std::sqrt(static_cast<float>(c.head_dim))};
-  backend_.attention(cache, index, q.all(), rows, ap, o.all());
-  backend_.linear(o.all(), l.wo, &l.bo, x, /*accumulate=*/true);
+// Biases are optional (the decoder has none): an empty Weight means "no bias".
+static const Weight* bias(const Weight& b) { return b.empty() ? nullptr : &b; }
 
-  Buffer g(&backend_, M, c.hidden_dim), u(&backend_, M, c.hidden_dim);
-  backend_.rms_norm(x, l.ffn_norm, static_cast<float>(c.norm_eps), h.all());
+void VoxtralModel::layer(const LayerWeights& l, const Stack& s, int index, Mat x, std::span<const RowRef> rows,
+                         KvCache& cache, const Buffer* ffn_scale, std::span<const int> scale_rows) {
+  const int M = x.rows, qw = s.n_heads * s.head_dim, kvw = s.n_kv_heads * s.head_dim;
+  Buffer h(&backend_, M, s.dim), q(&backend_, M, qw), k(&backend_, M, kvw), v(&backend_, M, kvw), o(&backend_, M, qw);
+  backend_.rms_norm(x, l.attn_norm, s.eps, h.all());
+  backend_.linear(h.all(), l.wq, bias(l.bq), q.all());
+  backend_.linear(h.all(), l.wk, nullptr, k.all());
+  backend_.linear(h.all(), l.wv, bias(l.bv), v.all());
+  backend_.rope(q.all(), s.n_heads, s.head_dim, rows, *s.inv_freq);
+  backend_.rope(k.all(), s.n_kv_heads, s.head_dim, rows, *s.inv_freq);
+  backend_.store_kv(cache, index, k.all(), v.all(), rows);
+  const AttentionParams ap{s.n_heads, s.n_kv_heads, s.head_dim, s.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim))};
+  backend_.attention(cache, index, q.all(), rows, ap, o.all());
+  backend_.linear(o.all(), l.wo, bias(l.bo), x, /*accumulate=*/true);
+
+  Buffer g(&backend_, M, s.hidden_dim), u(&backend_, M, s.hidden_dim);
+  backend_.rms_norm(x, l.ffn_norm, s.eps, h.all());
+  if (ffn_scale) backend_.scale_rows(h.all(), ffn_scale->all(), scale_rows);  // delay conditioning
   backend_.linear(h.all(), l.w1, nullptr, g.all());
   backend_.linear(h.all(), l.w3, nullptr, u.all());
   backend_.silu_mul(g.all(), u.all());
-  backend_.linear(g.all(), l.w2, &l.b2, x, /*accumulate=*/true);
+  backend_.linear(g.all(), l.w2, bias(l.b2), x, /*accumulate=*/true);
 }
 
 void VoxtralModel::encode(Mat x, std::span<const RowRef> rows, KvCache& cache) {
-  for (size_t i = 0; i < w_.encoder.size(); ++i) encoder_layer(w_.encoder[i], static_cast<int>(i), x, rows, cache);
+  for (size_t i = 0; i < w_.encoder.size(); ++i)
+    layer(w_.encoder[i], enc_stack_, static_cast<int>(i), x, rows, cache, nullptr, {});
   backend_.rms_norm(x, w_.encoder_norm, static_cast<float>(cfg_.encoder.norm_eps), x);
 }
 
@@ -126,32 +135,6 @@ Buffer VoxtralModel::adapt(Mat x) {
   return out;
 }
 
-void VoxtralModel::decoder_layer(const DecoderLayerWeights& l, int index, Mat x, std::span<const RowRef> rows,
-                                 std::span<const int> scale_rows, KvCache& cache) {
-  const DecoderConfig& c = cfg_.decoder;
-  const int M = x.rows, qw = c.n_heads * c.head_dim, kvw = c.n_kv_heads * c.head_dim;
-  Buffer h(&backend_, M, c.dim), q(&backend_, M, qw), k(&backend_, M, kvw), v(&backend_, M, kvw), o(&backend_, M, qw);
-  backend_.rms_norm(x, l.attn_norm, static_cast<float>(c.norm_eps), h.all());
-  backend_.linear(h.all(), l.wq, nullptr, q.all());
-  backend_.linear(h.all(), l.wk, nullptr, k.all());
-  backend_.linear(h.all(), l.wv, nullptr, v.all());
-  backend_.rope(q.all(), c.n_heads, c.head_dim, rows, dec_inv_freq_);
-  backend_.rope(k.all(), c.n_kv_heads, c.head_dim, rows, dec_inv_freq_);
-  backend_.store_kv(cache, index, k.all(), v.all(), rows);
-  const AttentionParams ap{c.n_heads, c.n_kv_heads, c.head_dim, c.sliding_window,
-                           1.0f / std::sqrt(static_cast<float>(c.head_dim))};
-  backend_.attention(cache, index, q.all(), rows, ap, o.all());
-  backend_.linear(o.all(), l.wo, nullptr, x, /*accumulate=*/true);
-
-  Buffer g(&backend_, M, c.hidden_dim), u(&backend_, M, c.hidden_dim);
-  backend_.rms_norm(x, l.ffn_norm, static_cast<float>(c.norm_eps), h.all());
-  backend_.scale_rows(h.all(), ada_scale_[index].all(), scale_rows);  // delay conditioning
-  backend_.linear(h.all(), l.w1, nullptr, g.all());
-  backend_.linear(h.all(), l.w3, nullptr, u.all());
-  backend_.silu_mul(g.all(), u.all());
-  backend_.linear(g.all(), l.w2, nullptr, x, /*accumulate=*/true);
-}
-
 Buffer VoxtralModel::decode(std::span<const int32_t> ids, Mat audio, std::span<const RowRef> rows,
                             std::span<const int> n_delay, KvCache& cache, std::span<const int> logit_rows) {
   const DecoderConfig& c = cfg_.decoder;
@@ -160,7 +143,8 @@ Buffer VoxtralModel::decode(std::span<const int32_t> ids, Mat audio, std::span<c
   Buffer x(&backend_, M, c.dim);
   backend_.embed(w_.tok_embeddings, ids, x.all());
   backend_.add(x.all(), audio);
-  for (size_t i = 0; i < w_.decoder.size(); ++i) decoder_layer(w_.decoder[i], static_cast<int>(i), x.all(), rows, n_delay, cache);
+  for (size_t i = 0; i < w_.decoder.size(); ++i)
+    layer(w_.decoder[i], dec_stack_, static_cast<int>(i), x.all(), rows, cache, &ada_scale_[i], n_delay);
 
   const int L = static_cast<int>(logit_rows.size());
   Buffer sel(&backend_, L, c.dim), logits(&backend_, L, c.vocab_size);

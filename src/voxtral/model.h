@@ -47,14 +47,21 @@ class VoxtralModel {
   static constexpr int kMaxDelayTokens = 30;  // 2400 ms
 
  private:
-  void encoder_layer(const EncoderLayerWeights& l, int index, Mat x, std::span<const RowRef> rows, KvCache& cache);
-  void decoder_layer(const DecoderLayerWeights& l, int index, Mat x, std::span<const RowRef> rows,
-                     std::span<const int> scale_rows, KvCache& cache);
+  // What a layer needs to know about its stack (encoder or decoder).
+  struct Stack {
+    int dim, n_heads, n_kv_heads, head_dim, hidden_dim, window;
+    float eps;
+    const std::vector<float>* inv_freq;
+  };
+  // h = x + Attn(RMSNorm(x)); x = h + FFN(RMSNorm(h) [* ffn_scale rows]), in place on x.
+  void layer(const LayerWeights& l, const Stack& s, int index, Mat x, std::span<const RowRef> rows, KvCache& cache,
+             const Buffer* ffn_scale, std::span<const int> scale_rows);
 
   const ModelConfig cfg_;
   Backend& backend_;
   ModelWeights w_;
   std::vector<float> enc_inv_freq_, dec_inv_freq_;
+  Stack enc_stack_{}, dec_stack_{};
   // Per decoder layer: rows n = 0..30 hold (1 + ada(t_cond(n))) for n delay tokens (SPEC §5).
   std::vector<Buffer> ada_scale_;
 };
@@ -62,6 +69,6 @@ class VoxtralModel {
 // RoPE inverse frequencies as the reference computes them: 1 / theta^(2i/d) in fp32.
 std::vector<float> rope_inv_freq(double theta, int head_dim);
 // (1 + W2 gelu(W1 t_cond(n_delay))) for one decoder layer, in fp32 like the reference.
-std::vector<float> ada_scale(const DecoderLayerWeights& l, int dim, int t_cond_dim, float n_delay);
+std::vector<float> ada_scale(const LayerWeights& l, int dim, int t_cond_dim, float n_delay);
 
 }  // namespace voxrt

@@ -40,6 +40,31 @@ class Loader {
   Backend& backend_;
 };
 
+// Both stacks use the same tensor names under their prefix; the encoder adds biases on q, v, o and
+// w2, the decoder adds the delay-conditioning MLP.
+LayerWeights load_layer(Loader& L, const std::string& p, bool encoder) {
+  LayerWeights l;
+  l.attn_norm = L.get(p + "attention_norm.weight");
+  l.wq = L.get(p + "attention.wq.weight");
+  l.wk = L.get(p + "attention.wk.weight");
+  l.wv = L.get(p + "attention.wv.weight");
+  l.wo = L.get(p + "attention.wo.weight");
+  l.ffn_norm = L.get(p + "ffn_norm.weight");
+  l.w1 = L.get(p + "feed_forward.w1.weight");
+  l.w3 = L.get(p + "feed_forward.w3.weight");
+  l.w2 = L.get(p + "feed_forward.w2.weight");
+  if (encoder) {
+    l.bq = L.get(p + "attention.wq.bias");
+    l.bv = L.get(p + "attention.wv.bias");
+    l.bo = L.get(p + "attention.wo.bias");
+    l.b2 = L.get(p + "feed_forward.w2.bias");
+  } else {
+    l.ada_w1 = L.host(p + "ada_rms_norm_t_cond.0.weight");
+    l.ada_w2 = L.host(p + "ada_rms_norm_t_cond.2.weight");
+  }
+  return l;
+}
+
 }  // namespace
 
 ModelWeights load_weights(const Checkpoint& ckpt, Backend& backend) {
@@ -50,44 +75,14 @@ ModelWeights load_weights(const Checkpoint& ckpt, Backend& backend) {
   w.conv1_b = L.get(kEnc + "conv_layers.0.conv.bias");
   w.conv2_w = L.conv(kEnc + "conv_layers.1.conv.weight");
   w.conv2_b = L.get(kEnc + "conv_layers.1.conv.bias");
-  for (int i = 0; i < cfg.encoder.n_layers; ++i) {
-    const std::string p = kEnc + "transformer.layers." + std::to_string(i) + ".";
-    EncoderLayerWeights l;
-    l.attn_norm = L.get(p + "attention_norm.weight");
-    l.wq = L.get(p + "attention.wq.weight");
-    l.bq = L.get(p + "attention.wq.bias");
-    l.wk = L.get(p + "attention.wk.weight");
-    l.wv = L.get(p + "attention.wv.weight");
-    l.bv = L.get(p + "attention.wv.bias");
-    l.wo = L.get(p + "attention.wo.weight");
-    l.bo = L.get(p + "attention.wo.bias");
-    l.ffn_norm = L.get(p + "ffn_norm.weight");
-    l.w1 = L.get(p + "feed_forward.w1.weight");
-    l.w3 = L.get(p + "feed_forward.w3.weight");
-    l.w2 = L.get(p + "feed_forward.w2.weight");
-    l.b2 = L.get(p + "feed_forward.w2.bias");
-    w.encoder.push_back(std::move(l));
-  }
+  for (int i = 0; i < cfg.encoder.n_layers; ++i)
+    w.encoder.push_back(load_layer(L, kEnc + "transformer.layers." + std::to_string(i) + ".", /*encoder=*/true));
   w.encoder_norm = L.get(kEnc + "transformer.norm.weight");
   w.adapter_w1 = L.get(kEmbed + "audio_language_projection.0.weight");
   w.adapter_w2 = L.get(kEmbed + "audio_language_projection.2.weight");
   w.tok_embeddings = L.get(kEmbed + "tok_embeddings.weight");
-  for (int i = 0; i < cfg.decoder.n_layers; ++i) {
-    const std::string p = "layers." + std::to_string(i) + ".";
-    DecoderLayerWeights l;
-    l.attn_norm = L.get(p + "attention_norm.weight");
-    l.wq = L.get(p + "attention.wq.weight");
-    l.wk = L.get(p + "attention.wk.weight");
-    l.wv = L.get(p + "attention.wv.weight");
-    l.wo = L.get(p + "attention.wo.weight");
-    l.ffn_norm = L.get(p + "ffn_norm.weight");
-    l.w1 = L.get(p + "feed_forward.w1.weight");
-    l.w3 = L.get(p + "feed_forward.w3.weight");
-    l.w2 = L.get(p + "feed_forward.w2.weight");
-    l.ada_w1 = L.host(p + "ada_rms_norm_t_cond.0.weight");
-    l.ada_w2 = L.host(p + "ada_rms_norm_t_cond.2.weight");
-    w.decoder.push_back(std::move(l));
-  }
+  for (int i = 0; i < cfg.decoder.n_layers; ++i)
+    w.decoder.push_back(load_layer(L, "layers." + std::to_string(i) + ".", /*encoder=*/false));
   w.norm = L.get("norm.weight");
   return w;
 }
