@@ -21,6 +21,8 @@
 namespace voxrt {
 
 class Error;  // src/common/error.h; derives from std::runtime_error
+class Session;
+struct SessionOptions;
 
 struct EngineOptions {
   std::string device = "cpu";  // "cpu" (the CUDA backend arrives with its own issue)
@@ -67,6 +69,8 @@ class Engine {
   virtual Transcript transcribe(std::span<const float> audio_16k, const TranscribeOptions& options = {}) = 0;
   // Any format libsndfile reads, any sample rate, any channel count.
   virtual Transcript transcribe_file(const std::filesystem::path& audio, const TranscribeOptions& options = {}) = 0;
+  // A live session (include/voxrt/session.h). Many sessions may share this engine.
+  virtual std::unique_ptr<Session> open_session(const SessionOptions& options) = 0;
   virtual const ModelInfo& info() const = 0;
 };
 

@@ -11,7 +11,8 @@
 #include "voxrt/voxrt.h"
 #include "voxtral/model.h"
 #include "voxtral/offline.h"
-#include "voxtral/segments.h"
+#include "engine/live_session.h"
+#include "voxtral/transcript_assembler.h"
 
 namespace voxrt {
 namespace {
@@ -64,26 +65,19 @@ class EngineImpl final : public Engine {
   }
 
   Transcript transcribe(std::span<const float> audio, const TranscribeOptions& o) override {
-    std::lock_guard<std::mutex> lock(mu_);
     const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
     OfflineOptions opts;
-    opts.protocol.n_delay = delay_tokens_from_ms(delay_ms);
-    opts.protocol.n_left_pad_tokens = tokenizer_->audio().streaming_n_left_pad_tokens;
-    opts.protocol.samples_per_step = model_->config().samples_per_step();
-    opts.ids = {tokenizer_->bos_id(), tokenizer_->eos_id(), tokenizer_->streaming_pad_id(),
-                tokenizer_->streaming_word_id()};
+    opts.protocol = protocol(delay_ms);
+    opts.ids = ids();
     opts.progress = o.progress;
+    std::lock_guard<std::mutex> lock(mu_);
     const OfflineResult r = run_offline(*model_, *logmel_, audio, opts);
 
-    Transcript t;
-    t.tokens = r.tokens;
+    const double duration = static_cast<double>(audio.size()) / model_->config().audio.sampling_rate;
+    const double step_s = static_cast<double>(opts.protocol.samples_per_step) / model_->config().audio.sampling_rate;
+    Transcript t = assemble_transcript(*tokenizer_, r.tokens, step_s, duration);
     t.eos = r.eos_stopped;
     t.delay_ms = delay_ms;
-    t.duration = static_cast<double>(audio.size()) / model_->config().audio.sampling_rate;
-    const double step_s = static_cast<double>(opts.protocol.samples_per_step) / model_->config().audio.sampling_rate;
-    TextAndSegments ts = assemble_transcript(*tokenizer_, t.tokens, step_s, t.duration);
-    t.text = std::move(ts.text);
-    t.segments = std::move(ts.segments);
     return t;
   }
 
@@ -92,9 +86,30 @@ class EngineImpl final : public Engine {
     return transcribe(audio, o);
   }
 
+  std::unique_ptr<Session> open_session(const SessionOptions& o) override {
+    const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
+    StreamDecoder::Options d;
+    d.protocol = protocol(delay_ms);
+    d.ids = ids();
+    d.stop_at_eos = o.stop_at_eos;
+    std::lock_guard<std::mutex> lock(mu_);  // the session's caches are allocated on the backend
+    return std::make_unique<LiveSession>(*model_, *logmel_, *tokenizer_, mu_, d, o, delay_ms);
+  }
+
   const ModelInfo& info() const override { return info_; }
 
  private:
+  Protocol protocol(int delay_ms) const {
+    Protocol p;
+    p.n_delay = delay_tokens_from_ms(delay_ms);
+    p.n_left_pad_tokens = tokenizer_->audio().streaming_n_left_pad_tokens;
+    p.samples_per_step = model_->config().samples_per_step();
+    return p;
+  }
+  ProtocolIds ids() const {
+    return {tokenizer_->bos_id(), tokenizer_->eos_id(), tokenizer_->streaming_pad_id(), tokenizer_->streaming_word_id()};
+  }
+
   std::mutex mu_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Backend> backend_;

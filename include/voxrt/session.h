@@ -1,0 +1,71 @@
+// voxrt live sessions: transcribe while the audio arrives (SPEC §9).
+//
+//   auto session = engine->open_session({.delay_ms = 480, .on_event = [](const voxrt::StreamEvent& e) {
+//     if (e.kind == voxrt::StreamEvent::Kind::Text) std::cout << e.text << std::flush;
+//   }});
+//   while (read(chunk)) session->feed(chunk);   // 16 kHz mono floats, any chunk size
+//   session->flush();                            // the last words: right pad + drain
+//
+// Work happens inside feed(): as soon as 80 ms of new audio complete a decoder step, that step runs
+// and its events are delivered through on_event before feed() returns. The first output needs the
+// prompt window filled (about 562 ms of audio at the default delay); after that each 80 ms of audio
+// gives one step. Token ids are identical to the offline result for the same audio, whatever the
+// chunk sizes.
+//
+// Thread safety: a Session is used by one thread at a time (feed/flush/transcript are not
+// re-entrant). Any number of sessions may share one Engine and run on different threads: the
+// engine serialises the model work between them; sessions never see each other's state. on_event
+// runs on the thread that called feed() or flush(). A session must not outlive its Engine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "voxrt/voxrt.h"
+
+namespace voxrt {
+
+struct StreamEvent {
+  enum class Kind {
+    Text,          // text decided at this step (UTF-8, complete characters only)
+    SegmentStart,  // a word group starts ([STREAMING_WORD]); `start` is its time
+    SegmentEnd,    // the current word group ended; `start`, `end` and `text` describe it
+    Eos,           // the model emitted end-of-sequence (a boundary; decoding goes on unless stop_at_eos)
+  };
+  Kind kind = Kind::Text;
+  std::string text;
+  double start = 0, end = 0;  // seconds of input audio
+  int64_t step = 0;           // decoder step (0 = first output after the prompt)
+  int32_t token = 0;          // the decoder output id behind this event
+};
+
+struct SessionOptions {
+  int delay_ms = 0;          // 0: tekken.json's transcription_delay_ms (480)
+  bool stop_at_eos = false;  // offline-like: stop decoding at the first EOS (ignored audio after it)
+  std::function<void(const StreamEvent&)> on_event;
+};
+
+struct SessionStats {
+  int64_t steps = 0;             // decoder steps run
+  double audio_seconds = 0;      // audio fed so far
+  double compute_seconds = 0;    // time spent in model work for this session
+  std::vector<double> step_ms;   // per-step compute time, most recent last (bounded history)
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+  // Adds 16 kHz mono samples (any count, including 0) and runs every step they complete.
+  virtual void feed(std::span<const float> samples) = 0;
+  // End of input: appends the offline right pad and decodes to the end. feed() after flush() is an
+  // error (voxrt::Error); flush() twice is harmless.
+  virtual void flush() = 0;
+  // Everything decided so far, in the offline format (text, tokens, segments, duration).
+  virtual Transcript transcript() const = 0;
+  virtual const SessionStats& stats() const = 0;
+};
+
+}  // namespace voxrt

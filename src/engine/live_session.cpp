@@ -1,0 +1,67 @@
+#include "engine/live_session.h"
+
+#include <chrono>
+
+namespace voxrt {
+namespace {
+// Per-step times kept for --stats percentiles: an hour of audio, then the oldest are dropped.
+constexpr size_t kStepHistory = 45000;
+}  // namespace
+
+LiveSession::LiveSession(VoxtralModel& model, const LogMel& logmel, const Tokenizer& tok, std::mutex& model_mutex,
+                         const StreamDecoder::Options& decoder_options, const SessionOptions& options, int delay_ms)
+    : model_mutex_(model_mutex),
+      tok_(tok),
+      options_(options),
+      delay_ms_(delay_ms),
+      sample_rate_(model.config().audio.sampling_rate),
+      decoder_(model, logmel, decoder_options),
+      assembler_(tok, decoder_options.protocol.samples_per_step / sample_rate_) {}
+
+void LiveSession::on_step(int32_t token, double seconds) {
+  if (token == tok_.eos_id()) eos_ = true;
+  assembler_.push(token, pending_);
+  ++stats_.steps;
+  stats_.compute_seconds += seconds;
+  if (stats_.step_ms.size() == kStepHistory) stats_.step_ms.erase(stats_.step_ms.begin(), stats_.step_ms.begin() + kStepHistory / 10);
+  stats_.step_ms.push_back(seconds * 1000.0);
+}
+
+void LiveSession::deliver() {
+  stats_.audio_seconds = static_cast<double>(decoder_.audio_samples()) / sample_rate_;
+  std::vector<StreamEvent> events;
+  events.swap(pending_);
+  if (options_.on_event)
+    for (const StreamEvent& e : events) options_.on_event(e);
+}
+
+void LiveSession::feed(std::span<const float> samples) {
+  {
+    std::lock_guard<std::mutex> lock(model_mutex_);
+    decoder_.feed(samples, [this](int32_t t, double s) { on_step(t, s); });
+  }
+  deliver();
+}
+
+void LiveSession::flush() {
+  if (decoder_.flushed()) return;
+  {
+    std::lock_guard<std::mutex> lock(model_mutex_);
+    decoder_.flush([this](int32_t t, double s) { on_step(t, s); });
+  }
+  assembler_.finish(static_cast<double>(decoder_.audio_samples()) / sample_rate_, pending_);
+  deliver();
+}
+
+Transcript LiveSession::transcript() const {
+  Transcript t;
+  t.text = assembler_.text();
+  t.tokens = assembler_.tokens();
+  t.segments = assembler_.segments();
+  t.duration = static_cast<double>(decoder_.audio_samples()) / sample_rate_;
+  t.delay_ms = delay_ms_;
+  t.eos = eos_;
+  return t;
+}
+
+}  // namespace voxrt

@@ -1,0 +1,74 @@
+// One live session's incremental pipeline, on exactly the offline grid (SPEC §2, §9), so that its
+// token ids equal the offline result for the same audio whatever the chunk sizes:
+//   samples -> log-mel frame k as soon as samples [160k-200, 160k+200) of the left-padded stream
+//   exist -> conv stem per 8 mel frames with its carried context (2 mel rows, 1 conv1 row) ->
+//   encoder (ring cache of its window) -> adapter (4 frames -> 1 vector) -> decoder: prefill the
+//   prompt once its positions exist, then one step per new position.
+// A position needs 80 ms of audio plus 40 samples of look-ahead (the last mel window's half width).
+// flush() appends the offline right pad, and like offline the last position is never decoded, so
+// the number of steps equals the offline one.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "audio/log_mel.h"
+#include "voxtral/model.h"
+#include "voxtral/protocol.h"
+
+namespace voxrt {
+
+class StreamDecoder {
+ public:
+  struct Options {
+    Protocol protocol;
+    ProtocolIds ids;
+    bool stop_at_eos = false;
+    int max_batch_positions = 32;  // positions encoded together when a large chunk arrives
+  };
+  // Called once per decoder step with its output id and the compute time attributed to it
+  // (its decoder pass plus its share of the encoder pass that produced its position).
+  using StepCallback = std::function<void(int32_t token, double seconds)>;
+
+  StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Options& opts);
+
+  void feed(std::span<const float> samples, const StepCallback& on_step);
+  void flush(const StepCallback& on_step);
+
+  bool flushed() const { return flushed_; }
+  bool stopped() const { return stopped_; }  // stop_at_eos and EOS seen
+  int64_t audio_samples() const { return fed_samples_; }  // real audio fed (no padding)
+
+ private:
+  void pump(const StepCallback& on_step);
+  int64_t mel_frames_available() const;
+  void compute_mel_frames();
+  void encode_positions(int count, double& seconds);
+  void run_decoder(const StepCallback& on_step, double encoder_seconds_per_position);
+
+  VoxtralModel& model_;
+  const LogMel& logmel_;
+  Options opts_;
+  const int n_mels_, enc_dim_, dim_, hop_, half_window_;
+
+  // Audio of the left-padded stream not yet needed by any mel frame, from absolute sample base_.
+  std::vector<float> audio_;
+  int64_t base_ = 0, total_ = 0, fed_samples_ = 0;
+  int64_t next_frame_ = 0;         // next mel frame to compute
+  int64_t final_frames_ = -1;      // after flush: the offline frame count
+  std::vector<float> mel_pending_; // computed mel rows not yet through the conv stem
+  std::vector<float> mel_context_; // the 2 mel rows before the next conv chunk
+  std::vector<float> conv1_tail_;  // the conv1 row before the next conv chunk
+
+  KvCache enc_cache_, dec_cache_;
+  int64_t encoded_positions_ = 0;   // adapter vectors produced so far
+  std::vector<float> adapter_queue_;  // adapter vectors not yet decoded, from position next_decode_
+  int64_t next_decode_ = 0;         // next decoder position to run
+  int64_t final_positions_ = -1;    // after flush: N
+  int32_t last_token_ = 0;
+  bool flushed_ = false, stopped_ = false;
+};
+
+}  // namespace voxrt
