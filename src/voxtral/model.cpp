@@ -65,6 +65,16 @@ VoxtralModel::VoxtralModel(const Checkpoint& ckpt, Backend& backend)
   }
 }
 
+void VoxtralModel::shift_positions(KvCache& cache, int slot, bool encoder, int64_t shift) {
+  const KvCacheShape& s = cache.shape();
+  check(shift % s.ring == 0, "shift_positions", "shift must be a multiple of the ring");
+  // Rotating a key by -shift turns rot(p) into rot(p - shift): one RoPE pass over the slot's keys.
+  const int rows = s.layers * s.ring;
+  const std::vector<RowRef> refs(rows, RowRef{slot, -shift});
+  Mat keys{cache.keys() + static_cast<size_t>(slot) * s.per_slot(), rows, s.kv_heads * s.head_dim};
+  backend_.rope(keys, s.kv_heads, s.head_dim, refs, encoder ? enc_inv_freq_ : dec_inv_freq_);
+}
+
 KvCacheShape VoxtralModel::encoder_cache_shape(int slots, int ring) const {
   return {slots, cfg_.encoder.n_layers, ring, cfg_.encoder.n_kv_heads, cfg_.encoder.head_dim};
 }

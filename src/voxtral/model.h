@@ -41,6 +41,11 @@ class VoxtralModel {
   Buffer decode(std::span<const int32_t> ids, Mat audio, std::span<const RowRef> rows,
                 std::span<const int> n_delay, KvCache& cache, std::span<const int> logit_rows);
 
+  // Re-bases a session's cached keys from positions p to p - shift (RoPE scores depend only on
+  // position differences, so the cache stays valid for queries at re-based positions). shift must
+  // be a multiple of the cache ring so that every key keeps its ring entry.
+  void shift_positions(KvCache& cache, int slot, bool encoder, int64_t shift);
+
   KvCacheShape encoder_cache_shape(int slots, int ring) const;
   KvCacheShape decoder_cache_shape(int slots, int ring) const;
 

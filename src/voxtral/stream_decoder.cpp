@@ -28,6 +28,8 @@ StreamDecoder::StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Op
   const int frames_per_position = c.downsample_factor;
   enc_cache_ = KvCache(&be, model.encoder_cache_shape(1, c.encoder.sliding_window + frames_per_position * opts.max_batch_positions));
   dec_cache_ = KvCache(&be, model.decoder_cache_shape(1, c.decoder.sliding_window + opts.protocol.prompt_len()));
+  if (opts_.encoder_position_limit <= 0) opts_.encoder_position_limit = c.decoder.max_position;
+  if (opts_.decoder_position_limit <= 0) opts_.decoder_position_limit = c.decoder.max_position;
   mel_context_.assign(2 * static_cast<size_t>(n_mels_), 0.0f);
   conv1_tail_.assign(enc_dim_, 0.0f);
   // The stream starts with the left pad: silent steps the prompt is aligned with.
@@ -104,8 +106,10 @@ void StreamDecoder::encode_positions(int count, double& seconds) {
   mel_pending_.erase(mel_pending_.begin(), mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows) * n_mels_);
 
   const int factor = model_.config().downsample_factor;
+  const int64_t first_frame = encoded_positions_ * factor;
+  rebase_if_needed(enc_cache_, true, enc_base_, first_frame, frames.rows(), opts_.encoder_position_limit);
   std::vector<RowRef> refs(frames.rows());
-  for (int i = 0; i < frames.rows(); ++i) refs[i] = {0, encoded_positions_ * factor + i};
+  for (int i = 0; i < frames.rows(); ++i) refs[i] = {0, first_frame + i - enc_base_};
   model_.encode(frames.all(), refs, enc_cache_);
   Buffer adapter = model_.adapt(Mat{frames.data(), count, enc_dim_ * factor});
   const size_t at = adapter_queue_.size();
@@ -152,13 +156,29 @@ void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_
   while (!stopped_ && queued() > 0 && (final_positions_ < 0 || next_decode_ <= final_positions_ - 2)) {
     const auto t0 = std::chrono::steady_clock::now();
     be.upload(audio.data(), adapter_queue_.data(), dim_);
-    const RowRef row{0, next_decode_};
+    rebase_if_needed(dec_cache_, false, dec_base_, next_decode_, 1, opts_.decoder_position_limit);
+    const RowRef row{0, next_decode_ - dec_base_};
     const int32_t input = last_token_;
     Buffer logits = model_.decode(std::span<const int32_t>(&input, 1), audio.all(), std::span<const RowRef>(&row, 1),
                                   std::span<const int>(&n_delay, 1), dec_cache_, std::span<const int>(&zero, 1));
     pop(1);
     emit(logits, seconds_since(t0) + enc_seconds_per_position);
   }
+}
+
+void StreamDecoder::rebase_if_needed(KvCache& cache, bool encoder, int64_t& base, int64_t next, int count,
+                                     int64_t limit) {
+  if (next + count - base <= limit) return;
+  // Every key a query at `next` or later can see (the last window - 1 positions) must keep a
+  // non-negative position; shifting by whole rings keeps each key in its ring entry.
+  const int64_t ring = cache.shape().ring;
+  const int window = encoder ? model_.config().encoder.sliding_window : model_.config().decoder.sliding_window;
+  const int64_t shift = (next - base - window + 1) / ring * ring;
+  check(shift > 0 && next + count - base - shift <= limit, "session",
+        "position limit " + std::to_string(limit) + " too small for the cache ring " + std::to_string(ring));
+  model_.shift_positions(cache, 0, encoder, shift);
+  base += shift;
+  ++rebases_;
 }
 
 void StreamDecoder::pump(const StepCallback& on_step) {

@@ -27,6 +27,11 @@ class StreamDecoder {
     ProtocolIds ids;
     bool stop_at_eos = false;
     int max_batch_positions = 32;  // positions encoded together when a large chunk arrives
+    // Positions given to the model stay below these: when a stream gets there, both caches are
+    // re-based (model positions shifted down by a multiple of the ring), so a session can run for
+    // hours without reaching the model's 131072 positions. 0: the decoder's max_position.
+    int64_t encoder_position_limit = 0;
+    int64_t decoder_position_limit = 0;
   };
   // Called once per decoder step with its output id and the compute time attributed to it
   // (its decoder pass plus its share of the encoder pass that produced its position).
@@ -39,6 +44,8 @@ class StreamDecoder {
 
   bool flushed() const { return flushed_; }
   bool stopped() const { return stopped_; }  // stop_at_eos and EOS seen
+  int64_t rebases() const { return rebases_; }
+  size_t buffered_samples() const { return audio_.size(); }
   int64_t audio_samples() const { return fed_samples_; }  // real audio fed (no padding)
 
  private:
@@ -47,6 +54,8 @@ class StreamDecoder {
   void compute_mel_frames();
   void encode_positions(int count, double& seconds);
   void run_decoder(const StepCallback& on_step, double encoder_seconds_per_position);
+  // Shifts `base` (and the cache) so that model positions [next, next + count) stay below `limit`.
+  void rebase_if_needed(KvCache& cache, bool encoder, int64_t& base, int64_t next, int count, int64_t limit);
 
   VoxtralModel& model_;
   const LogMel& logmel_;
@@ -66,9 +75,11 @@ class StreamDecoder {
   int64_t encoded_positions_ = 0;   // adapter vectors produced so far
   std::vector<float> adapter_queue_;  // adapter vectors not yet decoded, from position next_decode_
   int64_t next_decode_ = 0;         // next decoder position to run
+  int64_t enc_base_ = 0, dec_base_ = 0;  // model position = stream position - base
   int64_t final_positions_ = -1;    // after flush: N
   int32_t last_token_ = 0;
   bool flushed_ = false, stopped_ = false;
+  int64_t rebases_ = 0;
 };
 
 }  // namespace voxrt
