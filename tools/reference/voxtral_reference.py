@@ -11,6 +11,11 @@ Commands (details in README.md beside this file):
       free-running greedy tokens, teacher-forced logits / argmax / margins
   fixtures --out tests/data/tiny --audio-dir tests/data/audio
       make-model tiny (fixed seed) + golden for the standard cases, summary.json
+  golden-stream --model DIR --audio WAV --delay-ms D --out FILE.safetensors [--device cpu|cuda]
+      the reference in STREAMING mode (generate() fed a generator of per-chunk mel features, with and
+      without the right-pad flush) next to its offline generate() on the same audio
+  fixtures-stream --out tests/data/tiny/streaming --audio-dir tests/data/audio [--model tests/data/tiny]
+      golden-stream for the standard streaming cases on the existing tiny model, summary.json
 
 Needs torch, transformers (with models.voxtral_realtime), safetensors and numpy.
 """
@@ -21,6 +26,7 @@ import argparse
 import json
 import shutil
 import sys
+import traceback
 from dataclasses import asdict
 from pathlib import Path
 
@@ -250,6 +256,96 @@ def cmd_fixtures(args) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# golden-stream / fixtures-stream
+# ---------------------------------------------------------------------------------------------
+
+# (audio file stem, delay in ms) for `fixtures-stream`.
+STREAM_CASES = [
+    ("speech_short", 480),
+    ("speech_short", 160),
+    ("speech_short", 2400),
+    ("speech_to_end", 480),
+    ("jfk", 480),
+    ("speech_long", 480),
+]
+# To keep tests/data/tiny/streaming under 3 MB: stream_mel only here; the long clips' audio is in
+# their golden/ files (and the WAVs), so it is not stored twice.
+STREAM_MEL_CASES = {"speech_short_480"}
+STREAM_NO_AUDIO_CASES = {"jfk_480", "speech_long_480"}
+STREAM_SIZE_BUDGET = 3 * 1000 * 1000
+
+
+def cmd_golden_stream(args) -> None:
+    require_stack()
+    from ref_golden import load_reference_model, save_golden, set_determinism
+    from ref_streaming import streaming_case, summary_line
+
+    set_determinism()
+    model = load_reference_model(Path(args.model), args.device)
+    omit = {name for name in (args.omit or "").split(",") if name}
+    tensors, metadata, stats = streaming_case(model, Path(args.audio), args.delay_ms, omit)
+    save_golden(Path(args.out), tensors, metadata)
+    print(summary_line(stats))
+    print(f"wrote {args.out}")
+
+
+def cmd_fixtures_stream(args) -> None:
+    require_stack()
+    import torch
+
+    from ref_golden import load_reference_model, save_golden, set_determinism
+    from ref_streaming import dump_reference_source, streaming_case, summary_line
+
+    out, audio_dir = Path(args.out), Path(args.audio_dir)
+    model_dir = Path(args.model) if args.model else out.parent
+    golden_dir = Path(args.golden_dir) if args.golden_dir else model_dir / "golden"
+    wavs = {stem: audio_dir / f"{stem}.wav" for stem, _ in STREAM_CASES}
+    missing = [str(p) for p in wavs.values() if not p.is_file()]
+    if missing:
+        raise SystemExit(f"error: missing audio {missing}; run tools/make_test_audio.sh first")
+
+    set_determinism()
+    model = load_reference_model(model_dir, args.device)  # the committed tiny model, not rebuilt
+    out.mkdir(parents=True, exist_ok=True)
+    if args.source_dump:
+        dump_reference_source(Path(args.source_dump))
+    cases = {}
+    for stem, delay_ms in STREAM_CASES:
+        case = f"{stem}_{delay_ms}"
+        omit = set() if case in STREAM_MEL_CASES else {"stream_mel"}
+        if case in STREAM_NO_AUDIO_CASES:
+            omit.add("audio")
+        try:
+            tensors, metadata, stats = streaming_case(model, wavs[stem], delay_ms, omit,
+                                                      golden=golden_dir / f"{case}.safetensors")
+        except Exception as exc:  # noqa: BLE001 - record it, go on with the other cases
+            traceback.print_exc()
+            print(f"error: {case}: {type(exc).__name__}: {exc}", flush=True)
+            cases[case] = {"error": f"{type(exc).__name__}: {exc}"}
+            continue
+        save_golden(out / f"{case}.safetensors", tensors, metadata)
+        print(summary_line(stats), flush=True)
+        cases[case] = stats
+
+    write_json(out / "summary.json", {
+        "model": str(model_dir),
+        "device": args.device,
+        "transformers_version": __import__("transformers").__version__,
+        "torch_version": torch.__version__,
+        "stream_mel_only_in": sorted(STREAM_MEL_CASES),
+        "audio_omitted_in": sorted(STREAM_NO_AUDIO_CASES),
+        "cases": cases,
+    })
+    total = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    print(f"streaming fixtures in {out}: {total / 1e6:.2f} MB")
+    if total > STREAM_SIZE_BUDGET:
+        print(f"warning: {out} is larger than {STREAM_SIZE_BUDGET / 1e6:.0f} MB")
+    bad = [c for c, s in cases.items() if not s.get("tokens_equal_offline")]
+    if bad:
+        print(f"warning: streaming tokens differ from offline tokens (or the case failed) in {bad}")
+
+
+# ---------------------------------------------------------------------------------------------
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -284,6 +380,24 @@ def parse_args(argv=None):
     f.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     f.add_argument("--logit-steps", type=int, default=48)
     f.set_defaults(func=cmd_fixtures)
+
+    gs = sub.add_parser("golden-stream", help="the reference in streaming mode (generate() with a chunk generator)")
+    gs.add_argument("--model", required=True, help="make-model output directory (or its hf/)")
+    gs.add_argument("--audio", required=True, help="16 kHz mono 16-bit WAV")
+    gs.add_argument("--delay-ms", type=int, default=480)
+    gs.add_argument("--out", required=True, help="output .safetensors")
+    gs.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    gs.add_argument("--omit", default="", help="comma-separated tensor names not to store (e.g. stream_mel,audio)")
+    gs.set_defaults(func=cmd_golden_stream)
+
+    fs = sub.add_parser("fixtures-stream", help="streaming golden files for the standard cases (existing tiny model)")
+    fs.add_argument("--out", required=True, help="e.g. tests/data/tiny/streaming")
+    fs.add_argument("--audio-dir", required=True, help="e.g. tests/data/audio")
+    fs.add_argument("--model", default=None, help="model directory (default: the parent of --out)")
+    fs.add_argument("--golden-dir", default=None, help="offline golden files to cross-check (default MODEL/golden)")
+    fs.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    fs.add_argument("--source-dump", default=None, help="write the installed transformers' streaming code here")
+    fs.set_defaults(func=cmd_fixtures_stream)
     return parser.parse_args(argv)
 
 
