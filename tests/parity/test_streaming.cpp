@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 #include "audio/audio_file.h"
 #include "golden.h"
@@ -102,6 +103,17 @@ TEST(Streaming, InterleavedSessionsGiveWhatEachGivesAlone) {
   sa->flush();
   EXPECT_EQ(sa->transcript().tokens, offline_tokens("speech_short_160"));
   EXPECT_EQ(sb->transcript().tokens, offline_tokens("jfk_480"));
+}
+
+TEST(Streaming, SessionsOnSeveralThreadsShareOneEngine) {
+  const std::vector<float> a = wav("speech_short"), b = wav("speech_long");
+  Transcript ta, tb;
+  std::thread t1([&] { ta = stream(a, 2400, 0); });
+  std::thread t2([&] { tb = stream(b, 480, 0); });
+  t1.join();
+  t2.join();
+  EXPECT_EQ(ta.tokens, offline_tokens("speech_short_2400"));
+  EXPECT_EQ(tb.tokens, offline_tokens("speech_long_480"));
 }
 
 TEST(Streaming, FlushRecoversTheLastWords) {
