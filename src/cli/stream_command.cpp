@@ -1,0 +1,337 @@
+// voxrt stream --model DIR [--delay-ms N] [--format txt|jsonl|json] [--raw s16le|s32le|f32le] [--rate HZ]
+//              [--channels N] [--realtime] [--stats] [--stop-at-eos] [--chunk-ms N] [INPUT|-]
+//
+// Live transcription through a Session (include/voxrt/session.h): text is printed as the model
+// decides it, while the audio is still arriving. The input is a file (fed in chunks, optionally at
+// real-time pace) or standard input: a WAV stream (`arecord ... | voxrt stream -`) or headerless
+// PCM (--raw). Ctrl-C or SIGTERM ends the input like EOF does: the session is flushed so the last
+// words still come out, and the exit status is 0.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "audio/audio_file.h"
+#include "audio/pcm_stream.h"
+#include "cli/commands.h"
+#include "cli/output_formats.h"
+#include "common/error.h"
+#include "voxrt/session.h"
+#include "voxrt/voxrt.h"
+#include "voxtral/protocol.h"
+
+namespace voxrt::cli {
+namespace {
+
+constexpr int kSampleRate = 16000;     // what the engine hears
+constexpr double kStepBudgetMs = 80.0;  // one decoder step per 80 ms of audio: the real-time budget
+constexpr size_t kReadBytes = 1 << 15;  // per read(2); a pipe hands over whatever it holds, up to this
+// poll(2) timeout. A signal normally interrupts poll at once (EINTR), but the kernel may deliver it
+// to one of the compute threads instead; the timeout bounds how long the flag can go unnoticed.
+constexpr int kPollMs = 100;
+
+struct StreamArgs {
+  std::string model;
+  int delay_ms = 0;
+  std::string format = "txt";
+  std::string raw;
+  int rate = kSampleRate;
+  int channels = 1;
+  bool realtime = false;
+  bool stats = false;
+  bool stop_at_eos = false;
+  int chunk_ms = 80;
+  std::string device = "auto";
+  std::string layout = "auto";
+  int threads = 0;
+  bool quiet = false;
+  std::string input = "-";
+};
+
+enum class StreamFormat { Txt, Jsonl, Json };
+
+StreamFormat parse_stream_format(const std::string& name) {
+  if (name == "txt") return StreamFormat::Txt;
+  if (name == "jsonl") return StreamFormat::Jsonl;
+  if (name == "json") return StreamFormat::Json;
+  throw Error("--format " + name + ": expected txt, jsonl or json");
+}
+
+// ---- stopping: signals, and EOS with --stop-at-eos ----
+
+std::atomic<bool> g_signalled{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
+
+extern "C" void on_stop_signal(int) { g_signalled.store(true); }
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  // No SA_RESTART: a blocked poll/read returns EINTR so the loop sees the flag at once.
+  // SA_RESETHAND: a second Ctrl-C gets the default action and kills a flush the user gave up on.
+  sa.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+// True once the input should end early: a signal arrived, or the model said EOS under --stop-at-eos
+// (the session ignores audio after that, so reading more would only wait on the microphone).
+class StopCondition {
+ public:
+  explicit StopCondition(bool stop_at_eos) : stop_at_eos_(stop_at_eos) {}
+  void on_eos() { eos_ = true; }
+  bool operator()() const { return g_signalled.load() || (stop_at_eos_ && eos_); }
+
+ private:
+  bool stop_at_eos_;
+  bool eos_ = false;
+};
+
+// ---- output ----
+
+std::string dump(const nlohmann::json& j) {
+  // Invalid UTF-8 cannot come from the session (it emits complete characters), but never throw here.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Prints session events as they come (txt, jsonl) or the whole transcript at the end (json).
+class EventPrinter {
+ public:
+  EventPrinter(StreamFormat format, std::string source) : format_(format), source_(std::move(source)) {}
+
+  void on_event(const StreamEvent& e) {
+    if (format_ == StreamFormat::Txt && e.kind == StreamEvent::Kind::Text) print_text(e.text);
+    if (format_ == StreamFormat::Jsonl) print_jsonl(e);
+  }
+
+  void finish(const Session& s) {
+    const Transcript t = s.transcript();
+    switch (format_) {
+      case StreamFormat::Txt: std::cout << "\n"; break;
+      case StreamFormat::Jsonl:
+        std::cout << dump({{"type", "done"}, {"duration", t.duration}, {"steps", s.stats().steps}}) << "\n";
+        break;
+      case StreamFormat::Json: std::cout << render(t, Format::Json, source_); break;
+    }
+    std::cout << std::flush;
+  }
+
+ private:
+  // The transcript's text is trimmed; skipping the leading blanks keeps txt output equal to it.
+  void print_text(const std::string& delta) {
+    std::string_view text = delta;
+    if (!started_) {
+      const size_t b = text.find_first_not_of(" \t\n");
+      if (b == std::string_view::npos) return;
+      text.remove_prefix(b);
+      started_ = true;
+    }
+    std::cout << text << std::flush;
+  }
+
+  void print_jsonl(const StreamEvent& e) {
+    nlohmann::json j;
+    switch (e.kind) {
+      case StreamEvent::Kind::Text: j = {{"type", "text"}, {"text", e.text}, {"step", e.step}, {"start", e.start}}; break;
+      case StreamEvent::Kind::SegmentEnd:
+        j = {{"type", "segment"}, {"start", e.start}, {"end", e.end}, {"text", e.text}};
+        break;
+      case StreamEvent::Kind::Eos: j = {{"type", "eos"}, {"step", e.step}}; break;
+      case StreamEvent::Kind::SegmentStart: return;  // the segment is printed whole when it ends
+    }
+    std::cout << dump(j) << "\n" << std::flush;
+  }
+
+  StreamFormat format_;
+  std::string source_;
+  bool started_ = false;
+};
+
+// Nearest-rank percentile of unsorted values (p in [0, 100]).
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+void print_stats(const SessionStats& st) {
+  char line[256];
+  const double rtf = st.compute_seconds > 0 ? st.audio_seconds / st.compute_seconds : 0.0;
+  std::snprintf(line, sizeof line, "voxrt: stats: %lld steps, %.2f s of audio, %.3f s of compute: %.1fx real time\n",
+                static_cast<long long>(st.steps), st.audio_seconds, st.compute_seconds, rtf);
+  std::cerr << line;
+  if (st.step_ms.empty()) return;
+  const double p50 = percentile(st.step_ms, 50), p99 = percentile(st.step_ms, 99);
+  std::snprintf(line, sizeof line,
+                "voxrt: stats: step time p50 %.2f ms, p99 %.2f ms; budget %.0f ms per step: p99 margin %.1fx\n", p50,
+                p99, kStepBudgetMs, p99 > 0 ? kStepBudgetMs / p99 : 0.0);
+  std::cerr << line;
+}
+
+// ---- input ----
+
+// Sleeps until `due` or until stop() holds. Short naps, because libstdc++ resumes a sleep that a
+// signal interrupted, so a single long sleep would hold Ctrl-C back.
+void sleep_until_or_stopped(std::chrono::steady_clock::time_point due, const StopCondition& stop) {
+  for (auto now = std::chrono::steady_clock::now(); now < due && !stop(); now = std::chrono::steady_clock::now())
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(due - now, std::chrono::milliseconds(kPollMs)));
+}
+
+// A file decoded whole (any format libsndfile reads), fed in chunks of chunk_ms. With --realtime,
+// chunk k is fed once it would have been captured live: (k + 1) chunk durations after the start.
+void stream_file(const std::string& path, const StreamArgs& a, Session& session, const StopCondition& stop) {
+  const std::vector<float> audio = load_audio_mono(path, kSampleRate);
+  const size_t chunk = static_cast<size_t>(a.chunk_ms) * kSampleRate / 1000;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t k = 0, pos = 0; pos < audio.size(); ++k, pos += chunk) {
+    if (a.realtime) sleep_until_or_stopped(start + std::chrono::milliseconds(static_cast<int64_t>(k + 1) * a.chunk_ms), stop);
+    if (stop()) break;
+    session.feed(std::span<const float>(audio).subspan(pos, std::min(chunk, audio.size() - pos)));
+  }
+}
+
+// Waits for input on fd. Returns false when the wait was cut short (signal, timeout): check stop().
+bool wait_readable(int fd, const std::string& name) {
+  pollfd p{fd, POLLIN, 0};
+  const int r = poll(&p, 1, kPollMs);
+  if (r < 0 && errno != EINTR) throw Error(name + ": poll failed: " + std::strerror(errno));
+  return r > 0;
+}
+
+// Reads a byte stream (stdin or a raw file) as it arrives and feeds every complete sample at once.
+void stream_fd(int fd, const std::string& name, const StreamArgs& a, Session& session, const StopCondition& stop) {
+  PcmStreamOptions o;
+  if (!a.raw.empty()) o.raw = PcmFormat{parse_raw_sample_type(a.raw), a.rate, a.channels};
+  o.target_rate = kSampleRate;
+  o.source = name;
+  o.not_wav_hint = "use --raw s16le for headerless PCM";
+  PcmStream pcm(o);
+
+  std::vector<uint8_t> buf(kReadBytes);
+  std::vector<float> samples;
+  bool eof = false;
+  while (!eof && !stop()) {
+    if (!wait_readable(fd, name)) continue;
+    const ssize_t n = read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      throw Error(name + ": read failed: " + std::strerror(errno));
+    }
+    eof = n == 0;
+    samples.clear();
+    pcm.push(std::span<const uint8_t>(buf.data(), static_cast<size_t>(n)), samples);
+    session.feed(samples);
+  }
+  // At EOF a stream cut inside its WAV header is an error; after a signal it is just an early end
+  // (EOF may follow the signal closely: Ctrl-C stops the writer of the pipe too).
+  if (!pcm.format() && (!eof || g_signalled.load())) return;
+  samples.clear();
+  pcm.finish(samples);
+  session.feed(samples);
+}
+
+// Headerless PCM from a file (--raw with a path): the same reader as standard input.
+void stream_path(const std::string& path, const StreamArgs& a, Session& session, const StopCondition& stop) {
+  struct File {
+    int fd;
+    ~File() { close(fd); }
+  } file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+  stream_fd(file.fd, path, a, session, stop);
+}
+
+void check_args(const StreamArgs& a) {
+  parse_stream_format(a.format);
+  if (a.delay_ms != 0) delay_tokens_from_ms(a.delay_ms);
+  if (!a.raw.empty()) parse_raw_sample_type(a.raw);
+  if (a.chunk_ms < 1 || a.chunk_ms > 60000) throw Error("--chunk-ms " + std::to_string(a.chunk_ms) + ": expected 1 to 60000");
+  if (a.rate < 1 || a.rate > 1'000'000) throw Error("--rate " + std::to_string(a.rate) + ": expected a sample rate in Hz");
+  if (a.channels < 1 || a.channels > 256) throw Error("--channels " + std::to_string(a.channels) + ": expected 1 to 256");
+  if (a.input == "-" && isatty(0))
+    throw Error("standard input is a terminal: pipe audio in (arecord -f S16_LE -r 16000 -c 1 | voxrt stream -) "
+                "or name a file");
+}
+
+std::unique_ptr<Engine> load_engine(const StreamArgs& a) {
+  const std::filesystem::path dir = resolve_model_dir(a.model);
+  EngineOptions eo;
+  eo.device = a.device;
+  eo.threads = a.threads;
+  eo.layout = a.layout;
+  std::unique_ptr<Engine> engine = Engine::load(dir, eo);
+  if (!a.quiet)
+    std::cerr << "voxrt: loaded " << dir.string() << " (" << engine->info().layout << " layout, "
+              << engine->info().backend << ") in " << engine->info().load_seconds << " s\n";
+  return engine;
+}
+
+void run_stream(const StreamArgs& a) {
+  check_args(a);  // before loading: a typo should not cost a model load
+  const std::unique_ptr<Engine> engine = load_engine(a);
+  // Only now: Ctrl-C during the load keeps its default action (quit at once, nothing to flush yet).
+  install_stop_handlers();
+
+  const bool from_stdin = a.input == "-";
+  EventPrinter printer(parse_stream_format(a.format), a.input);
+  StopCondition stop(a.stop_at_eos);
+  SessionOptions so;
+  so.delay_ms = a.delay_ms;
+  so.stop_at_eos = a.stop_at_eos;
+  so.on_event = [&](const StreamEvent& e) {
+    if (e.kind == StreamEvent::Kind::Eos) stop.on_eos();
+    printer.on_event(e);
+  };
+  const std::unique_ptr<Session> session = engine->open_session(so);
+  if (!a.quiet && from_stdin) std::cerr << "voxrt: listening on standard input (Ctrl-C to stop)\n";
+
+  if (from_stdin)
+    stream_fd(0, "stdin", a, *session, stop);
+  else if (!a.raw.empty())
+    stream_path(a.input, a, *session, stop);
+  else
+    stream_file(a.input, a, *session, stop);
+
+  session->flush();  // the right pad: without it the last words never come out
+  printer.finish(*session);
+  if (a.stats) print_stats(session->stats());
+}
+
+}  // namespace
+
+void add_stream_command(CLI::App& app) {
+  auto args = std::make_shared<StreamArgs>();
+  CLI::App* cmd = app.add_subcommand("stream", "Transcribe live: standard input (WAV or raw PCM) or a file, printing text as it is decided");
+  cmd->add_option("--model,-m", args->model, "Model directory (default: the one `voxrt pull` downloads)");
+  cmd->add_option("--delay-ms", args->delay_ms, "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
+  cmd->add_option("--format,-f", args->format, "Output: txt (text as it comes), jsonl (one event per line) or json (at the end)")
+      ->capture_default_str();
+  cmd->add_option("--raw", args->raw, "Headerless PCM input of this sample type: s16le, s32le or f32le (default: WAV)");
+  cmd->add_option("--rate", args->rate, "Sample rate of --raw input in Hz (resampled to 16000)")->capture_default_str();
+  cmd->add_option("--channels", args->channels, "Channels of --raw input (averaged to mono)")->capture_default_str();
+  cmd->add_flag("--realtime", args->realtime, "Feed a file input at real-time pace (as a microphone would)");
+  cmd->add_flag("--stats", args->stats, "Print step timings and the real-time factor on standard error at the end");
+  cmd->add_flag("--stop-at-eos", args->stop_at_eos, "End at the model's end-of-sequence token (like transcribe)");
+  cmd->add_option("--chunk-ms", args->chunk_ms, "Chunk size for file input, in ms")->capture_default_str();
+  cmd->add_option("--device", args->device, "auto, cpu")->capture_default_str();
+  cmd->add_option("--layout", args->layout, "Checkpoint files to read: auto, mistral or hf")->capture_default_str();
+  cmd->add_option("--threads,-t", args->threads, "CPU threads (default: all cores)");
+  cmd->add_flag("--quiet,-q", args->quiet, "No messages on standard error (--stats still prints)");
+  cmd->add_option("input", args->input, "Audio file, or - for standard input (the default)");
+  cmd->callback([args] { run_stream(*args); });
+}
+
+}  // namespace voxrt::cli
