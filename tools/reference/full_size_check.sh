@@ -25,5 +25,7 @@ export PYTHONUNBUFFERED=1
   [ -f "$full/golden/$name.safetensors" ] || time python3 tools/reference/voxtral_reference.py golden --model "$full" --audio "$audio" --delay-ms "$delay" \
       --out "$full/golden/$name.safetensors" --device cuda --logit-steps 4
   echo "== voxrt CPU backend vs reference ($(nproc) cores)"
-  time VOXRT_FULL_DIR="$full" .carry/run voxrt_tests --gtest_filter='FullSize*'
+  time VOXRT_FULL_DIR="$full" .carry/run voxrt_tests --gtest_filter="${VOXRT_FULL_FILTER:-FullSize*}"
+  echo "== live session on the CPU backend: per-step compute time"
+  .carry/run voxrt stream --stats -q -f json --model "$full/mistral" tests/data/audio/jfk.wav >/dev/null
 } 2>&1 | tee "$log"
