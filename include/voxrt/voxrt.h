@@ -25,7 +25,8 @@ class Session;
 struct SessionOptions;
 
 struct EngineOptions {
-  std::string device = "cpu";  // "cpu" (the CUDA backend arrives with its own issue)
+  std::string device = "auto";  // "auto" (a GPU if there is one, else the CPU), "cuda" or "cpu"
+  int gpu = 0;                  // CUDA device index
   int threads = 0;             // 0: all cores
   std::string layout = "auto"; // "auto", "mistral" or "hf": which checkpoint files to read
 };
@@ -54,7 +55,8 @@ struct Transcript {
 struct ModelInfo {
   std::filesystem::path dir;
   std::string layout;   // "mistral" or "hf"
-  std::string backend;  // "cpu", ...
+  std::string backend;  // "cpu" or "cuda"
+  std::string device_note;  // e.g. why "auto" chose the CPU
   int encoder_layers = 0, decoder_layers = 0, vocab_size = 0;
   int default_delay_ms = 480;
   double load_seconds = 0;

@@ -26,6 +26,7 @@
 #include "audio/audio_file.h"
 #include "audio/pcm_stream.h"
 #include "cli/commands.h"
+#include "cli/engine_options.h"
 #include "cli/output_formats.h"
 #include "common/error.h"
 #include "voxrt/session.h"
@@ -43,7 +44,7 @@ constexpr size_t kReadBytes = 1 << 15;  // per read(2); a pipe hands over whatev
 constexpr int kPollMs = 100;
 
 struct StreamArgs {
-  std::string model;
+  EngineArgs engine;
   int delay_ms = 0;
   std::string format = "txt";
   std::string raw;
@@ -53,10 +54,6 @@ struct StreamArgs {
   bool stats = false;
   bool stop_at_eos = false;
   int chunk_ms = 80;
-  std::string device = "auto";
-  std::string layout = "auto";
-  int threads = 0;
-  bool quiet = false;
   std::string input = "-";
 };
 
@@ -266,22 +263,9 @@ void check_args(const StreamArgs& a) {
                 "or name a file");
 }
 
-std::unique_ptr<Engine> load_engine(const StreamArgs& a) {
-  const std::filesystem::path dir = resolve_model_dir(a.model);
-  EngineOptions eo;
-  eo.device = a.device;
-  eo.threads = a.threads;
-  eo.layout = a.layout;
-  std::unique_ptr<Engine> engine = Engine::load(dir, eo);
-  if (!a.quiet)
-    std::cerr << "voxrt: loaded " << dir.string() << " (" << engine->info().layout << " layout, "
-              << engine->info().backend << ") in " << engine->info().load_seconds << " s\n";
-  return engine;
-}
-
 void run_stream(const StreamArgs& a) {
   check_args(a);  // before loading: a typo should not cost a model load
-  const std::unique_ptr<Engine> engine = load_engine(a);
+  const std::unique_ptr<Engine> engine = load_engine(a.engine);
   // Only now: Ctrl-C during the load keeps its default action (quit at once, nothing to flush yet).
   install_stop_handlers();
 
@@ -296,7 +280,7 @@ void run_stream(const StreamArgs& a) {
     printer.on_event(e);
   };
   const std::unique_ptr<Session> session = engine->open_session(so);
-  if (!a.quiet && from_stdin) std::cerr << "voxrt: listening on standard input (Ctrl-C to stop)\n";
+  if (!a.engine.quiet && from_stdin) std::cerr << "voxrt: listening on standard input (Ctrl-C to stop)\n";
 
   if (from_stdin)
     stream_fd(0, "stdin", a, *session, stop);
@@ -315,7 +299,7 @@ void run_stream(const StreamArgs& a) {
 void add_stream_command(CLI::App& app) {
   auto args = std::make_shared<StreamArgs>();
   CLI::App* cmd = app.add_subcommand("stream", "Transcribe live: standard input (WAV or raw PCM) or a file, printing text as it is decided");
-  cmd->add_option("--model,-m", args->model, "Model directory (default: the one `voxrt pull` downloads)");
+  add_engine_options(cmd, args->engine);
   cmd->add_option("--delay-ms", args->delay_ms, "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
   cmd->add_option("--format,-f", args->format, "Output: txt (text as it comes), jsonl (one event per line) or json (at the end)")
       ->capture_default_str();
@@ -326,10 +310,6 @@ void add_stream_command(CLI::App& app) {
   cmd->add_flag("--stats", args->stats, "Print step timings and the real-time factor on standard error at the end");
   cmd->add_flag("--stop-at-eos", args->stop_at_eos, "End at the model's end-of-sequence token (like transcribe)");
   cmd->add_option("--chunk-ms", args->chunk_ms, "Chunk size for file input, in ms")->capture_default_str();
-  cmd->add_option("--device", args->device, "auto, cpu")->capture_default_str();
-  cmd->add_option("--layout", args->layout, "Checkpoint files to read: auto, mistral or hf")->capture_default_str();
-  cmd->add_option("--threads,-t", args->threads, "CPU threads (default: all cores)");
-  cmd->add_flag("--quiet,-q", args->quiet, "No messages on standard error (--stats still prints)");
   cmd->add_option("input", args->input, "Audio file, or - for standard input (the default)");
   cmd->callback([args] { run_stream(*args); });
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/engine_options.h"
 #include "cli/output_formats.h"
 #include "common/error.h"
 #include "voxrt/voxrt.h"
@@ -15,14 +16,10 @@ namespace voxrt::cli {
 namespace {
 
 struct TranscribeArgs {
-  std::string model;
+  EngineArgs engine;
   int delay_ms = 0;
   std::string format = "txt";
   std::string output;
-  std::string device = "auto";
-  std::string layout = "auto";
-  int threads = 0;
-  bool quiet = false;
   std::vector<std::string> inputs;
 };
 
@@ -59,15 +56,7 @@ class ProgressLine {
 void run_transcribe(const TranscribeArgs& a) {
   const Format format = parse_format(a.format);
   if (a.delay_ms != 0) delay_tokens_from_ms(a.delay_ms);  // reject bad delays before loading
-  const std::filesystem::path dir = resolve_model_dir(a.model);
-  EngineOptions eo;
-  eo.device = a.device;
-  eo.threads = a.threads;
-  eo.layout = a.layout;
-  std::unique_ptr<Engine> engine = Engine::load(dir, eo);
-  if (!a.quiet)
-    std::cerr << "voxrt: loaded " << dir.string() << " (" << engine->info().layout << " layout, "
-              << engine->info().backend << ") in " << engine->info().load_seconds << " s\n";
+  std::unique_ptr<Engine> engine = load_engine(a.engine);
 
   std::ofstream file;
   if (!a.output.empty()) {
@@ -82,7 +71,7 @@ void run_transcribe(const TranscribeArgs& a) {
       auto progress = std::make_shared<ProgressLine>(input, false);
       to.progress = [&, progress](int done, int total) {
         // Enable once the input is known to be long: 12.5 steps per second of audio.
-        if (done == 1 && total / 12.5 > kProgressMinSeconds && !a.quiet)
+        if (done == 1 && total / 12.5 > kProgressMinSeconds && !a.engine.quiet)
           *progress = ProgressLine(input, true);
         progress->update(done, total);
       };
@@ -101,14 +90,10 @@ void run_transcribe(const TranscribeArgs& a) {
 void add_transcribe_command(CLI::App& app) {
   auto args = std::make_shared<TranscribeArgs>();
   CLI::App* cmd = app.add_subcommand("transcribe", "Transcribe audio files (offline, whole file)");
-  cmd->add_option("--model,-m", args->model, "Model directory (default: the one `voxrt pull` downloads)");
+  add_engine_options(cmd, args->engine);
   cmd->add_option("--delay-ms", args->delay_ms, "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
   cmd->add_option("--format,-f", args->format, "Output format: txt, json, srt or vtt")->capture_default_str();
   cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output");
-  cmd->add_option("--device", args->device, "auto, cpu")->capture_default_str();
-  cmd->add_option("--layout", args->layout, "Checkpoint files to read: auto, mistral or hf")->capture_default_str();
-  cmd->add_option("--threads,-t", args->threads, "CPU threads (default: all cores)");
-  cmd->add_flag("--quiet,-q", args->quiet, "No messages on standard error");
   cmd->add_option("audio", args->inputs, "Audio files (WAV, FLAC, OGG/Opus, MP3; any rate, any channels)")->required();
   cmd->callback([args] { run_transcribe(*args); });
 }
