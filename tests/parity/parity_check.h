@@ -17,7 +17,20 @@ struct Tolerances {
   // by a few 1e-5 after the log; every other stage is compared relatively.
   double mel_max_abs = 1e-4;  // log-mel units
   double stage_rel = 1e-4;    // relative L2 error of conv stem, encoder, adapter, logits
+  // Teacher-forced argmax must equal the reference's at every step whose reference top-1 margin is
+  // at least this (0: every step). Nonzero only for bf16 backends, whose logit error can exceed
+  // the random model's rare near-ties.
+  double argmax_min_margin = 0;
 };
+
+// bf16 weights and GEMM operands with fp32 accumulation (the CUDA backend), against the fp32
+// reference.
+inline Tolerances bf16_tolerances() {
+  Tolerances t;
+  t.stage_rel = 3e-2;
+  t.argmax_min_margin = 0.5;
+  return t;
+}
 
 inline OfflineOptions golden_options(const Tokenizer& tok, const Golden& g) {
   OfflineOptions o;
@@ -57,7 +70,20 @@ inline void expect_stages_match(VoxtralModel& model, const LogMel& logmel, const
     std::printf("[%s] %s relative error %.3g (max abs %.3g)\n", label.c_str(), name, e, max_abs_error(*ours, ref));
   }
   ASSERT_EQ(r.tokens.size(), ref_tokens.size()) << label;
-  EXPECT_EQ(r.tokens, g.i32("tf_argmax")) << label << ": teacher-forced argmax differs";
+  const std::vector<int32_t> ref_argmax = g.i32("tf_argmax");
+  const std::vector<float> ref_margin = g.f32("tf_margin");
+  int compared = 0, differing = 0;
+  for (size_t i = 0; i < r.tokens.size(); ++i) {
+    if (tol.argmax_min_margin > 0 && (i >= ref_margin.size() || ref_margin[i] < tol.argmax_min_margin)) continue;
+    ++compared;
+    if (r.tokens[i] != ref_argmax[i]) {
+      ++differing;
+      ADD_FAILURE() << label << ": teacher-forced argmax differs at step " << i << ": " << r.tokens[i] << " vs "
+                    << ref_argmax[i] << " (reference margin " << (i < ref_margin.size() ? ref_margin[i] : -1) << ")";
+    }
+  }
+  std::printf("[%s] teacher-forced argmax: %d of %d compared steps differ (%zu steps)\n", label.c_str(), differing,
+              compared, r.tokens.size());
 }
 
 }  // namespace voxrt::test

@@ -1,7 +1,8 @@
 // Full-size (4.4 B parameter) random-weight model against the reference, on the CPU backend.
 // Runs only where tools/reference/full_size_check.sh has made the model and golden outputs
 // (the GPU machine: 16 cores, 128 GB): VOXRT_FULL_DIR=<dir with mistral/, hf/, golden/>.
-// Elsewhere it reports itself skipped.
+// Elsewhere it reports itself skipped. VOXRT_FULL_DEVICE=cuda runs it on the CUDA backend with
+// bf16 tolerances instead.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -22,7 +23,14 @@ std::filesystem::path full_dir() {
 void check_layout(LayoutPreference layout, const std::string& sub) {
   const std::filesystem::path dir = full_dir();
   if (dir.empty()) GTEST_SKIP() << "VOXRT_FULL_DIR not set: full-size check skipped (runs on the GPU machine)";
-  auto backend = make_cpu_backend(0);
+  const char* device = std::getenv("VOXRT_FULL_DEVICE");
+  const bool cuda = device && std::string(device) == "cuda";
+  std::unique_ptr<Backend> backend;
+#ifdef VOXRT_WITH_CUDA
+  if (cuda) backend = make_cuda_backend(0);
+#endif
+  if (cuda && !backend) GTEST_SKIP() << "VOXRT_FULL_DEVICE=cuda but this build has no CUDA backend";
+  if (!backend) backend = make_cpu_backend(0);
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<VoxtralModel> model;
   {
@@ -38,7 +46,8 @@ void check_layout(LayoutPreference layout, const std::string& sub) {
     const Golden g(e.path());
     const std::vector<float> audio = g.f32("audio");
     const auto t1 = std::chrono::steady_clock::now();
-    expect_stages_match(*model, logmel, tok, audio, g, "full/" + sub + "/" + e.path().stem().string());
+    expect_stages_match(*model, logmel, tok, audio, g, "full/" + backend->name() + "/" + sub + "/" + e.path().stem().string(),
+                        cuda ? bf16_tolerances() : Tolerances{});
     std::printf("[full/%s] case ran in %.1f s\n", sub.c_str(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
   }
