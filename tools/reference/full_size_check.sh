@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # On the GPU machine, in one call: build the full-size (4.4 B) random model in both layouts, run the
-# transformers reference on it (CUDA, fp32, TF32 off), then check voxrt's CPU backend against it,
-# stage by stage, in both layouts. voxrt comes prebuilt from this machine: scripts/carry_binaries.sh
-# packs it into .carry/ (name .carry in the device call's carry list).
+# transformers reference on it (CUDA, fp32, TF32 off), then check voxrt against it stage by stage in
+# both layouts, and time a live session. voxrt comes prebuilt from the development machine:
+# scripts/carry_binaries.sh packs it into .carry/ (carry .carry.tar.xz in the device call).
 #   tools/reference/full_size_check.sh [AUDIO.wav] [DELAY_MS]
+# Environment: VOXRT_FULL_BACKENDS="cpu cuda" (which backends to check; default cpu),
+#              VOXRT_FULL_WORK (model directory, default /tmp/voxrt-full; reused when present).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 audio=${1:-tests/data/audio/speech_short.wav}
 delay=${2:-480}
 full=${VOXRT_FULL_WORK:-/tmp/voxrt-full}
+backends=${VOXRT_FULL_BACKENDS:-cpu}
 log=${OUT:-/tmp}/full_size_check.log
 export PYTHONUNBUFFERED=1
 {
@@ -22,10 +25,13 @@ export PYTHONUNBUFFERED=1
   mkdir -p "$full/golden"
   name=$(basename "$audio" .wav)_$delay
   echo "== reference golden $name"
-  [ -f "$full/golden/$name.safetensors" ] || time python3 tools/reference/voxtral_reference.py golden --model "$full" --audio "$audio" --delay-ms "$delay" \
-      --out "$full/golden/$name.safetensors" --device cuda --logit-steps 4
-  echo "== voxrt CPU backend vs reference ($(nproc) cores)"
-  time VOXRT_FULL_DIR="$full" .carry/run voxrt_tests --gtest_filter="${VOXRT_FULL_FILTER:-FullSize*}"
-  echo "== live session on the CPU backend: per-step compute time"
-  .carry/run voxrt stream --stats -q -f json --model "$full/mistral" tests/data/audio/jfk.wav >/dev/null
+  [ -f "$full/golden/$name.safetensors" ] || time python3 tools/reference/voxtral_reference.py golden --model "$full" \
+      --audio "$audio" --delay-ms "$delay" --out "$full/golden/$name.safetensors" --device cuda --logit-steps 4
+  for backend in $backends; do
+    echo "== voxrt $backend backend vs reference"
+    time VOXRT_FULL_DIR="$full" VOXRT_FULL_DEVICE="$backend" .carry/run voxrt_tests --gtest_filter='FullSize*' || true
+    echo "== live session on the $backend backend: per-step compute time (jfk.wav, 11 s)"
+    .carry/run voxrt stream --device "$backend" --stats -q -f json --model "$full/mistral" tests/data/audio/jfk.wav \
+        >/dev/null || true
+  done
 } 2>&1 | tee "$log"

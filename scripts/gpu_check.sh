@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole GPU check in one device call: the CUDA backend's op tests and tiny parity (bf16
+# tolerances), then the full-size model against the reference on the chosen backends, with
+# per-step timings. Prepare on the development machine with
+#   cmake --preset cuda && cmake --build build/cuda && scripts/carry_binaries.sh build/cuda
+# and run there (device tool, carry [".carry.tar.xz"]):  scripts/gpu_check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+[ -d .carry ] || tar xJf .carry.tar.xz
+out=${OUT:-/tmp}
+nvidia-smi -L 2>&1 | head -2
+echo "== CUDA op tests and tiny parity"
+.carry/run voxrt_tests --gtest_filter='Cuda*' 2>&1 | tee "$out/gpu_tests.log" | grep -v "relative error\|mel max abs" | tail -40
+grep -E "relative error|argmax" "$out/gpu_tests.log" | sort | awk '!seen[$0]++' | tail -40
+VOXRT_FULL_BACKENDS=${VOXRT_FULL_BACKENDS:-cuda} tools/reference/full_size_check.sh
