@@ -7,6 +7,9 @@
 #include "audio/log_mel.h"
 #include "common/error.h"
 #include "model/checkpoint.h"
+#ifdef VOXRT_WITH_CUDA
+#include "runtime/cuda/cuda_device.h"
+#endif
 #include "tokenizer/tekken.h"
 #include "voxrt/voxrt.h"
 #include "voxtral/model.h"
@@ -24,9 +27,24 @@ LayoutPreference parse_layout(const std::string& s) {
   throw Error("--layout " + s + ": expected auto, mistral or hf");
 }
 
-std::unique_ptr<Backend> make_backend(const EngineOptions& o) {
-  if (o.device == "cpu" || o.device == "auto") return make_cpu_backend(o.threads);
-  throw Error("--device " + o.device + ": this build has only the cpu backend");
+// "auto" takes the GPU when this build has the CUDA backend and the machine a device, else the CPU
+// (saying why in `note`); "cuda" without a usable device is an error.
+std::unique_ptr<Backend> make_backend(const EngineOptions& o, std::string& note) {
+  if (o.device == "cpu") return make_cpu_backend(o.threads);
+  if (o.device != "auto" && o.device != "cuda") throw Error("--device " + o.device + ": expected auto, cuda or cpu");
+#ifdef VOXRT_WITH_CUDA
+  const int n = cuda::device_count();
+  if (n > 0) {
+    if (o.gpu < 0 || o.gpu >= n) throw Error("--gpu " + std::to_string(o.gpu) + ": there are " + std::to_string(n) + " CUDA devices");
+    return make_cuda_backend(o.gpu);
+  }
+  if (o.device == "cuda") throw Error("--device cuda: no CUDA device found");
+  note = "no CUDA device found: using the CPU";
+#else
+  if (o.device == "cuda") throw Error("--device cuda: this build has no CUDA backend (build it with cmake --preset cuda)");
+  note = "built without CUDA: using the CPU";
+#endif
+  return make_cpu_backend(o.threads);
 }
 
 LogMelParams mel_params(const ModelConfig& c) {
@@ -46,7 +64,7 @@ class EngineImpl final : public Engine {
     const std::filesystem::path tekken = dir / "tekken.json";
     if (!std::filesystem::exists(tekken)) throw Error(dir.string() + ": missing tekken.json (the tokenizer)");
     tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::load(tekken));
-    backend_ = make_backend(o);
+    backend_ = make_backend(o, info_.device_note);
     {
       const Checkpoint ckpt = Checkpoint::open(dir, parse_layout(o.layout));
       check(ckpt.config().decoder.vocab_size <= tokenizer_->vocab_size() || tokenizer_->vocab_size() == 0,

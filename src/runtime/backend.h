@@ -140,5 +140,8 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+#ifdef VOXRT_WITH_CUDA
+std::unique_ptr<Backend> make_cuda_backend(int device);
+#endif
 
 }  // namespace voxrt

@@ -24,11 +24,13 @@ struct Tolerances {
 };
 
 // bf16 weights and GEMM operands with fp32 accumulation (the CUDA backend), against the fp32
-// reference.
+// reference. Measured on the H200: stage errors 0.1-1 %, logits off by up to ~1.6 in absolute
+// terms (the random models' logits are large: their final norm is scaled for clear margins), so
+// argmax is compared where the reference's top-1 margin is at least 3.
 inline Tolerances bf16_tolerances() {
   Tolerances t;
   t.stage_rel = 3e-2;
-  t.argmax_min_margin = 0.5;
+  t.argmax_min_margin = 3.0;
   return t;
 }
 

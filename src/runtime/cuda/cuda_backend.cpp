@@ -1,0 +1,571 @@
+// The CUDA backend: every Backend op on one GPU, all work enqueued on one stream owned by the
+// backend. The class holds memory management and dispatch; the kernels live in kernels_*.cu by
+// concern (cuda_kernels.h lists them). This file is C++20 host code (backend.h needs <span>), so it
+// is a .cpp compiled by the host compiler, not a .cu.
+//
+// Storage formats:
+//  - Activations (Buffer, KvCache): fp32 device memory from a stream-ordered pool owned by the
+//    backend (cudaMallocFromPoolAsync / cudaFreeAsync). The model creates and drops a few Buffers per
+//    layer per step; plain cudaMalloc/cudaFree would synchronise the device on every free, the pool
+//    reuses memory in stream order without synchronising. The pool keeps freed memory cached.
+//  - Weight matrices (cols > 1): bf16, round to nearest even, cudaMalloc'ed once. Vectors (cols == 1:
+//    norm weights, biases) stay fp32. Weight::storage points to a host-side DeviceWeight that records
+//    the format and frees the device memory with the last reference.
+//
+// linear: x is rounded to bf16 into a scratch buffer (a kernel), then y = x W^T with fp32
+// accumulation: by the GEMV kernel (kernels_gemv.cu) in groups of 8 rows when K % 8 == 0, which
+// keeps every row's result independent of the batch; otherwise by cublasGemmEx (bf16 A and B, fp32
+// C, CUBLAS_COMPUTE_32F) with a small bias kernel. VOXRT_CUDA_GEMV_MAX_ROWS=0 sends everything to
+// cuBLAS (for measurements).
+//
+// Host data an op needs (RowRefs, token ids, scale row indices, inv_freq) goes through a pinned
+// staging buffer and one cudaMemcpyAsync into a device argument buffer; the only device -> host
+// transfers are download() and argmax's results. Not thread-safe: one thread drives a backend.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/error.h"
+#include "runtime/backend.h"
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cuda_kernels.h"
+
+namespace voxrt {
+namespace {
+
+using cuda::DevRowRef;
+using cuda::DevVec;
+
+static_assert(sizeof(RowRef) == sizeof(DevRowRef) && offsetof(RowRef, slot) == offsetof(DevRowRef, slot) &&
+                  offsetof(RowRef, pos) == offsetof(DevRowRef, pos),
+              "RowRef and DevRowRef must have the same layout");
+
+constexpr uint32_t kWeightMagic = 0x56584355;  // "VXCU": marks storage made by this backend
+
+// What a Weight's storage points to for this backend.
+struct DeviceWeight {
+  uint32_t magic = kWeightMagic;
+  void* data = nullptr;
+  bool bf16 = false;
+  DeviceWeight() = default;
+  DeviceWeight(const DeviceWeight&) = delete;
+  DeviceWeight& operator=(const DeviceWeight&) = delete;
+  ~DeviceWeight() {
+    if (data) cudaFree(data);  // a destructor cannot throw; an error here would be a sticky earlier one
+  }
+};
+
+const DeviceWeight& device_weight(const Weight& w, const char* where) {
+  check(!w.empty(), where, "empty weight");
+  const auto* d = static_cast<const DeviceWeight*>(w.storage.get());
+  check(d->magic == kWeightMagic, where, "weight was not uploaded by the CUDA backend");
+  return *d;
+}
+
+DevVec vec_of(const Weight& w, const char* where) {
+  const DeviceWeight& d = device_weight(w, where);
+  return DevVec{d.data, d.bf16};
+}
+
+std::string bytes_str(size_t bytes) { return std::to_string(bytes) + " bytes"; }
+
+// A grow-only device buffer from the backend's pool (stream-ordered, so growing while earlier
+// kernels still read the old one is safe).
+struct Scratch {
+  void* ptr = nullptr;
+  size_t bytes = 0;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device) : device_(device) {
+    try {
+      init();
+    } catch (...) {
+      destroy();
+      throw;
+    }
+  }
+
+  ~CudaBackend() override { destroy(); }
+
+  std::string name() const override { return "cuda"; }
+
+  // ---- Memory ----
+
+  float* allocate(size_t floats) override {
+    use_device();
+    const size_t bytes = std::max<size_t>(256, floats * sizeof(float));
+    void* p = nullptr;
+    const cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_, stream_);
+    if (e != cudaSuccess) throw allocation_error(e, floats * sizeof(float), "");
+    return static_cast<float*>(p);
+  }
+
+  void release(float* p) override {
+    if (!p) return;
+    cudaSetDevice(device_);
+    const cudaError_t e = cudaFreeAsync(p, stream_);
+    if (e != cudaSuccess) std::fprintf(stderr, "voxrt: cuda: cudaFreeAsync failed: %s\n", cudaGetErrorString(e));
+  }
+
+  void upload(float* dst, const float* src, size_t n) override {
+    if (n == 0) return;
+    use_device();
+    const size_t bytes = n * sizeof(float);
+    if (bytes <= kMaxStagedUpload) {
+      // Through pinned memory: asynchronous, and the caller may free src as soon as we return.
+      void* host = stage(bytes);
+      std::memcpy(host, src, bytes);
+      VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
+    } else {
+      VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+      synchronize();  // src is pageable and the caller's: done with it before returning
+    }
+  }
+
+  void download(float* dst, const float* src, size_t n) override {
+    if (n == 0) return;
+    use_device();
+    VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+    synchronize();
+  }
+
+  void copy(float* dst, const float* src, size_t n) override {
+    if (n == 0 || dst == src) return;
+    use_device();
+    VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  void fill(float* dst, float value, size_t n) override {
+    use_device();
+    cuda::launch_fill(dst, value, n, stream_);
+  }
+
+  Weight upload_weight(std::vector<float>&& values, int rows, int cols) override {
+    use_device();
+    const size_t n = static_cast<size_t>(rows) * cols;
+    check(rows >= 0 && cols >= 0 && values.size() == n, "cuda upload_weight",
+          "expected " + std::to_string(n) + " values, got " + std::to_string(values.size()));
+    auto d = std::make_shared<DeviceWeight>();
+    d->bf16 = cols > 1;
+    const size_t bytes = std::max<size_t>(256, n * (d->bf16 ? 2 : 4));
+    const cudaError_t e = cudaMalloc(&d->data, bytes);
+    if (e != cudaSuccess) {
+      d->data = nullptr;
+      throw allocation_error(e, bytes, " for a weight [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+    }
+    if (n > 0) {
+      if (!d->bf16) {
+        VOXRT_CUDA_CHECK(cudaMemcpyAsync(d->data, values.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream_));
+      } else {
+        // fp32 chunks through a device staging buffer, rounded to bf16 on the GPU.
+        const size_t chunk = std::min<size_t>(n, size_t{1} << 24);
+        float* tmp = allocate(chunk);
+        try {
+          for (size_t off = 0; off < n; off += chunk) {
+            const size_t len = std::min(chunk, n - off);
+            VOXRT_CUDA_CHECK(
+                cudaMemcpyAsync(tmp, values.data() + off, len * sizeof(float), cudaMemcpyHostToDevice, stream_));
+            cuda::launch_f32_to_bf16(tmp, 1, static_cast<int>(len), len,
+                                     static_cast<__nv_bfloat16*>(d->data) + off, stream_);
+          }
+        } catch (...) {
+          release(tmp);
+          throw;
+        }
+        release(tmp);
+      }
+      synchronize();  // values is the caller's pageable memory
+    }
+    std::vector<float>().swap(values);  // the host copy is not needed any more
+    Weight w;
+    w.storage = std::shared_ptr<void>(d, d.get());
+    w.rows = rows;
+    w.cols = cols;
+    return w;
+  }
+
+  // ---- Ops ----
+
+  void linear(Mat x, const Weight& w, const Weight* bias, Mat y, bool accumulate) override {
+    const int M = x.rows, K = x.cols, N = w.rows;
+    check(K == w.cols && y.rows == M && y.cols == N, "cuda linear",
+          "shape mismatch: x [" + std::to_string(M) + ", " + std::to_string(K) + "], W [" + std::to_string(w.rows) +
+              ", " + std::to_string(w.cols) + "], y [" + std::to_string(y.rows) + ", " + std::to_string(y.cols) + "]");
+    if (M == 0 || N == 0) return;
+    use_device();
+    linear_impl(x.data, M, K, K, w, bias, y.data, N, accumulate, "cuda linear");
+  }
+
+  void rms_norm(Mat x, const Weight& w, float eps, Mat y) override {
+    check(static_cast<size_t>(w.rows) * w.cols == static_cast<size_t>(x.cols) && y.rows == x.rows &&
+              y.cols == x.cols,
+          "cuda rms_norm", "shape mismatch");
+    if (x.rows == 0) return;
+    use_device();
+    cuda::launch_rms_norm(x.data, x.rows, x.cols, vec_of(w, "cuda rms_norm"), eps, y.data, stream_);
+  }
+
+  void scale_rows(Mat x, Mat scales, std::span<const int> scale_row) override {
+    check(scale_row.size() >= static_cast<size_t>(x.rows) && scales.cols >= x.cols, "cuda scale_rows",
+          "shape mismatch");
+    if (x.rows == 0) return;
+    for (int r = 0; r < x.rows; ++r)
+      check(scale_row[r] >= 0 && scale_row[r] < scales.rows, "cuda scale_rows",
+            "scale row " + std::to_string(scale_row[r]) + " out of range");
+    use_device();
+    const auto d = upload_args({{scale_row.data(), x.rows * sizeof(int)}});
+    cuda::launch_scale_rows(x.data, x.rows, x.cols, scales.data, scales.cols, static_cast<const int*>(d[0]), stream_);
+  }
+
+  void gelu(Mat x) override {
+    use_device();
+    cuda::launch_gelu(x.data, static_cast<size_t>(x.rows) * x.cols, stream_);
+  }
+
+  void silu_mul(Mat gate, Mat up) override {
+    check(static_cast<size_t>(gate.rows) * gate.cols == static_cast<size_t>(up.rows) * up.cols, "cuda silu_mul",
+          "shape mismatch");
+    use_device();
+    cuda::launch_silu_mul(gate.data, up.data, static_cast<size_t>(gate.rows) * gate.cols, stream_);
+  }
+
+  void add(Mat y, Mat x) override {
+    check(static_cast<size_t>(y.rows) * y.cols == static_cast<size_t>(x.rows) * x.cols, "cuda add", "shape mismatch");
+    use_device();
+    cuda::launch_add(y.data, x.data, static_cast<size_t>(y.rows) * y.cols, stream_);
+  }
+
+  void rope(Mat x, int n_heads, int head_dim, std::span<const RowRef> rows, std::span<const float> inv_freq) override {
+    check(n_heads >= 0 && head_dim >= 0 && static_cast<size_t>(n_heads) * head_dim <= static_cast<size_t>(x.cols) &&
+              rows.size() >= static_cast<size_t>(x.rows) && inv_freq.size() >= static_cast<size_t>(head_dim / 2),
+          "cuda rope", "shape mismatch");
+    if (x.rows == 0 || n_heads == 0 || head_dim < 2) return;
+    use_device();
+    // shift_positions rotates a whole cache slot by one position: send one number, not a RowRef per row.
+    const bool uniform = std::all_of(rows.begin(), rows.begin() + x.rows,
+                                     [&](const RowRef& r) { return r.pos == rows[0].pos; });
+    const size_t half_bytes = static_cast<size_t>(head_dim / 2) * sizeof(float);
+    std::vector<void*> d;
+    if (uniform)
+      d = upload_args({{inv_freq.data(), half_bytes}});
+    else
+      d = upload_args({{inv_freq.data(), half_bytes}, {rows.data(), x.rows * sizeof(RowRef)}});
+    cuda::launch_rope(x.data, x.rows, x.cols, n_heads, head_dim,
+                      uniform ? nullptr : static_cast<const DevRowRef*>(d[1]), rows[0].pos,
+                      static_cast<const float*>(d[0]), stream_);
+  }
+
+  void store_kv(KvCache& cache, int layer, Mat k, Mat v, std::span<const RowRef> rows) override {
+    const KvCacheShape& s = cache.shape();
+    const int width = s.kv_heads * s.head_dim;
+    check(k.cols == width && v.cols == width && k.rows == v.rows && rows.size() >= static_cast<size_t>(k.rows),
+          "cuda store_kv", "shape mismatch");
+    check(layer >= 0 && layer < s.layers, "cuda store_kv", "layer out of range");
+    if (k.rows == 0) return;
+    check_rows(s, rows.first(k.rows), "cuda store_kv");
+    use_device();
+    const auto d = upload_args({{rows.data(), k.rows * sizeof(RowRef)}});
+    cuda::launch_store_kv(layout(cache, layer), k.data, k.cols, v.data, v.cols, static_cast<const DevRowRef*>(d[0]),
+                          k.rows, stream_);
+  }
+
+  void attention(const KvCache& cache, int layer, Mat q, std::span<const RowRef> rows, const AttentionParams& p,
+                 Mat out) override {
+    const KvCacheShape& s = cache.shape();
+    check(p.n_kv_heads == s.kv_heads && p.head_dim == s.head_dim && p.n_kv_heads > 0 &&
+              p.n_heads % p.n_kv_heads == 0,
+          "cuda attention", "heads do not match the cache");
+    check(cuda::attention_head_dim_supported(p.head_dim), "cuda attention",
+          "head_dim " + std::to_string(p.head_dim) + " unsupported (32, 64, 128 or 256)");
+    const size_t qw = static_cast<size_t>(p.n_heads) * p.head_dim;
+    check(q.cols >= static_cast<int>(qw) && out.cols >= static_cast<int>(qw) && out.rows == q.rows &&
+              rows.size() >= static_cast<size_t>(q.rows) && p.window > 0,
+          "cuda attention", "shape mismatch");
+    check(layer >= 0 && layer < s.layers, "cuda attention", "layer out of range");
+    if (q.rows == 0) return;
+    check_rows(s, rows.first(q.rows), "cuda attention");
+    check((reinterpret_cast<uintptr_t>(cache.keys()) & 15) == 0 && (reinterpret_cast<uintptr_t>(cache.values()) & 15) == 0,
+          "cuda attention", "cache not 16-byte aligned");
+    use_device();
+    int64_t max_keys = 1;
+    for (int r = 0; r < q.rows; ++r) {
+      const int64_t first = std::max<int64_t>(0, rows[r].pos - p.window + 1);
+      max_keys = std::max(max_keys, rows[r].pos - first + 1);
+    }
+    const cuda::AttentionPlan plan =
+        cuda::plan_attention(q.rows, p.n_heads, p.n_kv_heads, p.head_dim, static_cast<int>(max_keys), p.window,
+                             sm_count_);
+    const auto d = upload_args({{rows.data(), q.rows * sizeof(RowRef)}});
+    cuda::AttentionArgs a;
+    a.kv = layout(cache, layer);
+    a.q = q.data;
+    a.ldq = q.cols;
+    a.rows = static_cast<const DevRowRef*>(d[0]);
+    a.n_rows = q.rows;
+    a.n_heads = p.n_heads;
+    a.window = p.window;
+    a.scale = p.scale;
+    a.out = out.data;
+    a.ldo = out.cols;
+    if (plan.scratch_floats > 0) a.scratch = static_cast<float*>(grow(attn_, plan.scratch_floats * sizeof(float)));
+    cuda::launch_attention(a, plan, stream_);
+  }
+
+  void embed(const Weight& table, std::span<const int32_t> ids, Mat y) override {
+    check(y.cols == table.cols && ids.size() >= static_cast<size_t>(y.rows), "cuda embed", "shape mismatch");
+    const DevVec t = vec_of(table, "cuda embed");
+    if (y.rows == 0) return;
+    for (int r = 0; r < y.rows; ++r)
+      check(ids[r] >= 0 && ids[r] < table.rows, "embedding", "token id " + std::to_string(ids[r]) + " out of range");
+    use_device();
+    const auto d = upload_args({{ids.data(), y.rows * sizeof(int32_t)}});
+    cuda::launch_embed(t, table.cols, static_cast<const int32_t*>(d[0]), y.rows, y.data, y.cols, stream_);
+  }
+
+  void conv1d_k3(Mat x, const Weight& w, const Weight& bias, int stride, Mat y) override {
+    const int cin = x.cols, t_out = y.rows;
+    check(stride >= 1 && x.rows >= 3 && t_out == (x.rows - 3) / stride + 1 && w.cols == 3 * cin && y.cols == w.rows,
+          "cuda conv1d", "shape mismatch");
+    use_device();
+    // Patch row t is x rows s*t .. s*t+2, contiguous: a matrix [t_out, 3 cin] with row stride s * cin.
+    linear_impl(x.data, t_out, 3 * cin, static_cast<size_t>(stride) * cin, w, &bias, y.data, y.cols, false,
+                "cuda conv1d");
+  }
+
+  void argmax(Mat x, std::span<int32_t> ids, std::span<float> margins) override {
+    check(ids.size() >= static_cast<size_t>(x.rows) && (margins.empty() || margins.size() >= static_cast<size_t>(x.rows)),
+          "cuda argmax", "output spans too short");
+    check(x.cols > 0, "cuda argmax", "empty rows");
+    if (x.rows == 0) return;
+    use_device();
+    const size_t n = static_cast<size_t>(x.rows);
+    auto* dev = static_cast<char*>(grow(results_, n * 8));
+    int32_t* d_ids = reinterpret_cast<int32_t*>(dev);
+    float* d_margins = margins.empty() ? nullptr : reinterpret_cast<float*>(dev + n * 4);
+    cuda::launch_argmax(x.data, x.rows, x.cols, d_ids, d_margins, stream_);
+    char* host = static_cast<char*>(stage(n * 8));
+    VOXRT_CUDA_CHECK(cudaMemcpyAsync(host, dev, margins.empty() ? n * 4 : n * 8, cudaMemcpyDeviceToHost, stream_));
+    synchronize();
+    std::memcpy(ids.data(), host, n * 4);
+    if (!margins.empty()) std::memcpy(margins.data(), host + n * 4, n * 4);
+  }
+
+ private:
+  static constexpr size_t kCublasWorkspace = size_t{32} << 20;
+  static constexpr size_t kMaxStagedUpload = size_t{4} << 20;
+
+  void init() {
+    const int n = cuda::device_count();
+    check(n > 0, "cuda backend", "no CUDA device available");
+    check(device_ >= 0 && device_ < n, "cuda backend",
+          "device " + std::to_string(device_) + " out of range (" + std::to_string(n) + " devices)");
+    VOXRT_CUDA_CHECK(cudaSetDevice(device_));
+    VOXRT_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
+    description_ = cuda::device_description(device_);
+    VOXRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device_;
+    VOXRT_CUDA_CHECK(cudaMemPoolCreate(&pool_, &props));
+    uint64_t keep = std::numeric_limits<uint64_t>::max();  // never trim freed memory at syncs
+    VOXRT_CUDA_CHECK(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+
+    VOXRT_CUBLAS_CHECK(cublasCreate(&cublas_));
+    VOXRT_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+    VOXRT_CUDA_CHECK(cudaMalloc(&cublas_workspace_, kCublasWorkspace));
+    VOXRT_CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspace));
+
+    staging_cap_ = 1 << 20;
+    VOXRT_CUDA_CHECK(cudaMallocHost(&staging_, staging_cap_));
+
+    if (const char* env = std::getenv("VOXRT_CUDA_GEMV_MAX_ROWS"))
+      gemv_max_rows_ = std::clamp(std::atoi(env), 0, cuda::kGemvMaxRows);
+  }
+
+  // Frees everything init() made (also after a partial init); never throws.
+  void destroy() noexcept {
+    if (!stream_) return;  // nothing on the device was made
+    cudaSetDevice(device_);
+    cudaStreamSynchronize(stream_);
+    for (Scratch* s : {&xbf_, &args_, &attn_, &results_})
+      if (s->ptr) cudaFreeAsync(s->ptr, stream_);
+    cudaStreamSynchronize(stream_);
+    if (cublas_) cublasDestroy(cublas_);
+    if (cublas_workspace_) cudaFree(cublas_workspace_);
+    if (staging_) cudaFreeHost(staging_);
+    if (pool_) cudaMemPoolDestroy(pool_);  // outstanding allocations keep it alive until freed
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  // "cuda: out of memory allocating N bytes on <device>" (clears the error: allocation failures
+  // are not sticky, the backend stays usable).
+  Error allocation_error(cudaError_t e, size_t bytes, const std::string& what) {
+    cudaGetLastError();
+    std::string msg = "cuda: out of memory allocating " + bytes_str(bytes) + what + " on " + description_;
+    if (e != cudaErrorMemoryAllocation) msg += " (" + std::string(cudaGetErrorString(e)) + ")";
+    return Error(msg);
+  }
+
+  void use_device() {
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess || current != device_) VOXRT_CUDA_CHECK(cudaSetDevice(device_));
+  }
+
+  void synchronize() {
+    VOXRT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    staging_used_ = 0;  // every copy out of the staging buffer has completed
+  }
+
+  // Host staging space for an asynchronous host -> device copy. Regions are handed out in order and
+  // only reused after a stream synchronisation, when every copy out of them has completed.
+  void* stage(size_t bytes) {
+    bytes = (bytes + 255) / 256 * 256;
+    if (staging_used_ + bytes > staging_cap_) {
+      synchronize();
+      if (bytes > staging_cap_) {
+        VOXRT_CUDA_CHECK(cudaFreeHost(staging_));
+        staging_ = nullptr;
+        staging_cap_ = std::max(bytes, 2 * staging_cap_);
+        VOXRT_CUDA_CHECK(cudaMallocHost(&staging_, staging_cap_));
+      }
+    }
+    void* p = static_cast<char*>(staging_) + staging_used_;
+    staging_used_ += bytes;
+    return p;
+  }
+
+  // At least `bytes` of device scratch in s (its contents are not kept when it grows).
+  void* grow(Scratch& s, size_t bytes) {
+    if (s.bytes >= bytes) return s.ptr;
+    if (s.ptr) VOXRT_CUDA_CHECK(cudaFreeAsync(s.ptr, stream_));
+    s.ptr = nullptr;
+    s.bytes = 0;
+    const size_t want = std::max<size_t>(bytes + bytes / 2, 4096);
+    const cudaError_t e = cudaMallocFromPoolAsync(&s.ptr, want, pool_, stream_);
+    if (e != cudaSuccess) {
+      s.ptr = nullptr;
+      throw allocation_error(e, want, " of scratch");
+    }
+    s.bytes = want;
+    return s.ptr;
+  }
+
+  struct HostArg {
+    const void* data;
+    size_t bytes;
+  };
+  // Copies small host arrays to the device in one transfer; returns their device addresses, valid
+  // for kernels enqueued before the next upload_args (the argument buffer is reused in stream order).
+  std::vector<void*> upload_args(std::initializer_list<HostArg> args) {
+    size_t total = 0;
+    for (const HostArg& a : args) total += (a.bytes + 15) / 16 * 16;
+    char* host = static_cast<char*>(stage(total));
+    char* dev = static_cast<char*>(grow(args_, total));
+    std::vector<void*> out;
+    size_t off = 0;
+    for (const HostArg& a : args) {
+      std::memcpy(host + off, a.data, a.bytes);
+      out.push_back(dev + off);
+      off += (a.bytes + 15) / 16 * 16;
+    }
+    VOXRT_CUDA_CHECK(cudaMemcpyAsync(dev, host, total, cudaMemcpyHostToDevice, stream_));
+    return out;
+  }
+
+  static void check_rows(const KvCacheShape& s, std::span<const RowRef> rows, const char* where) {
+    for (const RowRef& r : rows) {
+      check(r.slot >= 0 && r.slot < s.slots, where, "cache slot " + std::to_string(r.slot) + " out of range");
+      check(r.pos >= 0, where, "negative position " + std::to_string(r.pos));
+    }
+  }
+
+  static cuda::KvLayout layout(const KvCache& cache, int layer) {
+    const KvCacheShape& s = cache.shape();
+    cuda::KvLayout l;
+    l.keys = cache.keys();
+    l.values = cache.values();
+    l.per_slot = static_cast<long long>(s.per_slot());
+    l.per_layer = static_cast<long long>(s.per_layer());
+    l.layer = layer;
+    l.ring = s.ring;
+    l.kv_heads = s.kv_heads;
+    l.head_dim = s.head_dim;
+    return l;
+  }
+
+  // y [M, N] (row stride ldy) = x [M, K] (row stride ldx) W^T (+ y) (+ bias).
+  void linear_impl(const float* x, int M, int K, size_t ldx, const Weight& w, const Weight* bias, float* y, int ldy,
+                   bool accumulate, const char* where) {
+    const DeviceWeight& W = device_weight(w, where);
+    const int N = w.rows;
+    DevVec b;
+    if (bias) {
+      check(static_cast<size_t>(bias->rows) * bias->cols == static_cast<size_t>(N), where, "bias size mismatch");
+      b = vec_of(*bias, where);
+    }
+    if (M == 0 || N == 0) return;
+    if (!W.bf16) {  // a weight stored as a vector: [N, 1], so K == 1
+      cuda::launch_linear_f32_weight(x, M, K, ldx, static_cast<const float*>(W.data), N, b, y, ldy, accumulate,
+                                     stream_);
+      return;
+    }
+    auto* xb = static_cast<__nv_bfloat16*>(grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
+    cuda::launch_f32_to_bf16(x, M, K, ldx, xb, stream_);
+    const auto* wb = static_cast<const __nv_bfloat16*>(W.data);
+    // Every batch goes through the GEMV kernel in groups of kGemvMaxRows rows: each row's reduction
+    // order is then the same whatever the batch, so a live session (8 mel rows, 4 encoder rows, 1
+    // decoder row per step) computes exactly what an offline pass does (the whole file's conv stem,
+    // 128-row encoder chunks, the prompt at once). cuBLAS, whose tiling depends on M, is used only
+    // for K not a multiple of 8 and when VOXRT_CUDA_GEMV_MAX_ROWS=0 asks for it. A batch-invariant
+    // tiled GEMM for large batches is the CUDA performance issue's job.
+    if (gemv_max_rows_ > 0 && cuda::gemv_supported(1, K)) {
+      for (int m0 = 0; m0 < M; m0 += cuda::kGemvMaxRows) {
+        const int rows = std::min(cuda::kGemvMaxRows, M - m0);
+        cuda::launch_gemv_bf16(wb, xb + static_cast<size_t>(m0) * K, rows, N, K, b, y + static_cast<size_t>(m0) * ldy,
+                               ldy, accumulate, stream_);
+      }
+      return;
+    }
+    // Column-major view: y^T [N, M] (ld ldy) = W^T^T ... i.e. C = op(A) B with A = W stored column-major
+    // as [K, N] (ld K) and op(A) = A^T = W [N, K]; B = x^T stored column-major as [K, M] (ld K).
+    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    VOXRT_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, wb, CUDA_R_16BF, K, xb,
+                                    CUDA_R_16BF, K, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    if (b.data) cuda::launch_add_bias(y, M, N, b, stream_);
+  }
+
+  int device_;
+  int sm_count_ = 0;
+  std::string description_;
+  cudaStream_t stream_ = nullptr;
+  cudaMemPool_t pool_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  void* cublas_workspace_ = nullptr;
+  void* staging_ = nullptr;  // pinned host memory
+  size_t staging_cap_ = 0, staging_used_ = 0;
+  Scratch xbf_, args_, attn_, results_;
+  int gemv_max_rows_ = cuda::kGemvMaxRows;  // 0 (VOXRT_CUDA_GEMV_MAX_ROWS=0): always cuBLAS, for timing
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }
+
+}  // namespace voxrt

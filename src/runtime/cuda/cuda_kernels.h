@@ -1,0 +1,106 @@
+// Launchers for the CUDA backend's kernels (one .cu file per concern). Plain pointers and sizes only,
+// so that this header compiles both as C++17 under nvcc and as C++20 in cuda_backend.cpp. Every
+// launcher enqueues on the given stream, checks the launch and throws voxrt::Error on failure; none
+// of them synchronizes. Row-major matrices are passed as (pointer, rows, cols, ld) with ld in elements.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace voxrt::cuda {
+
+// The device copy of a voxrt::RowRef (same layout: int slot at 0, int64 pos at 8, 16 bytes).
+struct DevRowRef {
+  int slot;
+  long long pos;
+};
+
+// A parameter vector in device memory (norm weight, bias), stored as fp32 or bf16. data == nullptr
+// means "none" where a vector is optional (bias).
+struct DevVec {
+  const void* data = nullptr;
+  bool bf16 = false;
+};
+
+// ---- kernels_elementwise.cu ----
+void launch_fill(float* dst, float value, size_t n, cudaStream_t s);
+void launch_add(float* y, const float* x, size_t n, cudaStream_t s);          // y += x
+void launch_gelu(float* x, size_t n, cudaStream_t s);                         // exact erf GELU
+void launch_silu_mul(float* gate, const float* up, size_t n, cudaStream_t s);  // gate = silu(gate) * up
+// x[r, :cols] *= scales[scale_row[r], :cols]; scale_row is a device array of rows ints.
+void launch_scale_rows(float* x, int rows, int cols, const float* scales, int scales_ld, const int* scale_row,
+                       cudaStream_t s);
+// y[r, c] += bias[c] for a [rows, cols] matrix with leading dimension cols.
+void launch_add_bias(float* y, int rows, int cols, DevVec bias, cudaStream_t s);
+// y (packed [rows, cols] bf16, round to nearest even) = x [rows, cols] with row stride ld floats.
+// With ld < cols the rows overlap, which is how conv1d_k3 reads its im2col patches for free.
+void launch_f32_to_bf16(const float* x, int rows, int cols, size_t ld, __nv_bfloat16* y, cudaStream_t s);
+
+// ---- kernels_norm_rope.cu ----
+// y = w * (x * 1/sqrt(mean(x^2) + eps)) per row; x and y [rows, cols] (ld cols), may alias.
+void launch_rms_norm(const float* x, int rows, int cols, DevVec w, float eps, float* y, cudaStream_t s);
+// Rotate-half RoPE in place over n_heads heads of head_dim in each row of x (row stride ld). Positions
+// come from rows[r].pos, or are all uniform_pos when rows == nullptr. inv_freq: head_dim/2 floats.
+void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const DevRowRef* rows,
+                 long long uniform_pos, const float* inv_freq, cudaStream_t s);
+
+// ---- kernels_attention.cu ----
+struct KvLayout {
+  float* keys = nullptr;  // the cache's K and V arrays (all slots, all layers)
+  float* values = nullptr;
+  long long per_slot = 0, per_layer = 0;  // floats
+  int layer = 0, ring = 0, kv_heads = 0, head_dim = 0;
+};
+// Writes rows of k and v ([n_rows, kv_heads * head_dim], row strides ldk, ldv) into ring entry
+// pos % ring of their slot, for one layer.
+void launch_store_kv(const KvLayout& kv, const float* k, int ldk, const float* v, int ldv, const DevRowRef* rows,
+                     int n_rows, cudaStream_t s);
+
+struct AttentionPlan {
+  int chunk = 0;   // keys per block
+  int nsplit = 0;  // blocks per (row, head group) along the keys; 1 = no combine pass
+  size_t scratch_floats = 0;  // partial results needed when nsplit > 1
+};
+// Chooses the key split (flash-decoding style) so that one row over a full window fills the GPU;
+// the chunk size depends on the window, not on the batch (see kernels_attention.cu).
+AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int max_keys, int window,
+                             int sm_count);
+bool attention_head_dim_supported(int head_dim);  // 32, 64, 128, 256
+
+struct AttentionArgs {
+  KvLayout kv;
+  const float* q = nullptr;
+  int ldq = 0;
+  const DevRowRef* rows = nullptr;
+  int n_rows = 0;
+  int n_heads = 0, window = 0;
+  float scale = 0;
+  float* out = nullptr;
+  int ldo = 0;
+  float* scratch = nullptr;  // plan.scratch_floats floats
+};
+void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStream_t s);
+
+// ---- kernels_gemv.cu ----
+constexpr int kGemvMaxRows = 8;
+// Whether the bf16 GEMV kernel handles this shape (M <= kGemvMaxRows, K a multiple of 8).
+bool gemv_supported(int M, int K);
+// y [M, N] (row stride ldy) = x [M, K] (packed bf16) * W^T (W [N, K] bf16) (+ y if accumulate) (+ bias).
+void launch_gemv_bf16(const __nv_bfloat16* W, const __nv_bfloat16* x, int M, int N, int K, DevVec bias, float* y,
+                      int ldy, bool accumulate, cudaStream_t s);
+// The same product with fp32 weights and fp32 x (row stride ldx): for weights stored as vectors
+// ([N, 1]), which a linear only sees with K == 1. One thread per output; not meant to be fast.
+void launch_linear_f32_weight(const float* x, int M, int K, size_t ldx, const float* W, int N, DevVec bias, float* y,
+                              int ldy, bool accumulate, cudaStream_t s);
+
+// ---- kernels_misc.cu ----
+// y[r, :cols] = table[ids[r], :cols] (bf16 or fp32 table), fp32 out with row stride ldy.
+void launch_embed(DevVec table, int cols, const int32_t* ids, int n_rows, float* y, int ldy, cudaStream_t s);
+// Per row of x [rows, cols]: index of the maximum (first on ties) and max - runner-up (the runner-up
+// is the second largest value counted with multiplicity, so a tie gives 0).
+void launch_argmax(const float* x, int rows, int cols, int32_t* ids, float* margins, cudaStream_t s);
+
+}  // namespace voxrt::cuda
