@@ -15,6 +15,10 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_flag("--quiet,-q", a.quiet, "No messages on standard error");
 }
 
+void add_delay_option(CLI::App* cmd, int& delay_ms) {
+  cmd->add_option("--delay-ms", delay_ms, "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
+}
+
 std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
   const std::filesystem::path dir = resolve_model_dir(a.model);
   EngineOptions eo;

@@ -20,6 +20,7 @@ struct EngineArgs {
 };
 
 void add_engine_options(CLI::App* cmd, EngineArgs& args);
+void add_delay_option(CLI::App* cmd, int& delay_ms);
 // Resolves the model directory, loads it, and (unless quiet) says what was loaded and where.
 std::unique_ptr<Engine> load_engine(const EngineArgs& args);
 

@@ -300,7 +300,7 @@ void add_stream_command(CLI::App& app) {
   auto args = std::make_shared<StreamArgs>();
   CLI::App* cmd = app.add_subcommand("stream", "Transcribe live: standard input (WAV or raw PCM) or a file, printing text as it is decided");
   add_engine_options(cmd, args->engine);
-  cmd->add_option("--delay-ms", args->delay_ms, "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
+  add_delay_option(cmd, args->delay_ms);
   cmd->add_option("--format,-f", args->format, "Output: txt (text as it comes), jsonl (one event per line) or json (at the end)")
       ->capture_default_str();
   cmd->add_option("--raw", args->raw, "Headerless PCM input of this sample type: s16le, s32le or f32le (default: WAV)");

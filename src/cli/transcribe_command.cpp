@@ -91,7 +91,7 @@ void add_transcribe_command(CLI::App& app) {
   auto args = std::make_shared<TranscribeArgs>();
   CLI::App* cmd = app.add_subcommand("transcribe", "Transcribe audio files (offline, whole file)");
   add_engine_options(cmd, args->engine);
-  cmd->add_option("--delay-ms", args->delay_ms, "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
+  add_delay_option(cmd, args->delay_ms);
   cmd->add_option("--format,-f", args->format, "Output format: txt, json, srt or vtt")->capture_default_str();
   cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output");
   cmd->add_option("audio", args->inputs, "Audio files (WAV, FLAC, OGG/Opus, MP3; any rate, any channels)")->required();

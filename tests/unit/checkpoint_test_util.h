@@ -26,32 +26,12 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/safetensors.h"
+#include "temp_dir.h"
 
 namespace voxrt::testutil {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-// A fresh directory under the system temp dir, removed with everything in it on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "voxrt-test-XXXXXX").string();
-    if (mkdtemp(templ.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + templ);
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
 
 // Runs f, which must throw voxrt::Error, and returns the message (a marker when nothing was thrown;
 // any other exception escapes and fails the test).

@@ -14,6 +14,7 @@
 
 #include "audio/audio_file.h"
 #include "common/error.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using voxrt::DecodedAudio;
@@ -21,22 +22,7 @@ using voxrt::Error;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("voxrt_audio_test_" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
+using voxrt::testutil::TempDir;
 
 std::vector<float> sine(double freq, int rate, size_t n, double amplitude = 0.5, double phase = 0.0) {
   std::vector<float> v(n);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
+#include "temp_dir.h"
 #include "tokenizer/tekken.h"
 
 namespace fs = std::filesystem;
@@ -26,20 +27,12 @@ namespace {
 
 const std::string kFffd = "\xEF\xBF\xBD";
 
-class TempDir {
+// Tokenizer files in a temp dir; each gets its own sub-directory so that it can be named
+// tekken.json like the real one.
+class TekkenFiles {
  public:
-  TempDir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("voxrt_tok_test_" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  // Each file gets its own sub-directory so that it can be named tekken.json like the real one.
   fs::path write(const std::string& text) {
-    const fs::path dir = path_ / std::to_string(count_++);
+    const fs::path dir = dir_ / std::to_string(count_++);
     fs::create_directories(dir);
     std::ofstream(dir / "tekken.json", std::ios::binary) << text;
     return dir / "tekken.json";
@@ -47,7 +40,7 @@ class TempDir {
   fs::path write_json(const json& j) { return write(j.dump()); }
 
  private:
-  fs::path path_;
+  voxrt::testutil::TempDir dir_;
   int count_ = 0;
 };
 
@@ -116,12 +109,12 @@ json make_tekken(int extra_ranks_listed = 5) {
   };
 }
 
-Tokenizer load(TempDir& dir, const json& j) { return Tokenizer::load(dir.write_json(j)); }
+Tokenizer load(TekkenFiles& dir, const json& j) { return Tokenizer::load(dir.write_json(j)); }
 
 std::string decode(const Tokenizer& t, std::vector<int32_t> ids) { return t.decode(ids); }
 
 // Loads a malformed file, expecting an Error that names tekken.json and `field`.
-void expect_load_error(TempDir& dir, const std::string& text, const std::string& field) {
+void expect_load_error(TekkenFiles& dir, const std::string& text, const std::string& field) {
   const fs::path p = dir.write(text);
   try {
     Tokenizer::load(p);
@@ -136,7 +129,7 @@ void expect_load_error(TempDir& dir, const std::string& text, const std::string&
 }  // namespace
 
 TEST(Tokenizer, LoadsSizesSpecialIdsAndAudioBlock) {
-  TempDir dir;
+  TekkenFiles dir;
   const Tokenizer t = load(dir, make_tekken());
   EXPECT_EQ(t.num_special(), kSpecial);
   EXPECT_EQ(t.vocab_size(), kSpecial + 256 + static_cast<int>(kMerged.size()));
@@ -161,7 +154,7 @@ TEST(Tokenizer, LoadsSizesSpecialIdsAndAudioBlock) {
 }
 
 TEST(Tokenizer, ByteTokensRoundTrip) {
-  TempDir dir;
+  TekkenFiles dir;
   const Tokenizer t = load(dir, make_tekken());
   for (int b = 0; b < 256; ++b) ASSERT_EQ(t.token_bytes(id(b)), std::string(1, static_cast<char>(b))) << b;
   EXPECT_EQ(t.token_bytes(id(kRankWE1)), " w\xC3");
@@ -171,7 +164,7 @@ TEST(Tokenizer, ByteTokensRoundTrip) {
 }
 
 TEST(Tokenizer, SpecialIdsComeFromNamesAndDefaultWhenAbsent) {
-  TempDir dir;
+  TekkenFiles dir;
   json j = make_tekken();
   j["special_tokens"][32]["token_str"] = "<SPECIAL_32>";
   j["special_tokens"][40]["token_str"] = "[STREAMING_PAD]";
@@ -189,21 +182,21 @@ TEST(Tokenizer, SpecialIdsComeFromNamesAndDefaultWhenAbsent) {
 }
 
 TEST(Tokenizer, NumSpecialFallsBackToSpecialTokensLength) {
-  TempDir dir;
+  TekkenFiles dir;
   json j = make_tekken();
   j["config"].erase("default_num_special_tokens");
   EXPECT_EQ(load(dir, j).num_special(), 1000);
 }
 
 TEST(Tokenizer, DecodeJoinsCharactersSplitAcrossTokens) {
-  TempDir dir;
+  TekkenFiles dir;
   const Tokenizer t = load(dir, make_tekken());
   EXPECT_EQ(decode(t, {id(kRankHe), id(kRankLlo), id(kRankWE1), id(kRankE2t), id(kRankCjk12), id(kRankCjk3)}),
             "hello w\xC3\xA9t\xE4\xB8\xAD!");
 }
 
 TEST(Tokenizer, DecodeLeavesOutSpecialAndOutOfRangeIds) {
-  TempDir dir;
+  TekkenFiles dir;
   const Tokenizer t = load(dir, make_tekken());
   EXPECT_EQ(decode(t, {1, 32, id(kRankHe), 33, id(kRankLlo), 2, -7, t.vocab_size(), 1 << 30}), "hello");
   EXPECT_EQ(decode(t, {1, 2, 32, 33}), "");
@@ -213,7 +206,7 @@ TEST(Tokenizer, DecodeLeavesOutSpecialAndOutOfRangeIds) {
 
 // Invalid UTF-8 decodes as Python's bytes.decode("utf-8", errors="replace") does.
 TEST(Tokenizer, InvalidBytesBecomeReplacementCharacters) {
-  TempDir dir;
+  TekkenFiles dir;
   const Tokenizer t = load(dir, make_tekken());
   auto bytes = [&](std::initializer_list<int> bs) {
     std::vector<int32_t> ids;
@@ -260,7 +253,7 @@ TEST(Utf8, AssemblerInvalidContinuationReleasesReplacementAtOnce) {
 
 // Feeding any byte string one byte at a time gives the same text as decoding it whole.
 TEST(Utf8, AssemblerByteAtATimeMatchesWholeDecode) {
-  TempDir dir;
+  TekkenFiles dir;
   const Tokenizer t = load(dir, make_tekken());
   std::mt19937 rng(99);
   const std::vector<std::string> pieces = {"a", "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\x98\x80", "\xFF", "\x80",
@@ -281,7 +274,7 @@ TEST(Utf8, AssemblerByteAtATimeMatchesWholeDecode) {
 }
 
 TEST(Tokenizer, MalformedFilesNameTheField) {
-  TempDir dir;
+  TekkenFiles dir;
   expect_load_error(dir, "{ this is not json", "not valid JSON");
   expect_load_error(dir, "[1, 2, 3]", "top level");
 
@@ -339,7 +332,7 @@ TEST(Tokenizer, MalformedFilesNameTheField) {
 }
 
 TEST(Tokenizer, MissingFileThrows) {
-  TempDir dir;
+  TekkenFiles dir;
   const fs::path p = dir.write(std::string("{}")).parent_path() / "absent" / "tekken.json";
   try {
     Tokenizer::load(p);
@@ -350,7 +343,7 @@ TEST(Tokenizer, MissingFileThrows) {
 }
 
 TEST(Tokenizer, AudioBlockIsOptionalAndAcceptsIntegralFloats) {
-  TempDir dir;
+  TekkenFiles dir;
   json j = make_tekken();
   j.erase("audio");
   const Tokenizer t = load(dir, j);
@@ -366,7 +359,7 @@ TEST(Tokenizer, AudioBlockIsOptionalAndAcceptsIntegralFloats) {
 }
 
 TEST(Tokenizer, KeepsOnlyDefaultVocabSizeRanks) {
-  TempDir dir;
+  TekkenFiles dir;
   json j = make_tekken(/*extra_ranks_listed=*/50);
   j["config"]["default_vocab_size"] = kSpecial + 258;  // bytes + "he" + "llo"
   j["vocab"][300]["token_bytes"] = "!!!";              // past the kept ranks: never looked at

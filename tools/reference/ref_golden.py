@@ -202,9 +202,14 @@ def greedy_with_generate(model, mel, prompt: list[int], n_delay: int, n_position
         pad_token_id=EOS_ID,
         return_dict_in_generate=True,
     )
+    return generated_after_prompt(out, prompt, "generate()")
+
+
+def generated_after_prompt(out, prompt: list[int], what: str) -> list[int]:
+    """The ids generate() produced after the prompt (checking that it kept the prompt)."""
     sequences = out.sequences if hasattr(out, "sequences") else out
     if sequences[0, : len(prompt)].tolist() != prompt:
-        raise RuntimeError("generate() output does not start with the prompt")
+        raise RuntimeError(f"{what} output does not start with the prompt")
     return sequences[0, len(prompt):].tolist()
 
 

@@ -50,6 +50,7 @@ from ref_golden import (
     compute_mel,
     delay_tokens,
     free_running_tokens,
+    generated_after_prompt,
     pad_offline,
     read_wav_mono16k,
     transformers_version,
@@ -166,10 +167,7 @@ def stream_generate(model, feats, prompt: list[int], n_delay: int) -> tuple[list
         pad_token_id=EOS_ID,
         return_dict_in_generate=True,
     )
-    sequences = out.sequences if hasattr(out, "sequences") else out
-    if sequences[0, : len(prompt)].tolist() != prompt:
-        raise RuntimeError("streaming generate() output does not start with the prompt")
-    return sequences[0, len(prompt):].tolist(), pulled[0]
+    return generated_after_prompt(out, prompt, "streaming generate()"), pulled[0]
 
 
 @torch.no_grad()
