@@ -11,6 +11,7 @@ namespace voxrt::cli {
 void add_transcribe_command(CLI::App& app);
 void add_pull_command(CLI::App& app);
 void add_decode_audio_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 void add_stream_command(CLI::App& app);
 
 // The directory `voxrt pull` writes to for the default repository; used when --model is omitted.

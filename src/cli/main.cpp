@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   voxrt::cli::add_transcribe_command(app);
   voxrt::cli::add_pull_command(app);
   voxrt::cli::add_decode_audio_command(app);
+  voxrt::cli::add_bench_command(app);
   voxrt::cli::add_stream_command(app);
   try {
     app.parse(argc, argv);

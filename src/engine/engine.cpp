@@ -14,7 +14,9 @@
 #include "voxrt/voxrt.h"
 #include "voxtral/model.h"
 #include "voxtral/offline.h"
+#include "engine/engine_bench.h"
 #include "engine/live_session.h"
+#include "voxtral/benchmark.h"
 #include "voxtral/transcript_assembler.h"
 
 namespace voxrt {
@@ -116,6 +118,21 @@ class EngineImpl final : public Engine {
 
   const ModelInfo& info() const override { return info_; }
 
+  nlohmann::json benchmark(std::span<const float> audio, int delay_ms, int steps,
+                           const std::vector<double>& offline_seconds) {
+    BenchOptions b;
+    b.protocol = protocol(delay_ms > 0 ? delay_ms : info_.default_delay_ms);
+    b.ids = ids();
+    b.steps = steps;
+    b.offline_seconds = offline_seconds;
+    std::lock_guard<std::mutex> lock(mu_);
+    nlohmann::json r = run_benchmark(*model_, *logmel_, audio, b);
+    r["load_s"] = info_.load_seconds;
+    r["model_dir"] = info_.dir.string();
+    r["layout"] = info_.layout;
+    return r;
+  }
+
  private:
   Protocol protocol(int delay_ms) const {
     Protocol p;
@@ -137,6 +154,13 @@ class EngineImpl final : public Engine {
 };
 
 }  // namespace
+
+nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k, int delay_ms, int steps,
+                                const std::vector<double>& offline_seconds) {
+  auto* impl = dynamic_cast<EngineImpl*>(&engine);
+  check(impl != nullptr, "bench", "not a voxrt engine");
+  return impl->benchmark(audio_16k, delay_ms, steps, offline_seconds);
+}
 
 std::unique_ptr<Engine> Engine::load(const std::filesystem::path& model_dir, const EngineOptions& options) {
   return std::make_unique<EngineImpl>(model_dir, options);

@@ -95,10 +95,24 @@ struct AttentionParams {
   float scale = 0;  // 1 / sqrt(head_dim)
 };
 
+// The machine's ceilings, measured by the backend itself (voxrt bench reports every time against the
+// floor they give).
+struct Ceilings {
+  double copy_gbps = 0;      // a large copy within the backend's memory, bytes read + written per s
+  double matmul_tflops = 0;  // a large matrix product in the backend's weight format
+  std::string matmul_what;   // e.g. "sgemm 2048^3 fp32" or "cublasGemmEx 8192^3 bf16"
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+
+  // Waits for all queued work (timing needs it; results never do: download() waits already).
+  virtual void synchronize() {}
+  virtual Ceilings measure_ceilings() = 0;
+  virtual size_t weight_element_bytes() const = 0;  // how a weight element is stored (4: fp32, 2: bf16)
+  virtual size_t memory_in_use() const = 0;         // device memory in use, or the process's peak RSS
 
   // Memory.
   virtual float* allocate(size_t floats) = 0;

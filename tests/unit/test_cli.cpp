@@ -189,3 +189,34 @@ TEST(Cli, PullWithoutNetworkFailsFastWithAMessage) {
 
 }  // namespace
 }  // namespace voxrt::test
+
+namespace voxrt::test {
+namespace {
+
+// voxrt bench runs and records every figure with its floor (the figures themselves are not
+// checked: timing never goes in a test).
+TEST(Cli, BenchWritesEveryFigureWithItsFloor) {
+  testutil::TempDir tmp;
+  const RunResult r = run_voxrt("bench -q --steps 3 --offline-seconds 2,4 --model " + model_dir() + " --audio " +
+                                audio("speech_short") + " --out " + tmp.path().string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("decoder_step"), std::string::npos) << r.out;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(tmp.path())) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  const auto j = nlohmann::json::parse(slurp(files[0]));
+  EXPECT_EQ(j["backend"], "cpu");
+  EXPECT_GT(j["ceilings"]["copy_GBps"].get<double>(), 0);
+  EXPECT_GT(j["ceilings"]["matmul_TFLOPs"].get<double>(), 0);
+  for (const char* step : {"encoder_step", "decoder_step"}) {
+    EXPECT_GT(j[step]["p50_ms"].get<double>(), 0) << step;
+    EXPECT_GT(j[step]["floor_ms"].get<double>(), 0) << step;
+  }
+  ASSERT_EQ(j["offline"].size(), 2u);
+  EXPECT_EQ(j["offline"][1]["audio_s"].get<double>(), 4.0);
+  EXPECT_GT(j["offline"][1]["rtfx"].get<double>(), 0);
+  EXPECT_GT(j["memory_in_use_bytes"].get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace voxrt::test

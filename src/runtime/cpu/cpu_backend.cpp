@@ -4,7 +4,10 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +33,46 @@ class CpuBackend final : public Backend {
   }
 
   std::string name() const override { return "cpu"; }
+
+  Ceilings measure_ceilings() override {
+    Ceilings c;
+    // Copy: 256 MiB, far beyond the caches, filled with non-zero data; best of 5.
+    const size_t n = size_t{64} << 20;
+    std::vector<float> a(n), b(n);
+    for (size_t i = 0; i < n; ++i) a[i] = static_cast<float>(i % 1021) * 0.25f + 1.0f;
+    double best = 1e30;
+    for (int rep = 0; rep < 5; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel for
+      for (long long i = 0; i < static_cast<long long>(n); ++i) b[i] = a[i];
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    c.copy_gbps = 2.0 * n * sizeof(float) / best / 1e9;
+    // Matrix product: fp32 sgemm, 2048^3, random-ish data; best of 3 after one warm-up.
+    const int m = 2048;
+    std::vector<float> x(static_cast<size_t>(m) * m), w(x.size()), y(x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = static_cast<float>((i * 2654435761u) % 1000) / 1000.0f - 0.5f;
+      w[i] = static_cast<float>((i * 40503u) % 997) / 997.0f - 0.5f;
+    }
+    best = 1e30;
+    for (int rep = 0; rep < 4; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, m, m, 1.0f, x.data(), m, w.data(), m, 0.0f, y.data(), m);
+      if (rep > 0) best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    c.matmul_tflops = 2.0 * m * m * m / best / 1e12;
+    c.matmul_what = "OpenBLAS sgemm 2048^3 fp32";
+    return c;
+  }
+
+  size_t weight_element_bytes() const override { return sizeof(float); }
+
+  size_t memory_in_use() const override {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return static_cast<size_t>(u.ru_maxrss) * 1024;  // peak resident set, kB on Linux
+  }
 
   float* allocate(size_t floats) override {
     void* p = std::aligned_alloc(64, std::max<size_t>(64, (floats * sizeof(float) + 63) / 64 * 64));

@@ -104,6 +104,55 @@ class CudaBackend final : public Backend {
 
   std::string name() const override { return "cuda"; }
 
+  void synchronize() override { sync_stream(); }
+
+  // Copy: 2 GiB device to device, counting bytes read and written; matrix product: bf16 8192^3
+  // through cuBLAS on non-zero data (zeros run faster than real data). Medians of 10 timed runs
+  // after warm-up, with CUDA events.
+  Ceilings measure_ceilings() override {
+    use_device();
+    Ceilings c;
+    const size_t copy_bytes = size_t{2} << 30;
+    void *a = nullptr, *b = nullptr;
+    VOXRT_CUDA_CHECK(cudaMalloc(&a, copy_bytes));
+    VOXRT_CUDA_CHECK(cudaMalloc(&b, copy_bytes));
+    VOXRT_CUDA_CHECK(cudaMemsetAsync(a, 0x3c, copy_bytes, stream_));
+    c.copy_gbps = 2.0 * copy_bytes / median_ms([&] {
+      VOXRT_CUDA_CHECK(cudaMemcpyAsync(b, a, copy_bytes, cudaMemcpyDeviceToDevice, stream_));
+    }) / 1e6;
+    const int n = 8192;
+    const size_t elems = static_cast<size_t>(n) * n;
+    // a as fp32 random-ish values, converted to bf16 into b (operands) and used again for C.
+    std::vector<float> host(static_cast<size_t>(n) * 64);
+    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>((i * 2654435761u) % 2000) / 1000.0f - 1.0f;
+    for (int r = 0; r < n; r += 64)
+      VOXRT_CUDA_CHECK(cudaMemcpyAsync(static_cast<float*>(a) + static_cast<size_t>(r) * n, host.data(),
+                                       host.size() * sizeof(float), cudaMemcpyHostToDevice, stream_));
+    auto* ab = static_cast<__nv_bfloat16*>(b);
+    cuda::launch_f32_to_bf16(static_cast<const float*>(a), n, n, n, ab, stream_);
+    auto* cf = static_cast<float*>(a);  // fp32 C (the first 256 MiB of a)
+    const float alpha = 1.0f, beta = 0.0f;
+    const double ms = median_ms([&] {
+      VOXRT_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, ab, CUDA_R_16BF, n,
+                                      ab + elems, CUDA_R_16BF, n, &beta, cf, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                                      CUBLAS_GEMM_DEFAULT));
+    });
+    c.matmul_tflops = 2.0 * n * n * static_cast<double>(n) / (ms * 1e-3) / 1e12;
+    c.matmul_what = "cublasGemmEx 8192^3 bf16 (fp32 accumulate)";
+    sync_stream();
+    cudaFree(a);
+    cudaFree(b);
+    return c;
+  }
+
+  size_t weight_element_bytes() const override { return 2; }  // bf16
+
+  size_t memory_in_use() const override {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+    return total - free;
+  }
+
   // ---- Memory ----
 
   float* allocate(size_t floats) override {
@@ -133,7 +182,7 @@ class CudaBackend final : public Backend {
       VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
     } else {
       VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
-      synchronize();  // src is pageable and the caller's: done with it before returning
+      sync_stream();  // src is pageable and the caller's: done with it before returning
     }
   }
 
@@ -141,7 +190,7 @@ class CudaBackend final : public Backend {
     if (n == 0) return;
     use_device();
     VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
-    synchronize();
+    sync_stream();
   }
 
   void copy(float* dst, const float* src, size_t n) override {
@@ -189,7 +238,7 @@ class CudaBackend final : public Backend {
         }
         release(tmp);
       }
-      synchronize();  // values is the caller's pageable memory
+      sync_stream();  // values is the caller's pageable memory
     }
     std::vector<float>().swap(values);  // the host copy is not needed any more
     Weight w;
@@ -360,7 +409,7 @@ class CudaBackend final : public Backend {
     cuda::launch_argmax(x.data, x.rows, x.cols, d_ids, d_margins, stream_);
     char* host = static_cast<char*>(stage(n * 8));
     VOXRT_CUDA_CHECK(cudaMemcpyAsync(host, dev, margins.empty() ? n * 4 : n * 8, cudaMemcpyDeviceToHost, stream_));
-    synchronize();
+    sync_stream();
     std::memcpy(ids.data(), host, n * 4);
     if (!margins.empty()) std::memcpy(margins.data(), host + n * 4, n * 4);
   }
@@ -428,9 +477,32 @@ class CudaBackend final : public Backend {
     if (cudaGetDevice(&current) != cudaSuccess || current != device_) VOXRT_CUDA_CHECK(cudaSetDevice(device_));
   }
 
-  void synchronize() {
+  void sync_stream() {
     VOXRT_CUDA_CHECK(cudaStreamSynchronize(stream_));
     staging_used_ = 0;  // every copy out of the staging buffer has completed
+  }
+
+  // Median time in ms of 10 runs of f on the stream (after 3 warm-up runs), timed with events.
+  template <typename F>
+  double median_ms(F f) {
+    for (int i = 0; i < 3; ++i) f();
+    cudaEvent_t e0, e1;
+    VOXRT_CUDA_CHECK(cudaEventCreate(&e0));
+    VOXRT_CUDA_CHECK(cudaEventCreate(&e1));
+    std::vector<float> times;
+    for (int i = 0; i < 10; ++i) {
+      VOXRT_CUDA_CHECK(cudaEventRecord(e0, stream_));
+      f();
+      VOXRT_CUDA_CHECK(cudaEventRecord(e1, stream_));
+      VOXRT_CUDA_CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      VOXRT_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      times.push_back(ms);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
   }
 
   // Host staging space for an asynchronous host -> device copy. Regions are handed out in order and
@@ -438,7 +510,7 @@ class CudaBackend final : public Backend {
   void* stage(size_t bytes) {
     bytes = (bytes + 255) / 256 * 256;
     if (staging_used_ + bytes > staging_cap_) {
-      synchronize();
+      sync_stream();
       if (bytes > staging_cap_) {
         VOXRT_CUDA_CHECK(cudaFreeHost(staging_));
         staging_ = nullptr;

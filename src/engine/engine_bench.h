@@ -1,0 +1,17 @@
+// `voxrt bench` on a loaded engine (internal: the benchmark needs the model behind the public API).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <span>
+#include <vector>
+
+#include "voxrt/voxrt.h"
+
+namespace voxrt {
+
+// Ceilings, per-step encoder/decoder times against their floors, offline RTFx for each length in
+// offline_seconds (audio_16k tiled to it), memory in use, load time. See voxtral/benchmark.h.
+nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k, int delay_ms, int steps,
+                                const std::vector<double>& offline_seconds);
+
+}  // namespace voxrt

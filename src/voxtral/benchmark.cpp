@@ -1,0 +1,177 @@
+#include "voxtral/benchmark.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "voxtral/offline.h"
+
+namespace voxrt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+nlohmann::json percentiles(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))]; };
+  return {{"p50_ms", at(0.5)}, {"p99_ms", at(0.99)}, {"min_ms", v.front()}};
+}
+
+// Parameters (elements) of one stack's layers, as the model stores them.
+double layer_params(int dim, int heads, int kv_heads, int head_dim, int hidden) {
+  return static_cast<double>(dim) * head_dim * (2.0 * heads + 2.0 * kv_heads) + 3.0 * dim * hidden;
+}
+
+struct Costs {
+  double enc_step_bytes, dec_step_bytes;    // weights + caches read per step
+  double enc_flops_per_frame, dec_flops_per_position;
+};
+
+Costs costs(const ModelConfig& c, size_t weight_bytes) {
+  const EncoderConfig& e = c.encoder;
+  const DecoderConfig& d = c.decoder;
+  const double enc_w = e.n_layers * layer_params(e.dim, e.n_heads, e.n_kv_heads, e.head_dim, e.hidden_dim);
+  const double adapter_w = static_cast<double>(e.dim) * c.downsample_factor * d.dim + static_cast<double>(d.dim) * d.dim;
+  const double dec_w = d.n_layers * layer_params(d.dim, d.n_heads, d.n_kv_heads, d.head_dim, d.hidden_dim);
+  const double head_w = static_cast<double>(d.vocab_size) * d.dim;
+  const double enc_kv = 2.0 * e.n_layers * e.sliding_window * e.n_kv_heads * e.head_dim * sizeof(float);
+  const double dec_kv = 2.0 * d.n_layers * d.sliding_window * d.n_kv_heads * d.head_dim * sizeof(float);
+  return {(enc_w + adapter_w) * weight_bytes + enc_kv, (dec_w + head_w) * weight_bytes + dec_kv,
+          2.0 * (enc_w + adapter_w / c.downsample_factor), 2.0 * (dec_w + head_w)};
+}
+
+std::vector<float> random_rows(int rows, int cols, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(rows) * cols);
+  for (float& x : v) x = n(rng);
+  return v;
+}
+
+// Steady-state encoder step: 8 mel rows -> conv stem -> 4 encoder frames -> 1 adapter vector, at
+// positions past the window so attention reads a full window.
+std::vector<double> time_encoder_steps(VoxtralModel& m, int steps) {
+  Backend& be = m.backend();
+  const ModelConfig& c = m.config();
+  const int frames = c.downsample_factor, mel_rows = 2 * frames;
+  KvCache cache(&be, m.encoder_cache_shape(1, c.encoder.sliding_window + frames));
+  Buffer mel(&be, mel_rows + 2, c.encoder.num_mel_bins), ctx(&be, 1, c.encoder.dim);
+  const auto mel_host = random_rows(mel_rows + 2, c.encoder.num_mel_bins, 1);
+  be.upload(mel.data(), mel_host.data(), mel_host.size());
+  be.fill(ctx.data(), 0.1f, ctx.size());
+  std::vector<double> t;
+  int64_t pos = c.encoder.sliding_window;
+  for (int i = 0; i < steps + 20; ++i) {
+    be.synchronize();
+    const auto t0 = Clock::now();
+    Buffer x = m.conv_stem(mel.all(), ctx.all());
+    std::vector<RowRef> rows(frames);
+    for (int f = 0; f < frames; ++f) rows[f] = {0, pos + f};
+    m.encode(x.all(), rows, cache);
+    Buffer a = m.adapt(Mat{x.data(), 1, c.encoder.dim * frames});
+    be.synchronize();
+    if (i >= 20) t.push_back(ms_since(t0));
+    pos += frames;
+  }
+  return t;
+}
+
+// Steady-state decoder step: one token + one audio vector through every layer, the LM head and the
+// argmax (the only device -> host transfer), with a full window of keys.
+std::vector<double> time_decoder_steps(VoxtralModel& m, const Protocol& proto, int steps) {
+  Backend& be = m.backend();
+  const ModelConfig& c = m.config();
+  KvCache cache(&be, m.decoder_cache_shape(1, c.decoder.sliding_window + 1));
+  Buffer audio(&be, 1, c.decoder.dim);
+  const auto a = random_rows(1, c.decoder.dim, 2);
+  be.upload(audio.data(), a.data(), a.size());
+  std::vector<double> t;
+  int32_t tok = 32;
+  const int zero = 0;
+  int64_t pos = c.decoder.sliding_window;
+  for (int i = 0; i < steps + 20; ++i) {
+    const auto t0 = Clock::now();
+    const RowRef row{0, pos++};
+    Buffer logits = m.decode(std::span<const int32_t>(&tok, 1), audio.all(), std::span<const RowRef>(&row, 1),
+                             std::span<const int>(&proto.n_delay, 1), cache, std::span<const int>(&zero, 1));
+    be.argmax(logits.all(), std::span<int32_t>(&tok, 1), {});
+    if (i >= 20) t.push_back(ms_since(t0));
+  }
+  return t;
+}
+
+}  // namespace
+
+nlohmann::json run_benchmark(VoxtralModel& m, const LogMel& logmel, std::span<const float> audio,
+                             const BenchOptions& o) {
+  Backend& be = m.backend();
+  const ModelConfig& c = m.config();
+  nlohmann::json r;
+  r["backend"] = be.name();
+  const Ceilings ceil = be.measure_ceilings();
+  r["ceilings"] = {{"copy_GBps", ceil.copy_gbps}, {"matmul_TFLOPs", ceil.matmul_tflops}, {"matmul", ceil.matmul_what}};
+  const Costs k = costs(c, be.weight_element_bytes());
+  // Reads only: a copy moves each byte twice (read + write), a step reads its bytes once.
+  const double read_bps = ceil.copy_gbps * 1e9;
+
+  nlohmann::json enc = percentiles(time_encoder_steps(m, o.steps));
+  enc["floor_ms"] = k.enc_step_bytes / read_bps * 1e3;
+  enc["bytes"] = k.enc_step_bytes;
+  r["encoder_step"] = enc;
+  nlohmann::json dec = percentiles(time_decoder_steps(m, o.protocol, o.steps));
+  dec["floor_ms"] = k.dec_step_bytes / read_bps * 1e3;
+  dec["bytes"] = k.dec_step_bytes;
+  r["decoder_step"] = dec;
+
+  r["offline"] = nlohmann::json::array();
+  for (double seconds : o.offline_seconds) {
+    std::vector<float> input(static_cast<size_t>(seconds * c.audio.sampling_rate));
+    for (size_t i = 0; i < input.size(); ++i) input[i] = audio[i % audio.size()];
+    OfflineOptions oo;
+    oo.protocol = o.protocol;
+    oo.ids = o.ids;
+    oo.stop_at_eos = false;
+    const auto t0 = Clock::now();
+    const OfflineResult res = run_offline(m, logmel, input, oo);
+    const double wall = ms_since(t0) / 1e3;
+    const double frames = res.positions * c.downsample_factor, steps = static_cast<double>(res.tokens.size());
+    const double flops = frames * k.enc_flops_per_frame + res.positions * k.dec_flops_per_position;
+    const double floor_s = std::max(flops / (ceil.matmul_tflops * 1e12),
+                                    steps * k.dec_step_bytes / read_bps);  // decode steps read all weights
+    r["offline"].push_back({{"audio_s", seconds}, {"wall_s", wall}, {"rtfx", seconds / wall},
+                            {"floor_s", floor_s}, {"rtfx_floor", seconds / floor_s}, {"steps", steps}});
+  }
+  r["memory_in_use_bytes"] = be.memory_in_use();
+  return r;
+}
+
+std::string format_benchmark(const nlohmann::json& r) {
+  char buf[512];
+  std::string out;
+  std::snprintf(buf, sizeof buf, "backend %s: copy %.1f GB/s, %s %.3f TFLOP/s (measured now)\n",
+                r["backend"].get<std::string>().c_str(), r["ceilings"]["copy_GBps"].get<double>(),
+                r["ceilings"]["matmul"].get<std::string>().c_str(), r["ceilings"]["matmul_TFLOPs"].get<double>());
+  out += buf;
+  out += "figure                      ours p50     ours p99     floor     ours/floor\n";
+  for (const char* name : {"encoder_step", "decoder_step"}) {
+    const auto& s = r[name];
+    std::snprintf(buf, sizeof buf, "%-22s %9.3f ms %9.3f ms %9.3f ms %8.1fx\n", name, s["p50_ms"].get<double>(),
+                  s["p99_ms"].get<double>(), s["floor_ms"].get<double>(),
+                  s["p50_ms"].get<double>() / s["floor_ms"].get<double>());
+    out += buf;
+  }
+  for (const auto& o : r["offline"]) {
+    std::snprintf(buf, sizeof buf, "offline %4.0f s audio     RTFx %8.1f   (wall %.2f s; floor %.3f s = RTFx %.0f)\n",
+                  o["audio_s"].get<double>(), o["rtfx"].get<double>(), o["wall_s"].get<double>(),
+                  o["floor_s"].get<double>(), o["rtfx_floor"].get<double>());
+    out += buf;
+  }
+  std::snprintf(buf, sizeof buf, "memory in use: %.2f GB\n", r["memory_in_use_bytes"].get<double>() / 1e9);
+  out += buf;
+  return out;
+}
+
+}  // namespace voxrt

@@ -1,0 +1,30 @@
+// `voxrt bench`: what one stream costs on a backend, each figure next to its floor from the
+// ceilings measured in the same run (bytes over copy bandwidth, FLOPs over matrix rate).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "audio/log_mel.h"
+#include "voxtral/model.h"
+#include "voxtral/protocol.h"
+
+namespace voxrt {
+
+struct BenchOptions {
+  int steps = 200;                     // timed steps per per-step figure (after 20 warm-up steps)
+  std::vector<double> offline_seconds{30, 300};
+  Protocol protocol;
+  ProtocolIds ids;
+};
+
+// Runs every measurement; `audio` (16 kHz mono) is tiled to the offline lengths.
+nlohmann::json run_benchmark(VoxtralModel& model, const LogMel& logmel, std::span<const float> audio,
+                             const BenchOptions& opts);
+
+// A table of the figures for people.
+std::string format_benchmark(const nlohmann::json& result);
+
+}  // namespace voxrt
