@@ -15,8 +15,14 @@ LiveSession::LiveSession(VoxtralModel& model, const LogMel& logmel, const Tokeni
       options_(options),
       delay_ms_(delay_ms),
       sample_rate_(model.config().audio.sampling_rate),
-      decoder_(model, logmel, decoder_options),
+      decoder_(std::make_unique<StreamDecoder>(model, logmel, decoder_options)),
       assembler_(tok, decoder_options.protocol.samples_per_step / sample_rate_) {}
+
+LiveSession::~LiveSession() {
+  // Another session may be running model work on the shared backend right now.
+  std::lock_guard<std::mutex> lock(model_mutex_);
+  decoder_.reset();
+}
 
 void LiveSession::on_step(int32_t token, double seconds) {
   if (token == tok_.eos_id()) eos_ = true;
@@ -28,7 +34,7 @@ void LiveSession::on_step(int32_t token, double seconds) {
 }
 
 void LiveSession::deliver() {
-  stats_.audio_seconds = static_cast<double>(decoder_.audio_samples()) / sample_rate_;
+  stats_.audio_seconds = static_cast<double>(decoder_->audio_samples()) / sample_rate_;
   std::vector<StreamEvent> events;
   events.swap(pending_);
   if (options_.on_event)
@@ -38,18 +44,18 @@ void LiveSession::deliver() {
 void LiveSession::feed(std::span<const float> samples) {
   {
     std::lock_guard<std::mutex> lock(model_mutex_);
-    decoder_.feed(samples, [this](int32_t t, double s) { on_step(t, s); });
+    decoder_->feed(samples, [this](int32_t t, double s) { on_step(t, s); });
   }
   deliver();
 }
 
 void LiveSession::flush() {
-  if (decoder_.flushed()) return;
+  if (decoder_->flushed()) return;
   {
     std::lock_guard<std::mutex> lock(model_mutex_);
-    decoder_.flush([this](int32_t t, double s) { on_step(t, s); });
+    decoder_->flush([this](int32_t t, double s) { on_step(t, s); });
   }
-  assembler_.finish(static_cast<double>(decoder_.audio_samples()) / sample_rate_, pending_);
+  assembler_.finish(static_cast<double>(decoder_->audio_samples()) / sample_rate_, pending_);
   deliver();
 }
 
@@ -58,7 +64,7 @@ Transcript LiveSession::transcript() const {
   t.text = assembler_.text();
   t.tokens = assembler_.tokens();
   t.segments = assembler_.segments();
-  t.duration = static_cast<double>(decoder_.audio_samples()) / sample_rate_;
+  t.duration = static_cast<double>(decoder_->audio_samples()) / sample_rate_;
   t.delay_ms = delay_ms_;
   t.eos = eos_;
   return t;

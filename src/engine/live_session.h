@@ -18,6 +18,8 @@ class LiveSession final : public Session {
   LiveSession(VoxtralModel& model, const LogMel& logmel, const Tokenizer& tok, std::mutex& model_mutex,
               const StreamDecoder::Options& decoder_options, const SessionOptions& options, int delay_ms);
 
+  ~LiveSession() override;
+
   void feed(std::span<const float> samples) override;
   void flush() override;
   Transcript transcript() const override;
@@ -32,7 +34,7 @@ class LiveSession final : public Session {
   SessionOptions options_;
   int delay_ms_;
   double sample_rate_;
-  StreamDecoder decoder_;
+  std::unique_ptr<StreamDecoder> decoder_;  // freed under the model mutex (its caches live on the backend)
   TranscriptAssembler assembler_;
   std::vector<StreamEvent> pending_;
   SessionStats stats_;
