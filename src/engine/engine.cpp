@@ -10,17 +10,20 @@
 #ifdef VOXRT_WITH_CUDA
 #include "runtime/cuda/cuda_device.h"
 #endif
-#include "tokenizer/tekken.h"
-#include "voxrt/voxrt.h"
-#include "voxtral/model.h"
-#include "voxtral/offline.h"
 #include "engine/engine_bench.h"
 #include "engine/live_session.h"
+#include "tokenizer/tekken.h"
+#include "voxrt/voxrt.h"
 #include "voxtral/benchmark.h"
+#include "voxtral/model.h"
+#include "voxtral/stream_decoder.h"
 #include "voxtral/transcript_assembler.h"
 
 namespace voxrt {
 namespace {
+
+// Audio handed to the pipeline at a time by offline transcription (bounds the buffered samples).
+constexpr double kOfflineChunkSeconds = 30.0;
 
 LayoutPreference parse_layout(const std::string& s) {
   if (s == "auto") return LayoutPreference::Auto;
@@ -84,19 +87,35 @@ class EngineImpl final : public Engine {
     info_.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
+  // Offline transcription runs the streaming pipeline over the whole input with stop-at-EOS: its
+  // ids are identical to the whole-file pass (run_offline; the parity and streaming tests hold
+  // both to the reference) and its memory stays flat however long the file is.
   Transcript transcribe(std::span<const float> audio, const TranscribeOptions& o) override {
     const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
-    OfflineOptions opts;
-    opts.protocol = protocol(delay_ms);
-    opts.ids = ids();
-    opts.progress = o.progress;
-    std::lock_guard<std::mutex> lock(mu_);
-    const OfflineResult r = run_offline(*model_, *logmel_, audio, opts);
-
+    StreamDecoder::Options d;
+    d.protocol = protocol(delay_ms);
+    d.ids = ids();
+    d.stop_at_eos = true;
+    const int64_t total = d.protocol.offline_steps(audio.size());
+    std::vector<int32_t> tokens;
+    auto on_step = [&](int32_t id, double) {
+      tokens.push_back(id);
+      if (o.progress) o.progress(static_cast<int>(tokens.size()), static_cast<int>(total));
+    };
+    bool stopped = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      StreamDecoder decoder(*model_, *logmel_, d);
+      const size_t chunk = static_cast<size_t>(kOfflineChunkSeconds * model_->config().audio.sampling_rate);
+      for (size_t at = 0; at < audio.size() && !decoder.stopped(); at += chunk)
+        decoder.feed(audio.subspan(at, std::min(chunk, audio.size() - at)), on_step);
+      decoder.flush(on_step);
+      stopped = decoder.stopped();
+    }
     const double duration = static_cast<double>(audio.size()) / model_->config().audio.sampling_rate;
-    const double step_s = static_cast<double>(opts.protocol.samples_per_step) / model_->config().audio.sampling_rate;
-    Transcript t = assemble_transcript(*tokenizer_, r.tokens, step_s, duration);
-    t.eos = r.eos_stopped;
+    const double step_s = static_cast<double>(d.protocol.samples_per_step) / model_->config().audio.sampling_rate;
+    Transcript t = assemble_transcript(*tokenizer_, tokens, step_s, duration);
+    t.eos = stopped;
     t.delay_ms = delay_ms;
     return t;
   }

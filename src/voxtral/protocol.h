@@ -22,6 +22,11 @@ struct Protocol {
   int prompt_len() const { return 1 + n_left_pad_tokens + n_delay; }
   // Offline right pad after rounding up to a whole step: n_delay + 1 + 10 steps of zeros.
   int right_pad_steps() const { return n_delay + 1 + 10; }
+  // Decoder steps of an offline transcription of `samples` audio samples (if no EOS ends it): one
+  // per padded position after the prompt, the last position excepted.
+  int64_t offline_steps(size_t samples) const {
+    return static_cast<int64_t>((samples + samples_per_step - 1) / samples_per_step) + right_pad_steps() - n_delay - 1;
+  }
   // [BOS] + [STREAMING_PAD] x (left pad + delay).
   std::vector<int32_t> prompt(const ProtocolIds& ids) const;
   // Zeros on the left, the audio, zeros up to a whole step, then the right pad.
