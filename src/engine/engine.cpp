@@ -1,5 +1,6 @@
-// The Engine behind the public API: loads a model directory onto a backend and runs the offline
-// protocol. One transcription runs at a time per engine (a mutex serialises calls).
+// The Engine behind the public API: loads a model directory onto a backend, transcribes files
+// (through the streaming pipeline, see transcribe()) and opens live sessions. Model work of all
+// calls and sessions on one engine is serialised by one mutex.
 #include <chrono>
 #include <mutex>
 
