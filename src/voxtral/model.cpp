@@ -1,5 +1,6 @@
 #include "voxtral/model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/error.h"
@@ -106,33 +107,50 @@ Buffer VoxtralModel::conv_stem(Mat mel, Mat conv1_context, std::vector<float>* c
 // Biases are optional (the decoder has none): an empty Weight means "no bias".
 static const Weight* bias(const Weight& b) { return b.empty() ? nullptr : &b; }
 
-void VoxtralModel::layer(const LayerWeights& l, const Stack& s, int index, Mat x, std::span<const RowRef> rows,
-                         KvCache& cache, const Buffer* ffn_scale, std::span<const int> scale_rows) {
-  const int M = x.rows, qw = s.n_heads * s.head_dim, kvw = s.n_kv_heads * s.head_dim;
-  Buffer h(&backend_, M, s.dim), q(&backend_, M, qw), k(&backend_, M, kvw), v(&backend_, M, kvw), o(&backend_, M, qw);
-  backend_.rms_norm(x, l.attn_norm, s.eps, h.all());
-  backend_.linear(h.all(), l.wq, bias(l.bq), q.all());
-  backend_.linear(h.all(), l.wk, nullptr, k.all());
-  backend_.linear(h.all(), l.wv, bias(l.bv), v.all());
-  backend_.rope(q.all(), s.n_heads, s.head_dim, rows, *s.inv_freq);
-  backend_.rope(k.all(), s.n_kv_heads, s.head_dim, rows, *s.inv_freq);
-  backend_.store_kv(cache, index, k.all(), v.all(), rows);
-  const AttentionParams ap{s.n_heads, s.n_kv_heads, s.head_dim, s.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim))};
-  backend_.attention(cache, index, q.all(), rows, ap, o.all());
-  backend_.linear(o.all(), l.wo, bias(l.bo), x, /*accumulate=*/true);
+VoxtralModel::LayerScratch& VoxtralModel::scratch(LayerScratch& w, const Stack& s, int rows) {
+  if (rows <= w.capacity) return w;
+  const int cap = std::max(rows, 2 * w.capacity);
+  const int qw = s.n_heads * s.head_dim, kvw = s.n_kv_heads * s.head_dim;
+  w.h = Buffer(&backend_, cap, s.dim);
+  w.q = Buffer(&backend_, cap, qw);
+  w.k = Buffer(&backend_, cap, kvw);
+  w.v = Buffer(&backend_, cap, kvw);
+  w.o = Buffer(&backend_, cap, qw);
+  w.g = Buffer(&backend_, cap, s.hidden_dim);
+  w.u = Buffer(&backend_, cap, s.hidden_dim);
+  w.capacity = cap;
+  return w;
+}
 
-  Buffer g(&backend_, M, s.hidden_dim), u(&backend_, M, s.hidden_dim);
-  backend_.rms_norm(x, l.ffn_norm, s.eps, h.all());
-  if (ffn_scale) backend_.scale_rows(h.all(), ffn_scale->all(), scale_rows);  // delay conditioning
-  backend_.linear(h.all(), l.w1, nullptr, g.all());
-  backend_.linear(h.all(), l.w3, nullptr, u.all());
-  backend_.silu_mul(g.all(), u.all());
-  backend_.linear(g.all(), l.w2, bias(l.b2), x, /*accumulate=*/true);
+void VoxtralModel::layer(const LayerWeights& l, const Stack& s, LayerScratch& scratch_space, int index, Mat x,
+                         std::span<const RowRef> rows, KvCache& cache, const Buffer* ffn_scale,
+                         std::span<const int> scale_rows) {
+  const int M = x.rows;
+  LayerScratch& w = scratch(scratch_space, s, M);
+  const Mat h = w.h.view(0, M), q = w.q.view(0, M), k = w.k.view(0, M), v = w.v.view(0, M), o = w.o.view(0, M);
+  backend_.rms_norm(x, l.attn_norm, s.eps, h);
+  backend_.linear(h, l.wq, bias(l.bq), q);
+  backend_.linear(h, l.wk, nullptr, k);
+  backend_.linear(h, l.wv, bias(l.bv), v);
+  backend_.rope(q, s.n_heads, s.head_dim, rows, *s.inv_freq);
+  backend_.rope(k, s.n_kv_heads, s.head_dim, rows, *s.inv_freq);
+  backend_.store_kv(cache, index, k, v, rows);
+  const AttentionParams ap{s.n_heads, s.n_kv_heads, s.head_dim, s.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim))};
+  backend_.attention(cache, index, q, rows, ap, o);
+  backend_.linear(o, l.wo, bias(l.bo), x, /*accumulate=*/true);
+
+  const Mat g = w.g.view(0, M), u = w.u.view(0, M);
+  backend_.rms_norm(x, l.ffn_norm, s.eps, h);
+  if (ffn_scale) backend_.scale_rows(h, ffn_scale->all(), scale_rows);  // delay conditioning
+  backend_.linear(h, l.w1, nullptr, g);
+  backend_.linear(h, l.w3, nullptr, u);
+  backend_.silu_mul(g, u);
+  backend_.linear(g, l.w2, bias(l.b2), x, /*accumulate=*/true);
 }
 
 void VoxtralModel::encode(Mat x, std::span<const RowRef> rows, KvCache& cache) {
   for (size_t i = 0; i < w_.encoder.size(); ++i)
-    layer(w_.encoder[i], enc_stack_, static_cast<int>(i), x, rows, cache, nullptr, {});
+    layer(w_.encoder[i], enc_stack_, enc_scratch_, static_cast<int>(i), x, rows, cache, nullptr, {});
   backend_.rms_norm(x, w_.encoder_norm, static_cast<float>(cfg_.encoder.norm_eps), x);
 }
 
@@ -154,7 +172,7 @@ Buffer VoxtralModel::decode(std::span<const int32_t> ids, Mat audio, std::span<c
   backend_.embed(w_.tok_embeddings, ids, x.all());
   backend_.add(x.all(), audio);
   for (size_t i = 0; i < w_.decoder.size(); ++i)
-    layer(w_.decoder[i], dec_stack_, static_cast<int>(i), x.all(), rows, cache, &ada_scale_[i], n_delay);
+    layer(w_.decoder[i], dec_stack_, dec_scratch_, static_cast<int>(i), x.all(), rows, cache, &ada_scale_[i], n_delay);
 
   const int L = static_cast<int>(logit_rows.size());
   Buffer sel(&backend_, L, c.dim), logits(&backend_, L, c.vocab_size);

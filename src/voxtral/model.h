@@ -58,15 +58,25 @@ class VoxtralModel {
     float eps;
     const std::vector<float>* inv_freq;
   };
+  // A layer's intermediate activations, kept between calls and grown when a call has more rows:
+  // no allocation per layer or per step once the largest batch has been seen (a CUDA graph
+  // needs fixed addresses too). One per stack; model calls are serialised by the engine.
+  struct LayerScratch {
+    Buffer h, q, k, v, o, g, u;
+    int capacity = 0;
+  };
+  LayerScratch& scratch(LayerScratch& w, const Stack& s, int rows);
+
   // h = x + Attn(RMSNorm(x)); x = h + FFN(RMSNorm(h) [* ffn_scale rows]), in place on x.
-  void layer(const LayerWeights& l, const Stack& s, int index, Mat x, std::span<const RowRef> rows, KvCache& cache,
-             const Buffer* ffn_scale, std::span<const int> scale_rows);
+  void layer(const LayerWeights& l, const Stack& s, LayerScratch& scratch, int index, Mat x,
+             std::span<const RowRef> rows, KvCache& cache, const Buffer* ffn_scale, std::span<const int> scale_rows);
 
   const ModelConfig cfg_;
   Backend& backend_;
   ModelWeights w_;
   std::vector<float> enc_inv_freq_, dec_inv_freq_;
   Stack enc_stack_{}, dec_stack_{};
+  LayerScratch enc_scratch_, dec_scratch_;
   // Per decoder layer: rows n = 0..30 hold (1 + ada(t_cond(n))) for n delay tokens (SPEC §5).
   std::vector<Buffer> ada_scale_;
 };
