@@ -108,7 +108,6 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
   Buffer logits = model.decode(prompt, adapter.view(0, P), positions(0, P), delays, cache, std::span<const int>(&last, 1));
   int32_t tok = take(logits, 0);
   const int one_delay = proto.n_delay, zero = 0;
-  if (opts.progress) opts.progress(1, total_steps);
 
   for (int step = 1; step < total_steps; ++step) {
     if (opts.stop_at_eos && tok == opts.ids.eos && !opts.teacher_tokens) {
@@ -121,7 +120,6 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
     logits = model.decode(std::span<const int32_t>(&input, 1), adapter.view(pos, 1), std::span<const RowRef>(&row, 1),
                           std::span<const int>(&one_delay, 1), cache, std::span<const int>(&zero, 1));
     tok = take(logits, step);
-    if (opts.progress) opts.progress(step + 1, total_steps);
   }
   if (opts.stop_at_eos && !opts.teacher_tokens && !result.tokens.empty() && result.tokens.back() == opts.ids.eos)
     result.eos_stopped = true;

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
@@ -37,7 +36,6 @@ struct OfflineOptions {
   OfflineTrace* trace = nullptr;
   int trace_logit_steps = 0;
   int encoder_chunk = 128;  // encoder rows per pass
-  std::function<void(int done, int total)> progress;
 };
 
 struct OfflineResult {
