@@ -191,6 +191,11 @@ def default_logit_steps(model) -> int:
     return 48 if model.config.text_config.vocab_size <= 8192 else 4
 
 
+def omitted_tensors(args) -> set[str]:
+    """--omit a,b -> {"a", "b"}: tensors a golden file leaves out to stay small."""
+    return {name for name in (args.omit or "").split(",") if name}
+
+
 def cmd_golden(args) -> None:
     require_stack()
     from ref_golden import golden_case, load_reference_model, save_golden, set_determinism, summary_line
@@ -198,7 +203,7 @@ def cmd_golden(args) -> None:
     set_determinism()
     model = load_reference_model(Path(args.model), args.device)
     steps = args.logit_steps if args.logit_steps is not None else default_logit_steps(model)
-    omit = {name for name in (args.omit or "").split(",") if name}
+    omit = omitted_tensors(args)
     tensors, metadata, stats = golden_case(model, Path(args.audio), args.delay_ms, steps, omit)
     save_golden(Path(args.out), tensors, metadata)
     print(summary_line(stats))
@@ -282,7 +287,7 @@ def cmd_golden_stream(args) -> None:
 
     set_determinism()
     model = load_reference_model(Path(args.model), args.device)
-    omit = {name for name in (args.omit or "").split(",") if name}
+    omit = omitted_tensors(args)
     tensors, metadata, stats = streaming_case(model, Path(args.audio), args.delay_ms, omit)
     save_golden(Path(args.out), tensors, metadata)
     print(summary_line(stats))
