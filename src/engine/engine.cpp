@@ -93,11 +93,8 @@ class EngineImpl final : public Engine {
   // both to the reference) and its memory stays flat however long the file is.
   Transcript transcribe(std::span<const float> audio, const TranscribeOptions& o) override {
     const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
-    StreamDecoder::Options d;
-    d.protocol = protocol(delay_ms);
-    d.ids = ids();
-    d.stop_at_eos = true;
-    const int64_t total = d.protocol.offline_steps(audio.size());
+    const Protocol p = protocol(delay_ms);
+    const int64_t total = p.offline_steps(audio.size());
     std::vector<int32_t> tokens;
     auto on_step = [&](int32_t id, double) {
       tokens.push_back(id);
@@ -106,15 +103,10 @@ class EngineImpl final : public Engine {
     bool stopped = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      StreamDecoder decoder(*model_, *logmel_, d);
-      const size_t chunk = static_cast<size_t>(kOfflineChunkSeconds * model_->config().audio.sampling_rate);
-      for (size_t at = 0; at < audio.size() && !decoder.stopped(); at += chunk)
-        decoder.feed(audio.subspan(at, std::min(chunk, audio.size() - at)), on_step);
-      decoder.flush(on_step);
-      stopped = decoder.stopped();
+      stopped = decode_whole(audio, p, /*stop_at_eos=*/true, on_step);
     }
     const double duration = static_cast<double>(audio.size()) / model_->config().audio.sampling_rate;
-    const double step_s = static_cast<double>(d.protocol.samples_per_step) / model_->config().audio.sampling_rate;
+    const double step_s = static_cast<double>(p.samples_per_step) / model_->config().audio.sampling_rate;
     Transcript t = assemble_transcript(*tokenizer_, tokens, step_s, duration);
     t.eos = stopped;
     t.delay_ms = delay_ms;
@@ -142,11 +134,18 @@ class EngineImpl final : public Engine {
                            const std::vector<double>& offline_seconds) {
     BenchOptions b;
     b.protocol = protocol(delay_ms > 0 ? delay_ms : info_.default_delay_ms);
-    b.ids = ids();
     b.steps = steps;
     b.offline_seconds = offline_seconds;
-    std::lock_guard<std::mutex> lock(mu_);
-    nlohmann::json r = run_benchmark(*model_, *logmel_, audio, b);
+    b.transcribe = [this, &b](std::span<const float> audio) {  // run_benchmark runs under mu_
+      int64_t steps = 0;
+      decode_whole(audio, b.protocol, /*stop_at_eos=*/false, [&](int32_t, double) { ++steps; });
+      return steps;
+    };
+    nlohmann::json r;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      r = run_benchmark(*model_, audio, b);
+    }
     r["load_s"] = info_.load_seconds;
     r["model_dir"] = info_.dir.string();
     r["layout"] = info_.layout;
@@ -154,6 +153,24 @@ class EngineImpl final : public Engine {
   }
 
  private:
+  // Offline transcription runs the streaming pipeline over the whole input, fed in 30 s chunks: its
+  // ids are identical to the whole-file pass (run_offline; the parity and streaming tests hold
+  // both to the reference) and its memory stays flat however long the file is. Returns whether it
+  // stopped at EOS. The caller holds mu_.
+  bool decode_whole(std::span<const float> audio, const Protocol& p, bool stop_at_eos,
+                    const StreamDecoder::StepCallback& on_step) {
+    StreamDecoder::Options d;
+    d.protocol = p;
+    d.ids = ids();
+    d.stop_at_eos = stop_at_eos;
+    StreamDecoder decoder(*model_, *logmel_, d);
+    const size_t chunk = static_cast<size_t>(kOfflineChunkSeconds * model_->config().audio.sampling_rate);
+    for (size_t at = 0; at < audio.size() && !decoder.stopped(); at += chunk)
+      decoder.feed(audio.subspan(at, std::min(chunk, audio.size() - at)), on_step);
+    decoder.flush(on_step);
+    return decoder.stopped();
+  }
+
   Protocol protocol(int delay_ms) const {
     Protocol p;
     p.n_delay = delay_tokens_from_ms(delay_ms);

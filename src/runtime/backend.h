@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -89,6 +90,14 @@ class KvCache {
   float* v_ = nullptr;
 };
 
+// One product of Backend::linears: y = x W^T (+ bias) (+ y if accumulate).
+struct LinearOut {
+  const Weight* w = nullptr;
+  const Weight* bias = nullptr;  // may be null
+  Mat y{};
+  bool accumulate = false;
+};
+
 struct AttentionParams {
   int n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int window = 0;   // keys at positions p - window + 1 .. p
@@ -110,6 +119,18 @@ class Backend {
 
   // Waits for all queued work (timing needs it; results never do: download() waits already).
   virtual void synchronize() {}
+
+  // Runs `step`, a sequence of ops that recurs with the same shapes, buffers and parameters (a
+  // decoder step, an encoder step), so that the backend may record it once and replay it: the CUDA
+  // backend captures a CUDA graph the second time a key is seen and replays it while the ops'
+  // launches stay the same, recapturing when they change. Only the data the ops take from the host
+  // (uploads, positions, token ids) may differ between runs. Inside a step nothing may be downloaded
+  // and no memory allocated or freed (a backend runs the step without recording if it is).
+  // Backends without such a mechanism just call step().
+  virtual void run_step(const std::string& key, const std::function<void()>& step) {
+    (void)key;
+    step();
+  }
   virtual Ceilings measure_ceilings() = 0;
   virtual size_t weight_element_bytes() const = 0;  // how a weight element is stored (4: fp32, 2: bf16)
   virtual size_t memory_in_use() const = 0;         // device memory in use, or the process's peak RSS
@@ -125,6 +146,17 @@ class Backend {
 
   // y = x W^T (+ bias) (+ y if accumulate). x [M, K], W [N, K], y [M, N].
   virtual void linear(Mat x, const Weight& w, const Weight* bias, Mat y, bool accumulate = false) = 0;
+  // Several products over the same x (a layer's q, k and v): one pass over x where the backend can.
+  virtual void linears(Mat x, std::span<const LinearOut> outs) {
+    for (const LinearOut& o : outs) linear(x, *o.w, o.bias, o.y, o.accumulate);
+  }
+  // y = silu(x W_gate^T) * (x W_up^T), the first half of a SwiGLU feed-forward. up_scratch has y's
+  // shape; a backend that fuses the two products need not touch it.
+  virtual void gated_linear(Mat x, const Weight& w_gate, const Weight& w_up, Mat y, Mat up_scratch) {
+    linear(x, w_gate, nullptr, y);
+    linear(x, w_up, nullptr, up_scratch);
+    silu_mul(y, up_scratch);
+  }
   // y = x / rms(x) * w, per row.
   virtual void rms_norm(Mat x, const Weight& w, float eps, Mat y) = 0;
   // x *= scale (a [cols] vector per row, given by scales[row_scale_index[r]] rows of a [*, cols]).

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <random>
 
-#include "voxtral/offline.h"
+#include "voxtral/decoder_step.h"
 
 namespace voxrt {
 namespace {
@@ -51,53 +51,55 @@ std::vector<float> random_rows(int rows, int cols, unsigned seed) {
   return v;
 }
 
-// Steady-state encoder step: 8 mel rows -> conv stem -> 4 encoder frames -> 1 adapter vector, at
-// positions past the window so attention reads a full window.
+// Steady-state encoder step as a live session runs it (one Backend step, then the adapter vector
+// downloaded): 8 mel rows -> conv stem -> 4 encoder frames -> 1 adapter vector, at positions past
+// the window so attention reads a full window.
 std::vector<double> time_encoder_steps(VoxtralModel& m, int steps) {
   Backend& be = m.backend();
   const ModelConfig& c = m.config();
   const int frames = c.downsample_factor, mel_rows = 2 * frames;
   KvCache cache(&be, m.encoder_cache_shape(1, c.encoder.sliding_window + frames));
   Buffer mel(&be, mel_rows + 2, c.encoder.num_mel_bins), ctx(&be, 1, c.encoder.dim);
+  Buffer x(&be, frames, c.encoder.dim), adapter(&be, 1, c.decoder.dim);
   const auto mel_host = random_rows(mel_rows + 2, c.encoder.num_mel_bins, 1);
-  be.upload(mel.data(), mel_host.data(), mel_host.size());
+  std::vector<float> adapter_host(c.decoder.dim);
   be.fill(ctx.data(), 0.1f, ctx.size());
+  const std::string key = unique_step_key("bench encoder");
   std::vector<double> t;
   int64_t pos = c.encoder.sliding_window;
+  std::vector<RowRef> rows(frames);
   for (int i = 0; i < steps + 20; ++i) {
     be.synchronize();
     const auto t0 = Clock::now();
-    Buffer x = m.conv_stem(mel.all(), ctx.all());
-    std::vector<RowRef> rows(frames);
     for (int f = 0; f < frames; ++f) rows[f] = {0, pos + f};
-    m.encode(x.all(), rows, cache);
-    Buffer a = m.adapt(Mat{x.data(), 1, c.encoder.dim * frames});
-    be.synchronize();
+    be.run_step(key, [&] {
+      be.upload(mel.data(), mel_host.data(), mel_host.size());
+      m.conv_stem(mel.all(), ctx.all(), x.all());
+      m.encode(x.all(), rows, cache);
+      m.adapt(Mat{x.data(), 1, c.encoder.dim * frames}, adapter.all());
+    });
+    be.download(adapter_host.data(), adapter.data(), adapter_host.size());
     if (i >= 20) t.push_back(ms_since(t0));
     pos += frames;
   }
   return t;
 }
 
-// Steady-state decoder step: one token + one audio vector through every layer, the LM head and the
-// argmax (the only device -> host transfer), with a full window of keys.
+// Steady-state decoder step as a live session runs it (DecoderStep: one token + one audio vector
+// through every layer, the LM head and the argmax, whose id is the only device -> host transfer),
+// with a full window of keys.
 std::vector<double> time_decoder_steps(VoxtralModel& m, const Protocol& proto, int steps) {
   Backend& be = m.backend();
   const ModelConfig& c = m.config();
   KvCache cache(&be, m.decoder_cache_shape(1, c.decoder.sliding_window + 1));
-  Buffer audio(&be, 1, c.decoder.dim);
-  const auto a = random_rows(1, c.decoder.dim, 2);
-  be.upload(audio.data(), a.data(), a.size());
+  const auto audio = random_rows(1, c.decoder.dim, 2);
+  DecoderStep step(m, unique_step_key("bench decoder"));
   std::vector<double> t;
   int32_t tok = 32;
-  const int zero = 0;
   int64_t pos = c.decoder.sliding_window;
   for (int i = 0; i < steps + 20; ++i) {
     const auto t0 = Clock::now();
-    const RowRef row{0, pos++};
-    Buffer logits = m.decode(std::span<const int32_t>(&tok, 1), audio.all(), std::span<const RowRef>(&row, 1),
-                             std::span<const int>(&proto.n_delay, 1), cache, std::span<const int>(&zero, 1));
-    be.argmax(logits.all(), std::span<int32_t>(&tok, 1), {});
+    tok = step.run(tok, audio, pos++, proto.n_delay, cache).id;
     if (i >= 20) t.push_back(ms_since(t0));
   }
   return t;
@@ -105,7 +107,7 @@ std::vector<double> time_decoder_steps(VoxtralModel& m, const Protocol& proto, i
 
 }  // namespace
 
-nlohmann::json run_benchmark(VoxtralModel& m, const LogMel& logmel, std::span<const float> audio,
+nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
                              const BenchOptions& o) {
   Backend& be = m.backend();
   const ModelConfig& c = m.config();
@@ -130,15 +132,13 @@ nlohmann::json run_benchmark(VoxtralModel& m, const LogMel& logmel, std::span<co
   for (double seconds : o.offline_seconds) {
     std::vector<float> input(static_cast<size_t>(seconds * c.audio.sampling_rate));
     for (size_t i = 0; i < input.size(); ++i) input[i] = audio[i % audio.size()];
-    OfflineOptions oo;
-    oo.protocol = o.protocol;
-    oo.ids = o.ids;
-    oo.stop_at_eos = false;
+    be.synchronize();
     const auto t0 = Clock::now();
-    const OfflineResult res = run_offline(m, logmel, input, oo);
+    const int64_t steps = o.transcribe(input);
     const double wall = ms_since(t0) / 1e3;
-    const double frames = res.positions * c.downsample_factor, steps = static_cast<double>(res.tokens.size());
-    const double flops = frames * k.enc_flops_per_frame + res.positions * k.dec_flops_per_position;
+    const double positions = static_cast<double>(o.protocol.offline_positions(input.size()));
+    const double frames = positions * c.downsample_factor;
+    const double flops = frames * k.enc_flops_per_frame + positions * k.dec_flops_per_position;
     const double floor_s = std::max(flops / (ceil.matmul_tflops * 1e12),
                                     steps * k.dec_step_bytes / read_bps);  // decode steps read all weights
     r["offline"].push_back({{"audio_s", seconds}, {"wall_s", wall}, {"rtfx", seconds / wall},

@@ -2,12 +2,13 @@
 // ceilings measured in the same run (bytes over copy bandwidth, FLOPs over matrix rate).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "audio/log_mel.h"
 #include "voxtral/model.h"
 #include "voxtral/protocol.h"
 
@@ -17,11 +18,13 @@ struct BenchOptions {
   int steps = 200;                     // timed steps per per-step figure (after 20 warm-up steps)
   std::vector<double> offline_seconds{30, 300};
   Protocol protocol;
-  ProtocolIds ids;
+  // Offline transcription of 16 kHz audio as `voxrt transcribe` runs it, without stopping at EOS;
+  // returns the decoder steps run.
+  std::function<int64_t(std::span<const float>)> transcribe;
 };
 
 // Runs every measurement; `audio` (16 kHz mono) is tiled to the offline lengths.
-nlohmann::json run_benchmark(VoxtralModel& model, const LogMel& logmel, std::span<const float> audio,
+nlohmann::json run_benchmark(VoxtralModel& model, std::span<const float> audio,
                              const BenchOptions& opts);
 
 // A table of the figures for people.

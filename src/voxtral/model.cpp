@@ -84,24 +84,26 @@ KvCacheShape VoxtralModel::decoder_cache_shape(int slots, int ring) const {
   return {slots, cfg_.decoder.n_layers, ring, cfg_.decoder.n_kv_heads, cfg_.decoder.head_dim};
 }
 
-Buffer VoxtralModel::conv_stem(Mat mel, Mat conv1_context, std::vector<float>* conv1_tail) {
+Buffer& VoxtralModel::ensure(Buffer& b, int rows, int cols) {
+  if (b.rows() < rows || b.cols() != cols) b = Buffer(&backend_, std::max(rows, b.cols() == cols ? 2 * b.rows() : 0), cols);
+  return b;
+}
+
+void VoxtralModel::conv_stem(Mat mel, Mat conv1_context, Mat out) {
   const int D = cfg_.encoder.dim;
   const int t_mel = mel.rows - 2;
   check(t_mel > 0 && t_mel % 2 == 0, "conv stem", "mel rows must be a positive even number");
+  check(out.rows == t_mel / 2 && out.cols == D && conv1_context.rows == 1 && conv1_context.cols == D, "conv stem",
+        "shape mismatch");
   // conv1 (stride 1, causal pad 2) writes rows 1.. of a buffer whose row 0 is conv2's causal context.
-  Buffer h1(&backend_, t_mel + 1, D);
+  Buffer& h1 = ensure(conv1_out_, t_mel + 1, D);
   backend_.copy(h1.row(0), conv1_context.data, D);
-  Mat h1_body = h1.view(1, t_mel);
+  const Mat h1_body = h1.view(1, t_mel);
   backend_.conv1d_k3(mel, w_.conv1_w, w_.conv1_b, 1, h1_body);
   backend_.gelu(h1_body);
-  if (conv1_tail) {
-    conv1_tail->resize(D);
-    backend_.download(conv1_tail->data(), h1.row(t_mel), D);
-  }
-  Buffer out(&backend_, t_mel / 2, D);
-  backend_.conv1d_k3(h1.all(), w_.conv2_w, w_.conv2_b, 2, out.all());
-  backend_.gelu(out.all());
-  return out;
+  backend_.copy(conv1_context.data, h1.row(t_mel), D);  // the next chunk's context
+  backend_.conv1d_k3(h1.view(0, t_mel + 1), w_.conv2_w, w_.conv2_b, 2, out);
+  backend_.gelu(out);
 }
 
 // Biases are optional (the decoder has none): an empty Weight means "no bias".
@@ -129,9 +131,8 @@ void VoxtralModel::layer(const LayerWeights& l, const Stack& s, LayerScratch& sc
   LayerScratch& w = scratch(scratch_space, s, M);
   const Mat h = w.h.view(0, M), q = w.q.view(0, M), k = w.k.view(0, M), v = w.v.view(0, M), o = w.o.view(0, M);
   backend_.rms_norm(x, l.attn_norm, s.eps, h);
-  backend_.linear(h, l.wq, bias(l.bq), q);
-  backend_.linear(h, l.wk, nullptr, k);
-  backend_.linear(h, l.wv, bias(l.bv), v);
+  const LinearOut qkv[3] = {{&l.wq, bias(l.bq), q}, {&l.wk, nullptr, k}, {&l.wv, bias(l.bv), v}};
+  backend_.linears(h, qkv);
   backend_.rope(q, s.n_heads, s.head_dim, rows, *s.inv_freq);
   backend_.rope(k, s.n_kv_heads, s.head_dim, rows, *s.inv_freq);
   backend_.store_kv(cache, index, k, v, rows);
@@ -142,9 +143,7 @@ void VoxtralModel::layer(const LayerWeights& l, const Stack& s, LayerScratch& sc
   const Mat g = w.g.view(0, M), u = w.u.view(0, M);
   backend_.rms_norm(x, l.ffn_norm, s.eps, h);
   if (ffn_scale) backend_.scale_rows(h, ffn_scale->all(), scale_rows);  // delay conditioning
-  backend_.linear(h, l.w1, nullptr, g);
-  backend_.linear(h, l.w3, nullptr, u);
-  backend_.silu_mul(g, u);
+  backend_.gated_linear(h, l.w1, l.w3, g, u);
   backend_.linear(g, l.w2, bias(l.b2), x, /*accumulate=*/true);
 }
 
@@ -154,31 +153,35 @@ void VoxtralModel::encode(Mat x, std::span<const RowRef> rows, KvCache& cache) {
   backend_.rms_norm(x, w_.encoder_norm, static_cast<float>(cfg_.encoder.norm_eps), x);
 }
 
-Buffer VoxtralModel::adapt(Mat x) {
+void VoxtralModel::adapt(Mat x, Mat out) {
   const int dim = cfg_.decoder.dim;
-  Buffer h(&backend_, x.rows, dim), out(&backend_, x.rows, dim);
-  backend_.linear(x, w_.adapter_w1, nullptr, h.all());
-  backend_.gelu(h.all());
-  backend_.linear(h.all(), w_.adapter_w2, nullptr, out.all());
-  return out;
+  check(out.rows == x.rows && out.cols == dim, "adapter", "shape mismatch");
+  const Mat h = ensure(adapter_hidden_, x.rows, dim).view(0, x.rows);
+  backend_.linear(x, w_.adapter_w1, nullptr, h);
+  backend_.gelu(h);
+  backend_.linear(h, w_.adapter_w2, nullptr, out);
 }
 
-Buffer VoxtralModel::decode(std::span<const int32_t> ids, Mat audio, std::span<const RowRef> rows,
-                            std::span<const int> n_delay, KvCache& cache, std::span<const int> logit_rows) {
+Mat VoxtralModel::decode(std::span<const int32_t> ids, Mat audio, std::span<const RowRef> rows,
+                         std::span<const int> n_delay, KvCache& cache, std::span<const int> logit_rows) {
   const DecoderConfig& c = cfg_.decoder;
   const int M = audio.rows;
   for (int n : n_delay) check(n >= 0 && n <= kMaxDelayTokens, "decoder", "delay tokens out of range");
-  Buffer x(&backend_, M, c.dim);
-  backend_.embed(w_.tok_embeddings, ids, x.all());
-  backend_.add(x.all(), audio);
+  const Mat x = ensure(dec_x_, M, c.dim).view(0, M);
+  backend_.embed(w_.tok_embeddings, ids, x);
+  backend_.add(x, audio);
   for (size_t i = 0; i < w_.decoder.size(); ++i)
-    layer(w_.decoder[i], dec_stack_, dec_scratch_, static_cast<int>(i), x.all(), rows, cache, &ada_scale_[i], n_delay);
+    layer(w_.decoder[i], dec_stack_, dec_scratch_, static_cast<int>(i), x, rows, cache, &ada_scale_[i], n_delay);
 
   const int L = static_cast<int>(logit_rows.size());
-  Buffer sel(&backend_, L, c.dim), logits(&backend_, L, c.vocab_size);
-  for (int i = 0; i < L; ++i) backend_.copy(sel.row(i), x.row(logit_rows[i]), c.dim);
-  backend_.rms_norm(sel.all(), w_.norm, static_cast<float>(c.norm_eps), sel.all());
-  backend_.linear(sel.all(), w_.tok_embeddings, nullptr, logits.all());
+  const Mat sel = ensure(dec_final_, L, c.dim).view(0, L);
+  const Mat logits = ensure(dec_logits_, L, c.vocab_size).view(0, L);
+  for (int i = 0; i < L; ++i) {
+    check(logit_rows[i] >= 0 && logit_rows[i] < M, "decoder", "logit row out of range");
+    backend_.copy(sel.data + static_cast<size_t>(i) * c.dim, x.data + static_cast<size_t>(logit_rows[i]) * c.dim, c.dim);
+  }
+  backend_.rms_norm(sel, w_.norm, static_cast<float>(c.norm_eps), sel);
+  backend_.linear(sel, w_.tok_embeddings, nullptr, logits);
   return logits;
 }
 

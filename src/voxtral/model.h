@@ -22,24 +22,28 @@ class VoxtralModel {
   Backend& backend() const { return backend_; }
   const ModelWeights& weights() const { return w_; }
 
+  // The stage calls below allocate nothing once their largest batch has been seen (scratch kept
+  // between calls), download nothing and never wait for the device, so a run of them can be a
+  // Backend step (run_step), replayed as a CUDA graph.
+
   // Conv stem. mel_with_context: time-major mel rows preceded by 2 rows of causal context (zeros at
-  // the start of a stream). conv1_context: 1 row of conv1 output preceding this chunk (zeros at
-  // the start). Returns (mel rows) / 2 frames; mel rows must be even. Also returns the last conv1
-  // row through conv1_tail so a stream can carry it to the next chunk.
-  Buffer conv_stem(Mat mel_with_context, Mat conv1_context, std::vector<float>* conv1_tail = nullptr);
+  // the start of a stream); mel rows must be even. conv1_context: the 1 row of conv1 output before
+  // this chunk (zeros at the start); on return it holds this chunk's last conv1 row, the next
+  // chunk's context. Writes (mel rows) / 2 frames to out [frames, enc_dim].
+  void conv_stem(Mat mel_with_context, Mat conv1_context, Mat out);
 
   // Encoder layers + final norm, in place on x [rows, enc_dim]. Rows' K/V go into `cache` (one
   // slot per session; ring >= window + rows - 1).
   void encode(Mat x, std::span<const RowRef> rows, KvCache& cache);
 
-  // Adapter: x [rows, 4 * enc_dim] (4 consecutive encoder frames per row) -> [rows, dim].
-  Buffer adapt(Mat x);
+  // Adapter: x [rows, 4 * enc_dim] (4 consecutive encoder frames per row) -> out [rows, dim].
+  void adapt(Mat x, Mat out);
 
   // Decoder over rows: input = embed(ids) + audio (both [rows, dim]). Writes K/V to `cache`.
-  // Returns the final hidden state after the last norm for the rows listed in `logit_rows`, as
-  // logits [logit_rows.size(), vocab].
-  Buffer decode(std::span<const int32_t> ids, Mat audio, std::span<const RowRef> rows,
-                std::span<const int> n_delay, KvCache& cache, std::span<const int> logit_rows);
+  // Returns logits [logit_rows.size(), vocab] for the rows listed in `logit_rows` (after the final
+  // norm), in scratch owned by the model that the next decode() overwrites.
+  Mat decode(std::span<const int32_t> ids, Mat audio, std::span<const RowRef> rows, std::span<const int> n_delay,
+             KvCache& cache, std::span<const int> logit_rows);
 
   // Re-bases a session's cached keys from positions p to p - shift (RoPE scores depend only on
   // position differences, so the cache stays valid for queries at re-based positions). shift must
@@ -66,6 +70,8 @@ class VoxtralModel {
     int capacity = 0;
   };
   LayerScratch& scratch(LayerScratch& w, const Stack& s, int rows);
+  // Grows b to at least rows x cols (contents not kept).
+  Buffer& ensure(Buffer& b, int rows, int cols);
 
   // h = x + Attn(RMSNorm(x)); x = h + FFN(RMSNorm(h) [* ffn_scale rows]), in place on x.
   void layer(const LayerWeights& l, const Stack& s, LayerScratch& scratch, int index, Mat x,
@@ -77,6 +83,9 @@ class VoxtralModel {
   std::vector<float> enc_inv_freq_, dec_inv_freq_;
   Stack enc_stack_{}, dec_stack_{};
   LayerScratch enc_scratch_, dec_scratch_;
+  Buffer conv1_out_;                      // conv stem: conv1 output with its context row
+  Buffer adapter_hidden_;                 // adapter: after the first product
+  Buffer dec_x_, dec_final_, dec_logits_;  // decoder: hidden rows, normed logit rows, logits
   // Per decoder layer: rows n = 0..30 hold (1 + ada(t_cond(n))) for n delay tokens (SPEC §5).
   std::vector<Buffer> ada_scale_;
 };

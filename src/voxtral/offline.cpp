@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "common/error.h"
+#include "voxtral/decoder_step.h"
 
 namespace voxrt {
 namespace {
@@ -20,43 +21,52 @@ std::vector<RowRef> positions(int64_t first, int count) {
   return r;
 }
 
-// Log-mel -> conv stem -> encoder -> adapter for the whole padded recording.
-Buffer encode_audio(VoxtralModel& model, const LogMel& logmel, const std::vector<float>& padded,
-                    const OfflineOptions& opts) {
+// Log-mel -> conv stem -> encoder -> adapter for the whole padded recording, in chunks of
+// opts.encoder_chunk frames (the conv stem carries its causal context across chunks exactly as a
+// live session does). Returns the adapter vectors on the host, [positions, dim].
+std::vector<float> encode_audio(VoxtralModel& model, const LogMel& logmel, const std::vector<float>& padded,
+                                const OfflineOptions& opts) {
   Backend& be = model.backend();
   const ModelConfig& cfg = model.config();
   const std::vector<float> mel = logmel.compute(padded.data(), padded.size());
   const int n_mels = logmel.params().n_mels;
   const int T = static_cast<int>(mel.size() / n_mels);
-  check(T % (2 * cfg.downsample_factor) == 0, "offline", "mel frames not a whole number of steps");
+  const int factor = cfg.downsample_factor;
+  check(T % (2 * factor) == 0, "offline", "mel frames not a whole number of steps");
   if (opts.trace) opts.trace->mel = mel;
 
-  // Conv stem with zero causal context (2 mel rows, 1 conv1 row).
+  // The mel rows after 2 rows of zero causal context; chunk f0 reads rows [2 f0, 2 (f0 + count) + 2).
   Buffer mel_ctx(&be, T + 2, n_mels);
   be.fill(mel_ctx.data(), 0.0f, mel_ctx.size());
   be.upload(mel_ctx.row(2), mel.data(), mel.size());
-  Buffer zero_row(&be, 1, cfg.encoder.dim);
-  be.fill(zero_row.data(), 0.0f, zero_row.size());
-  Buffer frames = model.conv_stem(mel_ctx.all(), zero_row.all());
-  if (opts.trace) opts.trace->conv = to_host(be, frames.all());
+  Buffer conv1_context(&be, 1, cfg.encoder.dim);
+  be.fill(conv1_context.data(), 0.0f, conv1_context.size());
 
-  // Encoder in chunks; the ring holds the window plus one chunk.
-  const int n_frames = frames.rows();
+  const int n_frames = T / 2;
+  Buffer frames(&be, n_frames, cfg.encoder.dim);
   const int chunk = std::max(1, opts.encoder_chunk);
   const int ring = std::min(n_frames, cfg.encoder.sliding_window + chunk);
   KvCache cache(&be, model.encoder_cache_shape(1, ring));
+  if (opts.trace) opts.trace->conv.clear();
   for (int first = 0; first < n_frames; first += chunk) {
     const int count = std::min(chunk, n_frames - first);
-    const auto rows = positions(first, count);
-    model.encode(frames.view(first, count), rows, cache);
+    const Mat x = frames.view(first, count);
+    model.conv_stem(Mat{mel_ctx.row(2 * first), 2 * count + 2, n_mels}, conv1_context.all(), x);
+    if (opts.trace) {
+      const auto host = to_host(be, x);
+      opts.trace->conv.insert(opts.trace->conv.end(), host.begin(), host.end());
+    }
+    model.encode(x, positions(first, count), cache);
   }
   if (opts.trace) opts.trace->encoder = to_host(be, frames.all());
 
   // Adapter: 4 consecutive frames side by side are one row of the same memory.
-  const int n_pos = n_frames / cfg.downsample_factor;
-  Buffer adapter = model.adapt(Mat{frames.data(), n_pos, cfg.encoder.dim * cfg.downsample_factor});
-  if (opts.trace) opts.trace->adapter = to_host(be, adapter.all());
-  return adapter;
+  const int n_pos = n_frames / factor;
+  Buffer adapter(&be, n_pos, cfg.decoder.dim);
+  model.adapt(Mat{frames.data(), n_pos, cfg.encoder.dim * factor}, adapter.all());
+  std::vector<float> host = to_host(be, adapter.all());
+  if (opts.trace) opts.trace->adapter = host;
+  return host;
 }
 
 }  // namespace
@@ -66,11 +76,12 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
   Backend& be = model.backend();
   const ModelConfig& cfg = model.config();
   const Protocol& proto = opts.protocol;
+  const int dim = cfg.decoder.dim;
   const std::vector<float> padded = proto.pad_offline(audio16k);
-  Buffer adapter = encode_audio(model, logmel, padded, opts);
+  const std::vector<float> adapter = encode_audio(model, logmel, padded, opts);
 
   OfflineResult result;
-  const int N = adapter.rows();
+  const int N = static_cast<int>(adapter.size() / dim);
   const int P = proto.prompt_len();
   result.positions = N;
   check(N > P, "offline", "padded audio shorter than the prompt");
@@ -83,12 +94,9 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
     opts.trace->logits.clear();
   }
 
-  auto take = [&](const Buffer& logits, int step) -> int32_t {
-    int32_t id = 0;
-    float margin = 0;
-    be.argmax(logits.all(), std::span<int32_t>(&id, 1), std::span<float>(&margin, 1));
+  auto take = [&](Mat logits, int32_t id, float margin, int step) -> int32_t {
     if (opts.trace && step < opts.trace_logit_steps) {
-      const auto host = to_host(be, logits.all());
+      const auto host = to_host(be, logits);
       opts.trace->logits.insert(opts.trace->logits.end(), host.begin(), host.end());
       opts.trace->logit_steps = step + 1;
     }
@@ -103,23 +111,28 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
 
   // Prefill the prompt in one pass; its last position gives the first token.
   const std::vector<int32_t> prompt = proto.prompt(opts.ids);
-  std::vector<int> delays(P, proto.n_delay);
+  const std::vector<int> delays(P, proto.n_delay);
   const int last = P - 1;
-  Buffer logits = model.decode(prompt, adapter.view(0, P), positions(0, P), delays, cache, std::span<const int>(&last, 1));
-  int32_t tok = take(logits, 0);
-  const int one_delay = proto.n_delay, zero = 0;
+  Buffer prompt_audio(&be, P, dim);
+  be.upload(prompt_audio.data(), adapter.data(), static_cast<size_t>(P) * dim);
+  const Mat logits = model.decode(prompt, prompt_audio.all(), positions(0, P), delays, cache, std::span<const int>(&last, 1));
+  int32_t id = 0;
+  float margin = 0;
+  be.argmax(logits, std::span<int32_t>(&id, 1), std::span<float>(&margin, 1));
+  int32_t tok = take(logits, id, margin, 0);
 
+  DecoderStep decoder(model, unique_step_key("offline decoder"));
   for (int step = 1; step < total_steps; ++step) {
     if (opts.stop_at_eos && tok == opts.ids.eos && !opts.teacher_tokens) {
       result.eos_stopped = true;
       break;
     }
-    const int32_t input = next_input(step - 1, tok);
     const int pos = P + step - 1;
-    const RowRef row{0, pos};
-    logits = model.decode(std::span<const int32_t>(&input, 1), adapter.view(pos, 1), std::span<const RowRef>(&row, 1),
-                          std::span<const int>(&one_delay, 1), cache, std::span<const int>(&zero, 1));
-    tok = take(logits, step);
+    const DecoderStepResult r =
+        decoder.run(next_input(step - 1, tok),
+                    std::span<const float>(adapter.data() + static_cast<size_t>(pos) * dim, static_cast<size_t>(dim)),
+                    pos, proto.n_delay, cache);
+    tok = take(r.logits, r.id, r.margin, step);
   }
   if (opts.stop_at_eos && !opts.teacher_tokens && !result.tokens.empty() && result.tokens.back() == opts.ids.eos)
     result.eos_stopped = true;

@@ -22,7 +22,9 @@ StreamDecoder::StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Op
       enc_dim_(model.config().encoder.dim),
       dim_(model.config().decoder.dim),
       hop_(logmel.params().hop),
-      half_window_(logmel.params().n_fft / 2) {
+      half_window_(logmel.params().n_fft / 2),
+      encoder_key_(unique_step_key("encoder")),
+      decoder_step_(model, unique_step_key("decoder")) {
   const ModelConfig& c = model.config();
   Backend& be = model.backend();
   const int frames_per_position = c.downsample_factor;
@@ -30,8 +32,14 @@ StreamDecoder::StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Op
   dec_cache_ = KvCache(&be, model.decoder_cache_shape(1, c.decoder.sliding_window + opts.protocol.prompt_len()));
   if (opts_.encoder_position_limit <= 0) opts_.encoder_position_limit = c.decoder.max_position;
   if (opts_.decoder_position_limit <= 0) opts_.decoder_position_limit = c.decoder.max_position;
+  check(opts_.max_batch_positions >= 1, "session", "max_batch_positions must be at least 1");
   mel_context_.assign(2 * static_cast<size_t>(n_mels_), 0.0f);
-  conv1_tail_.assign(enc_dim_, 0.0f);
+  const int max_frames = frames_per_position * opts_.max_batch_positions;
+  mel_ = Buffer(&be, 2 * max_frames + 2, n_mels_);
+  conv1_context_ = Buffer(&be, 1, enc_dim_);
+  be.fill(conv1_context_.data(), 0.0f, conv1_context_.size());
+  frames_ = Buffer(&be, max_frames, enc_dim_);
+  adapter_ = Buffer(&be, opts_.max_batch_positions, dim_);
   // The stream starts with the left pad: silent steps the prompt is aligned with.
   const size_t left = static_cast<size_t>(opts.protocol.n_left_pad_tokens) * opts.protocol.samples_per_step;
   audio_.assign(left, 0.0f);
@@ -92,29 +100,29 @@ void StreamDecoder::compute_mel_frames() {
 void StreamDecoder::encode_positions(int count, double& seconds) {
   const auto t0 = std::chrono::steady_clock::now();
   Backend& be = model_.backend();
-  const int per_position = 2 * model_.config().downsample_factor;  // mel frames per position
-  const int rows = count * per_position;
+  const int factor = model_.config().downsample_factor;
+  const int rows = count * 2 * factor;  // mel rows
+  const int n_frames = count * factor;
+  const int64_t first_frame = encoded_positions_ * factor;
+  rebase_if_needed(enc_cache_, true, enc_base_, first_frame, n_frames, opts_.encoder_position_limit);
+  std::vector<RowRef> refs(n_frames);
+  for (int i = 0; i < n_frames; ++i) refs[i] = {0, first_frame + i - enc_base_};
 
-  Buffer mel(&be, rows + 2, n_mels_);
-  be.upload(mel.data(), mel_context_.data(), mel_context_.size());
-  be.upload(mel.row(2), mel_pending_.data(), static_cast<size_t>(rows) * n_mels_);
-  Buffer conv1_ctx(&be, 1, enc_dim_);
-  be.upload(conv1_ctx.data(), conv1_tail_.data(), enc_dim_);
-  Buffer frames = model_.conv_stem(mel.all(), conv1_ctx.all(), &conv1_tail_);
+  const Mat mel = mel_.view(0, rows + 2), frames = frames_.view(0, n_frames), adapter = adapter_.view(0, count);
+  be.run_step(encoder_key_ + " x" + std::to_string(count), [&] {
+    be.upload(mel.data, mel_context_.data(), mel_context_.size());
+    be.upload(mel_.row(2), mel_pending_.data(), static_cast<size_t>(rows) * n_mels_);
+    model_.conv_stem(mel, conv1_context_.all(), frames);
+    model_.encode(frames, refs, enc_cache_);
+    model_.adapt(Mat{frames.data, count, enc_dim_ * factor}, adapter);
+  });
   std::copy(mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows - 2) * n_mels_,
             mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows) * n_mels_, mel_context_.begin());
   mel_pending_.erase(mel_pending_.begin(), mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows) * n_mels_);
 
-  const int factor = model_.config().downsample_factor;
-  const int64_t first_frame = encoded_positions_ * factor;
-  rebase_if_needed(enc_cache_, true, enc_base_, first_frame, frames.rows(), opts_.encoder_position_limit);
-  std::vector<RowRef> refs(frames.rows());
-  for (int i = 0; i < frames.rows(); ++i) refs[i] = {0, first_frame + i - enc_base_};
-  model_.encode(frames.all(), refs, enc_cache_);
-  Buffer adapter = model_.adapt(Mat{frames.data(), count, enc_dim_ * factor});
   const size_t at = adapter_queue_.size();
   adapter_queue_.resize(at + static_cast<size_t>(count) * dim_);
-  be.download(adapter_queue_.data() + at, adapter.data(), static_cast<size_t>(count) * dim_);
+  be.download(adapter_queue_.data() + at, adapter.data, static_cast<size_t>(count) * dim_);
   encoded_positions_ += count;
   seconds += seconds_since(t0);
 }
@@ -128,9 +136,7 @@ void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_
     adapter_queue_.erase(adapter_queue_.begin(), adapter_queue_.begin() + static_cast<std::ptrdiff_t>(n) * dim_);
     next_decode_ += n;
   };
-  auto emit = [&](const Buffer& logits, double seconds) {
-    int32_t id = 0;
-    be.argmax(logits.all(), std::span<int32_t>(&id, 1), {});
+  auto emit = [&](int32_t id, double seconds) {
     last_token_ = id;
     if (opts_.stop_at_eos && id == opts_.ids.eos) stopped_ = true;
     on_step(id, seconds);
@@ -146,23 +152,21 @@ void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_
     const std::vector<int> delays(P, n_delay);
     const int last = P - 1;
     const std::vector<int32_t> prompt = opts_.protocol.prompt(opts_.ids);
-    Buffer logits = model_.decode(prompt, audio.all(), rows, delays, dec_cache_, std::span<const int>(&last, 1));
+    const Mat logits = model_.decode(prompt, audio.all(), rows, delays, dec_cache_, std::span<const int>(&last, 1));
+    int32_t id = 0;
+    be.argmax(logits, std::span<int32_t>(&id, 1), {});
     pop(P);
-    emit(logits, seconds_since(t0) + P * enc_seconds_per_position);
+    emit(id, seconds_since(t0) + P * enc_seconds_per_position);
   }
-  Buffer audio(&be, 1, dim_);
-  const int zero = 0;
   // Like offline, the last position (N - 1) is never decoded: its output would lie past the end.
   while (!stopped_ && queued() > 0 && (final_positions_ < 0 || next_decode_ <= final_positions_ - 2)) {
     const auto t0 = std::chrono::steady_clock::now();
-    be.upload(audio.data(), adapter_queue_.data(), dim_);
     rebase_if_needed(dec_cache_, false, dec_base_, next_decode_, 1, opts_.decoder_position_limit);
-    const RowRef row{0, next_decode_ - dec_base_};
-    const int32_t input = last_token_;
-    Buffer logits = model_.decode(std::span<const int32_t>(&input, 1), audio.all(), std::span<const RowRef>(&row, 1),
-                                  std::span<const int>(&n_delay, 1), dec_cache_, std::span<const int>(&zero, 1));
+    const DecoderStepResult r = decoder_step_.run(
+        last_token_, std::span<const float>(adapter_queue_.data(), static_cast<size_t>(dim_)), next_decode_ - dec_base_,
+        n_delay, dec_cache_);
     pop(1);
-    emit(logits, seconds_since(t0) + enc_seconds_per_position);
+    emit(r.id, seconds_since(t0) + enc_seconds_per_position);
   }
 }
 

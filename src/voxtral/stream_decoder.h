@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "audio/log_mel.h"
+#include "voxtral/decoder_step.h"
 #include "voxtral/model.h"
 #include "voxtral/protocol.h"
 
@@ -69,9 +70,13 @@ class StreamDecoder {
   int64_t final_frames_ = -1;      // after flush: the offline frame count
   std::vector<float> mel_pending_; // computed mel rows not yet through the conv stem
   std::vector<float> mel_context_; // the 2 mel rows before the next conv chunk
-  std::vector<float> conv1_tail_;  // the conv1 row before the next conv chunk
 
   KvCache enc_cache_, dec_cache_;
+  // Device buffers of the encoder step, sized for max_batch_positions: mel rows with their context,
+  // the conv1 row before the next chunk (carried on the device), encoder frames, adapter vectors.
+  Buffer mel_, conv1_context_, frames_, adapter_;
+  std::string encoder_key_;
+  DecoderStep decoder_step_;
   int64_t encoded_positions_ = 0;   // adapter vectors produced so far
   std::vector<float> adapter_queue_;  // adapter vectors not yet decoded, from position next_decode_
   int64_t next_decode_ = 0;         // next decoder position to run

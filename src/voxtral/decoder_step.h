@@ -1,0 +1,40 @@
+// One greedy decoder step of one session: token + adapter vector in, argmax out, run as a Backend
+// step so that the CUDA backend replays it as a graph. The adapter vector comes from the host and
+// is uploaded inside the step (its contents change, its device address does not), which is what
+// keeps every launch of the step the same from one position to the next.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "voxtral/model.h"
+
+namespace voxrt {
+
+struct DecoderStepResult {
+  int32_t id = 0;
+  float margin = 0;  // top-1 minus top-2 logit
+  Mat logits{};      // [1, vocab], valid until the model's next decode
+};
+
+class DecoderStep {
+ public:
+  // key names this session's step among the backend's recorded steps (one per session).
+  DecoderStep(VoxtralModel& model, std::string key);
+
+  // Decodes model position `pos` of the cache's slot 0 with input token `input`, the adapter vector
+  // `audio` (dim floats, host) and n_delay delay tokens.
+  DecoderStepResult run(int32_t input, std::span<const float> audio, int64_t pos, int n_delay, KvCache& cache);
+
+ private:
+  VoxtralModel& model_;
+  std::string key_;
+  Buffer audio_;
+};
+
+// A step key no other caller uses ("<what> #<n>"), so that sessions sharing a backend each keep
+// their own recorded step.
+std::string unique_step_key(const std::string& what);
+
+}  // namespace voxrt
