@@ -98,6 +98,11 @@ struct LinearOut {
   bool accumulate = false;
 };
 
+// How a backend ran its steps (run_step): captured as a graph, replayed, or run op by op.
+struct StepStats {
+  uint64_t captured = 0, replayed = 0, eager = 0;
+};
+
 struct AttentionParams {
   int n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int window = 0;   // keys at positions p - window + 1 .. p
@@ -131,6 +136,7 @@ class Backend {
     (void)key;
     step();
   }
+  virtual StepStats step_stats() const { return {}; }
   virtual Ceilings measure_ceilings() = 0;
   virtual size_t weight_element_bytes() const = 0;  // how a weight element is stored (4: fp32, 2: bf16)
   virtual size_t memory_in_use() const = 0;         // device memory in use, or the process's peak RSS

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -693,6 +694,163 @@ TEST_F(CudaBackendTest, DecoderLayerSequenceMatchesCpu) {
   EXPECT_TRUE(normwise(g.out, c.out, 1e-2));
   // Greedy ids agree unless the CPU's top two are within the bf16 noise; only report, as a hint.
   if (g.ids != c.ids) std::printf("note: argmax ids differ (%d vs %d): near-tie in logits\n", g.ids[0], c.ids[0]);
+}
+
+// ---- Fused products ----
+
+TEST_F(CudaBackendTest, LinearsAndGatedLinearEqualTheSeparateProducts) {
+  // linears() (q, k, v in one launch) and gated_linear() (gate, up and silu in one launch) give bit
+  // for bit what the separate products give on the GPU (same kernel, same reduction order), and
+  // match the CPU on bf16-rounded inputs. Rows 1..M of a larger buffer, for M up to 11 (two groups).
+  for (const int M : {1, 3, 8, 11}) {
+    SCOPED_TRACE("M=" + std::to_string(M));
+    const int K = 1280, nq = 1024, nk = 256, hidden = 1536;
+    const auto x = random(static_cast<size_t>(M + 1) * K);
+    const auto wq = random(static_cast<size_t>(nq) * K, -0.1f, 0.1f), wk = random(static_cast<size_t>(nk) * K, -0.1f, 0.1f);
+    const auto bq = random(nq), yk0 = random(static_cast<size_t>(M) * nk);
+    const auto wg = random(static_cast<size_t>(hidden) * K, -0.1f, 0.1f), wu = random(static_cast<size_t>(hidden) * K, -0.1f, 0.1f);
+
+    struct Out {
+      std::vector<float> q, k, gated;
+    };
+    auto run = [&](Backend& b, bool fused, bool round) {
+      auto wt = [&](const std::vector<float>& v, int r, int c) {
+        return b.upload_weight(round ? bf16_round(v) : std::vector<float>(v), r, c);
+      };
+      Buffer bx = put(b, round ? bf16_round(x) : x, M + 1, K);
+      const Mat xv = bx.view(1, M);
+      Weight Wq = wt(wq, nq, K), Wk = wt(wk, nk, K), Bq = b.upload_weight(std::vector<float>(bq), nq, 1);
+      Weight Wg = wt(wg, hidden, K), Wu = wt(wu, hidden, K);
+      Buffer q(&b, M, nq), k = put(b, yk0, M, nk), g(&b, M, hidden), u(&b, M, hidden);
+      if (fused) {
+        const LinearOut outs[2] = {{&Wq, &Bq, q.all(), false}, {&Wk, nullptr, k.all(), true}};
+        b.linears(xv, outs);
+        b.gated_linear(xv, Wg, Wu, g.all(), u.all());
+      } else {
+        b.linear(xv, Wq, &Bq, q.all());
+        b.linear(xv, Wk, nullptr, k.all(), true);
+        b.linear(xv, Wg, nullptr, g.all());
+        b.linear(xv, Wu, nullptr, u.all());
+        b.silu_mul(g.all(), u.all());
+      }
+      return Out{get(b, q.all()), get(b, k.all()), get(b, g.all())};
+    };
+    const Out fused = run(gpu(), true, false), separate = run(gpu(), false, false), ref = run(cpu(), false, true);
+    EXPECT_TRUE(exact(fused.q, separate.q));
+    EXPECT_TRUE(exact(fused.k, separate.k));
+    EXPECT_TRUE(exact(fused.gated, separate.gated));
+    EXPECT_TRUE(normwise(fused.q, ref.q, 1e-5));
+    EXPECT_TRUE(normwise(fused.k, ref.k, 1e-5));
+    EXPECT_TRUE(normwise(fused.gated, ref.gated, 1e-5));
+  }
+}
+
+TEST_F(CudaBackendTest, UnalignedActivationsGiveTheSameProduct) {
+  // x rows that are not 16-byte aligned go through a bf16 copy; the result is bit for bit the one
+  // the kernel gives reading aligned fp32 rows (the same rounding).
+  const int M = 3, N = 300, K = 1024;
+  const auto x = random(static_cast<size_t>(M) * K + 1), w = random(static_cast<size_t>(N) * K);
+  Buffer bx = put(gpu(), x, 1, static_cast<int>(x.size()));
+  Buffer aligned(&gpu(), M, K);
+  gpu().copy(aligned.data(), bx.data() + 1, static_cast<size_t>(M) * K);
+  Weight W = gpu().upload_weight(std::vector<float>(w), N, K);
+  Buffer y1(&gpu(), M, N), y2(&gpu(), M, N);
+  gpu().linear(Mat{bx.data() + 1, M, K}, W, nullptr, y1.all());
+  gpu().linear(aligned.all(), W, nullptr, y2.all());
+  EXPECT_TRUE(exact(get(gpu(), y1.all()), get(gpu(), y2.all())));
+}
+
+// ---- Recorded steps (CUDA graphs) ----
+
+TEST_F(CudaBackendTest, RecordedStepsReplayExactlyWithNewData) {
+  // A step of the model's op kinds (upload, embed, rms_norm, fused products, rope, store_kv,
+  // attention over a ring that wraps, scale_rows, copy) run 12 times at new positions with new
+  // inputs and ids, under run_step (eager, captured, then replayed) and on a backend with graphs
+  // off: every output bit for bit equal. Then the step moves to another buffer: the signature
+  // changes and the step is captured again, still exact.
+#ifdef VOXRT_WITH_CUDA
+  setenv("VOXRT_CUDA_GRAPHS", "0", 1);
+  std::unique_ptr<Backend> plain = make_cuda_backend(0);
+  unsetenv("VOXRT_CUDA_GRAPHS");
+#else
+  std::unique_ptr<Backend> plain;  // not reached: the fixture skips without CUDA
+#endif
+  const int dim = 256, heads = 8, kv_heads = 2, hd = 32, window = 6, vocab = 50;
+  const KvCacheShape shape{1, 1, window, kv_heads, hd};
+  const auto inv_freq = rope_inv_freq(1e4, hd);
+  const auto norm = random(dim, 0.5f, 1.5f), wq = random(static_cast<size_t>(heads) * hd * dim, -0.1f, 0.1f),
+             wk = random(static_cast<size_t>(kv_heads) * hd * dim, -0.1f, 0.1f),
+             wv = random(static_cast<size_t>(kv_heads) * hd * dim, -0.1f, 0.1f), emb = random(static_cast<size_t>(vocab) * dim),
+             scales = random(3 * static_cast<size_t>(dim), 0.8f, 1.2f);
+  std::vector<std::vector<float>> audio;
+  std::vector<int32_t> ids;
+  std::vector<int> delay;
+  for (int i = 0; i < 14; ++i) {
+    audio.push_back(random(dim));
+    ids.push_back(random_int(0, vocab - 1));
+    delay.push_back(random_int(0, 2));
+  }
+
+  auto run = [&](Backend& b) {
+    Weight Wn = b.upload_weight(std::vector<float>(norm), dim, 1), Wq = b.upload_weight(std::vector<float>(wq), heads * hd, dim),
+           Wk = b.upload_weight(std::vector<float>(wk), kv_heads * hd, dim),
+           Wv = b.upload_weight(std::vector<float>(wv), kv_heads * hd, dim), E = b.upload_weight(std::vector<float>(emb), vocab, dim);
+    Buffer S = put(b, scales, 3, dim);
+    KvCache cache(&b, shape);
+    Buffer in_a(&b, 1, dim), in_b(&b, 1, dim), x(&b, 1, dim), h(&b, 1, dim), q(&b, 1, heads * hd), k(&b, 1, kv_heads * hd),
+        v(&b, 1, kv_heads * hd), o(&b, 1, heads * hd), out(&b, 1, dim);
+    std::vector<float> all;
+    for (int i = 0; i < 14; ++i) {
+      Buffer& in = i < 10 ? in_a : in_b;  // the last 4 steps read another buffer: recaptured
+      const RowRef row{0, i};
+      b.run_step("test step", [&] {
+        b.upload(in.data(), audio[i].data(), dim);
+        b.embed(E, std::span<const int32_t>(&ids[i], 1), x.all());
+        b.add(x.all(), in.all());
+        b.rms_norm(x.all(), Wn, 1e-5f, h.all());
+        const LinearOut qkv[3] = {{&Wq, nullptr, q.all()}, {&Wk, nullptr, k.all()}, {&Wv, nullptr, v.all()}};
+        b.linears(h.all(), qkv);
+        b.rope(q.all(), heads, hd, std::span<const RowRef>(&row, 1), inv_freq);
+        b.rope(k.all(), kv_heads, hd, std::span<const RowRef>(&row, 1), inv_freq);
+        b.store_kv(cache, 0, k.all(), v.all(), std::span<const RowRef>(&row, 1));
+        const AttentionParams ap{heads, kv_heads, hd, window, 1.0f / std::sqrt(static_cast<float>(hd))};
+        b.attention(cache, 0, q.all(), std::span<const RowRef>(&row, 1), ap, o.all());
+        b.scale_rows(o.all(), S.all(), std::span<const int>(&delay[i], 1));
+        b.copy(out.data(), o.data(), dim);
+      });
+      const auto r = get(b, out.all());
+      all.insert(all.end(), r.begin(), r.end());
+    }
+    return all;
+  };
+  const StepStats before = gpu().step_stats();
+  const auto graphed = run(gpu());
+  const auto eager = run(*plain);
+  EXPECT_TRUE(exact(graphed, eager));
+  const StepStats after = gpu().step_stats();
+  // Run 1 eager, 2 captured, 3..10 replayed; 11 (new buffer) mismatches and is captured again.
+  EXPECT_EQ(after.captured - before.captured, 2u);
+  EXPECT_EQ(after.replayed - before.replayed, 11u);
+  EXPECT_EQ(after.eager - before.eager, 1u);
+  EXPECT_EQ(plain->step_stats().replayed, 0u);
+}
+
+TEST_F(CudaBackendTest, StepThatAllocatesRunsEagerlyAndForbiddenOpsThrow) {
+  Buffer a(&gpu(), 1, 16);
+  gpu().fill(a.data(), 1.0f, 16);
+  for (int i = 0; i < 3; ++i) {
+    gpu().run_step("allocating step", [&] {
+      Buffer tmp(&gpu(), 1, 16);  // cannot be recorded: the step runs op by op
+      gpu().fill(tmp.data(), 2.0f, 16);
+      gpu().add(a.all(), tmp.all());
+    });
+  }
+  EXPECT_TRUE(exact(get(gpu(), a.all()), std::vector<float>(16, 7.0f)));
+  std::vector<float> host(16);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THROW(gpu().run_step("downloading step", [&] { gpu().download(host.data(), a.data(), 16); }), Error);
+  }
+  EXPECT_TRUE(exact(get(gpu(), a.all()), std::vector<float>(16, 7.0f)));  // still usable
 }
 
 }  // namespace

@@ -86,11 +86,26 @@ void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStr
 
 // ---- kernels_gemv.cu ----
 constexpr int kGemvMaxRows = 8;
-// Whether the bf16 GEMV kernel handles this shape (M <= kGemvMaxRows, K a multiple of 8).
+constexpr int kGemvMaxOutputs = 3;
+// One product of a GEMV launch: y [M, n] (row stride ldy) = x W^T (+ y if accumulate) (+ bias),
+// W [n, K] bf16.
+struct GemvOut {
+  const __nv_bfloat16* w = nullptr;
+  int n = 0;
+  DevVec bias;
+  float* y = nullptr;
+  int ldy = 0;
+  int accumulate = 0;
+};
+// Whether the GEMV kernel handles this shape (M <= kGemvMaxRows, K a multiple of 8).
 bool gemv_supported(int M, int K);
-// y [M, N] (row stride ldy) = x [M, K] (packed bf16) * W^T (W [N, K] bf16) (+ y if accumulate) (+ bias).
-void launch_gemv_bf16(const __nv_bfloat16* W, const __nv_bfloat16* x, int M, int N, int K, DevVec bias, float* y,
-                      int ldy, bool accumulate, cudaStream_t s);
+// Whether fp32 x (row stride ldx floats) can be read directly (16-byte aligned rows).
+bool gemv_reads_f32(const float* x, size_t ldx);
+// x [M, K] (fp32, or packed bf16 when x_bf16; row stride ldx elements) against up to
+// kGemvMaxOutputs weights with the same K, in one launch. gated: exactly 2 outputs, and
+// outs[0].y = silu(x W0^T) * (x W1^T) (no bias, no accumulate; outs[1].y unused).
+void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
+                 cudaStream_t s);
 // The same product with fp32 weights and fp32 x (row stride ldx): for weights stored as vectors
 // ([N, 1]), which a linear only sees with K == 1. One thread per output; not meant to be fast.
 void launch_linear_f32_weight(const float* x, int M, int K, size_t ldx, const float* W, int N, DevVec bias, float* y,

@@ -1,9 +1,18 @@
-// Matrix-vector products for the decode step (M <= 8 rows of activations against a bf16 weight).
-// cuBLAS tiles for large M, which wastes most of a tile and a pass over the weight per few rows
-// when M is tiny; these products are bound by reading the weight once, so a warp per output
-// feature streams its weight row with 16-byte loads (8 bf16, several in flight) and multiplies it
-// with all M rows of x (bf16, the same rounding as the cuBLAS path, read through L1 where the
-// block's warps share them), accumulating in fp32. Bias and accumulate are fused in the epilogue.
+// Matrix-vector products (a few rows of activations against a bf16 weight), the whole cost of a
+// decode step. cuBLAS tiles for large M, which wastes most of a tile and a pass over the weight per
+// few rows when M is tiny; these products are bound by reading the weight once, so a warp per
+// output feature streams its weight row with 16-byte loads (8 bf16, several in flight) and multiplies
+// it with all M rows of x, accumulating in fp32.
+//
+// x is read as it is stored: fp32 activations are rounded to bf16 (nearest even) as they are loaded,
+// which gives bit for bit what rounding them into a bf16 copy first would, without the extra kernel
+// and its round trip through memory. Bias, accumulate (y += ...) and, for the SwiGLU gate, the
+// silu(gate) * up product are fused in the epilogue. One launch can cover up to three weights over
+// the same x (a layer's q, k and v): the grid spans their outputs end to end.
+//
+// Each output's reduction order depends only on K (lane-strided 8-element chunks, then a butterfly
+// across the warp), never on M or on which other rows share the launch: the basis of the backend's
+// batch invariance (cuda_backend.cpp).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -16,7 +25,15 @@ namespace voxrt::cuda {
 namespace {
 
 constexpr int kWarps = 8;   // output features per block
-constexpr int kUnroll = 4;  // 16-byte weight loads in flight per lane
+constexpr int kUnroll = 4;  // 16-byte weight loads in flight per lane (per weight row)
+
+struct Params {
+  const void* x;
+  long long ldx;  // elements
+  int K8;         // K / 8
+  GemvOut out[kGemvMaxOutputs];
+  int n_outs, n_total;
+};
 
 // acc += w . x over 8 bf16 pairs (bf16 -> fp32 is a 16-bit shift).
 __device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
@@ -30,53 +47,96 @@ __device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
   return acc;
 }
 
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// Elements 8k .. 8k+7 of row m of x, as 8 packed bf16.
+template <typename XT>
+__device__ __forceinline__ uint4 load_x8(const Params& p, int m, int k) {
+  if constexpr (sizeof(XT) == 2) {
+    return __ldg(reinterpret_cast<const uint4*>(static_cast<const XT*>(p.x) + m * p.ldx) + k);
+  } else {
+    const float4* r = reinterpret_cast<const float4*>(static_cast<const float*>(p.x) + m * p.ldx) + 2 * k;
+    const float4 a = __ldg(r), b = __ldg(r + 1);
+    return uint4{pack_bf16(a.x, a.y), pack_bf16(a.z, a.w), pack_bf16(b.x, b.y), pack_bf16(b.z, b.w)};
+  }
+}
+
 __device__ __forceinline__ float vec_at(DevVec v, int i) {
   return v.bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(v.data)[i]) : static_cast<const float*>(v.data)[i];
 }
 
-// One warp per output feature n: y[m, n] = sum_k W[n, k] x[m, k] for the M rows of x.
-template <int M>
-__global__ void __launch_bounds__(kWarps * 32) gemv_bf16_kernel(const uint4* __restrict__ W,
-                                                                  const uint4* __restrict__ x, int N, int K8,
-                                                                  DevVec bias, float* __restrict__ y, int ldy,
-                                                                  int accumulate) {
-  const int n = blockIdx.x * kWarps + threadIdx.x / 32;
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// One warp per output feature n (over the outputs end to end): y[m, n] = sum_k W[n, k] x[m, k] for
+// the M rows of x. GATED: out[0] is the gate weight and the destination, out[1].w the up weight, and
+// y = silu(gate) * up.
+template <int M, typename XT, bool GATED>
+__global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
+  int n = blockIdx.x * kWarps + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  if (n >= N) return;  // whole warps only
-  const uint4* wr = W + static_cast<size_t>(n) * K8;
-  float acc[M];
+  if (n >= p.n_total) return;  // whole warps only
+  int seg = 0;
+  while (seg + 1 < p.n_outs && n >= p.out[seg].n) n -= p.out[seg++].n;
+  const GemvOut& o = p.out[seg];
+  const int K8 = p.K8;
+  const uint4* wr = reinterpret_cast<const uint4*>(o.w) + static_cast<size_t>(n) * K8;
+  const uint4* ur = GATED ? reinterpret_cast<const uint4*>(p.out[1].w) + static_cast<size_t>(n) * K8 : nullptr;
+  float acc[M], accu[GATED ? M : 1];
 #pragma unroll
   for (int m = 0; m < M; ++m) acc[m] = 0;
+#pragma unroll
+  for (int m = 0; m < (GATED ? M : 1); ++m) accu[m] = 0;
   for (int k0 = lane; k0 < K8; k0 += 32 * kUnroll) {
-    uint4 wv[kUnroll];
+    uint4 wv[kUnroll], uv[GATED ? kUnroll : 1];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int k = k0 + u * 32;
       wv[u] = k < K8 ? __ldcs(wr + k) : uint4{0, 0, 0, 0};  // streamed once: evict first
+      if constexpr (GATED) uv[u] = k < K8 ? __ldcs(ur + k) : uint4{0, 0, 0, 0};
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int k = k0 + u * 32;
       if (k < K8) {
 #pragma unroll
-        for (int m = 0; m < M; ++m) acc[m] = dot8(wv[u], __ldg(x + static_cast<size_t>(m) * K8 + k), acc[m]);
+        for (int m = 0; m < M; ++m) {
+          const uint4 xv = load_x8<XT>(p, m, k);
+          acc[m] = dot8(wv[u], xv, acc[m]);
+          if constexpr (GATED) accu[m] = dot8(uv[u], xv, accu[m]);
+        }
       }
     }
   }
 #pragma unroll
-  for (int m = 0; m < M; ++m) {
+  for (int m = 0; m < M; ++m) acc[m] = warp_sum(acc[m]);
+  if constexpr (GATED) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
+    for (int m = 0; m < M; ++m) accu[m] = warp_sum(accu[m]);
   }
   if (lane < M) {
     // Lane m writes row m (a compile-time-indexed select keeps acc in registers).
-    float v = 0;
+    float v = 0, up = 0;
 #pragma unroll
-    for (int m = 0; m < M; ++m)
-      if (m == lane) v = acc[m];
-    float* out = y + static_cast<size_t>(lane) * ldy + n;
-    if (accumulate) v += *out;  // as sgemv: (W x + beta y), then the bias
-    if (bias.data) v += vec_at(bias, n);
+    for (int m = 0; m < M; ++m) {
+      if (m == lane) {
+        v = acc[m];
+        if constexpr (GATED) up = accu[m];
+      }
+    }
+    float* out = o.y + static_cast<size_t>(lane) * o.ldy + n;
+    if constexpr (GATED) {
+      v = v / (1.0f + expf(-v)) * up;  // as the silu_mul kernel
+    } else {
+      if (o.accumulate) v += *out;  // as sgemv: (W x + beta y), then the bias
+      if (o.bias.data) v += vec_at(o.bias, n);
+    }
     *out = v;
   }
 }
@@ -97,35 +157,56 @@ __global__ void linear_f32_kernel(const float* __restrict__ x, int M, int K, siz
   }
 }
 
-template <int M>
-void launch_m(const __nv_bfloat16* W, const __nv_bfloat16* x, int N, int K, DevVec bias, float* y, int ldy,
-              bool accumulate, cudaStream_t s) {
-  const unsigned blocks = static_cast<unsigned>((N + kWarps - 1) / kWarps);
-  gemv_bf16_kernel<M><<<blocks, kWarps * 32, 0, s>>>(reinterpret_cast<const uint4*>(W),
-                                                     reinterpret_cast<const uint4*>(x), N, K / 8, bias, y, ldy,
-                                                     accumulate ? 1 : 0);
-  VOXRT_CUDA_CHECK_LAUNCH("gemv_bf16");
+template <typename XT, bool GATED>
+void launch_typed(const Params& p, int M, cudaStream_t s) {
+  const unsigned blocks = static_cast<unsigned>((p.n_total + kWarps - 1) / kWarps);
+  switch (M) {
+#define VOXRT_GEMV_CASE(m) \
+  case m: gemv_kernel<m, XT, GATED><<<blocks, kWarps * 32, 0, s>>>(p); break;
+    VOXRT_GEMV_CASE(1)
+    VOXRT_GEMV_CASE(2)
+    VOXRT_GEMV_CASE(3)
+    VOXRT_GEMV_CASE(4)
+    VOXRT_GEMV_CASE(5)
+    VOXRT_GEMV_CASE(6)
+    VOXRT_GEMV_CASE(7)
+    default: gemv_kernel<8, XT, GATED><<<blocks, kWarps * 32, 0, s>>>(p); break;
+#undef VOXRT_GEMV_CASE
+  }
+  VOXRT_CUDA_CHECK_LAUNCH("gemv");
 }
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 }  // namespace
 
 bool gemv_supported(int M, int K) { return M >= 1 && M <= kGemvMaxRows && K > 0 && K % 8 == 0; }
 
-void launch_gemv_bf16(const __nv_bfloat16* W, const __nv_bfloat16* x, int M, int N, int K, DevVec bias, float* y,
-                      int ldy, bool accumulate, cudaStream_t s) {
-  if (N <= 0) return;
-  check(gemv_supported(M, K), "cuda gemv", "unsupported shape");
-  check((reinterpret_cast<uintptr_t>(W) & 15) == 0 && (reinterpret_cast<uintptr_t>(x) & 15) == 0, "cuda gemv",
-        "operands must be 16-byte aligned");
-  switch (M) {
-    case 1: launch_m<1>(W, x, N, K, bias, y, ldy, accumulate, s); break;
-    case 2: launch_m<2>(W, x, N, K, bias, y, ldy, accumulate, s); break;
-    case 3: launch_m<3>(W, x, N, K, bias, y, ldy, accumulate, s); break;
-    case 4: launch_m<4>(W, x, N, K, bias, y, ldy, accumulate, s); break;
-    case 5: launch_m<5>(W, x, N, K, bias, y, ldy, accumulate, s); break;
-    case 6: launch_m<6>(W, x, N, K, bias, y, ldy, accumulate, s); break;
-    case 7: launch_m<7>(W, x, N, K, bias, y, ldy, accumulate, s); break;
-    default: launch_m<8>(W, x, N, K, bias, y, ldy, accumulate, s); break;
+bool gemv_reads_f32(const float* x, size_t ldx) { return aligned16(x) && ldx % 4 == 0; }
+
+void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
+                 cudaStream_t s) {
+  check(gemv_supported(M, K) && n_outs >= 1 && n_outs <= kGemvMaxOutputs && (!gated || n_outs == 2), "cuda gemv",
+        "unsupported shape");
+  check(aligned16(x) && (x_bf16 ? ldx % 8 == 0 : ldx % 4 == 0), "cuda gemv", "x must be 16-byte aligned per row");
+  Params p{};
+  p.x = x;
+  p.ldx = static_cast<long long>(ldx);
+  p.K8 = K / 8;
+  p.n_outs = gated ? 1 : n_outs;  // gated: one output range, the up weight rides along in out[1]
+  for (int i = 0; i < n_outs; ++i) {
+    check(aligned16(outs[i].w), "cuda gemv", "weights must be 16-byte aligned");
+    p.out[i] = outs[i];
+  }
+  p.n_total = 0;
+  for (int i = 0; i < p.n_outs; ++i) p.n_total += outs[i].n;
+  if (p.n_total == 0) return;
+  if (gated) {
+    if (x_bf16) launch_typed<__nv_bfloat16, true>(p, M, s);
+    else launch_typed<float, true>(p, M, s);
+  } else {
+    if (x_bf16) launch_typed<__nv_bfloat16, false>(p, M, s);
+    else launch_typed<float, false>(p, M, s);
   }
 }
 
