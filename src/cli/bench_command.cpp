@@ -1,6 +1,7 @@
-// voxrt bench --model DIR [--audio FILE] [--steps N] [--offline-seconds 30,300] [--out DIR]
+// voxrt bench --model DIR [--audio FILE] [--steps N] [--offline-seconds 30,300] [--figures LIST] [--out DIR]
 // Prints each figure against its floor (from ceilings measured in the same run) and writes the
 // whole result as JSON under --out (bench/results by default), named by date and backend.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -25,6 +26,7 @@ struct BenchArgs {
   std::string audio = "tests/data/audio/jfk.wav";
   int steps = 200;
   std::vector<double> offline_seconds{30, 300};
+  std::vector<std::string> figures{"encoder", "decoder", "offline"};
   std::string out = "bench/results";
 };
 
@@ -40,7 +42,17 @@ void run_bench(const BenchArgs& a) {
   if (a.steps < 1) throw Error("--steps " + std::to_string(a.steps) + ": expected at least 1");
   const std::vector<float> audio = load_audio_mono(a.audio);
   std::unique_ptr<Engine> engine = load_engine(a.engine);
-  nlohmann::json r = benchmark_engine(*engine, audio, a.delay_ms, a.steps, a.offline_seconds);
+  BenchOptions b;
+  b.steps = a.steps;
+  auto wanted = [&](const char* f) { return std::find(a.figures.begin(), a.figures.end(), f) != a.figures.end(); };
+  for (const std::string& f : a.figures)
+    if (f != "encoder" && f != "decoder" && f != "offline")
+      throw Error("--figures " + f + ": expected encoder, decoder or offline");
+  b.encoder_steps = wanted("encoder");
+  b.decoder_steps = wanted("decoder");
+  if (wanted("offline")) b.offline_seconds = a.offline_seconds;
+  else b.offline_seconds.clear();
+  nlohmann::json r = benchmark_engine(*engine, audio, a.delay_ms, b);
   r["audio"] = a.audio;
   r["date_utc"] = utc_stamp();
   std::cout << "load " << r["load_s"].get<double>() << " s (" << r["layout"].get<std::string>() << " layout)\n"
@@ -62,6 +74,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--audio", args->audio, "Speech to tile into the offline inputs")->capture_default_str();
   cmd->add_option("--steps", args->steps, "Timed steps per per-step figure")->capture_default_str();
   cmd->add_option("--offline-seconds", args->offline_seconds, "Offline input lengths in seconds")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--figures", args->figures, "Which figures to measure (encoder, decoder, offline)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Folder for the JSON result")->capture_default_str();

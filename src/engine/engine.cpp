@@ -130,12 +130,8 @@ class EngineImpl final : public Engine {
 
   const ModelInfo& info() const override { return info_; }
 
-  nlohmann::json benchmark(std::span<const float> audio, int delay_ms, int steps,
-                           const std::vector<double>& offline_seconds) {
-    BenchOptions b;
+  nlohmann::json benchmark(std::span<const float> audio, int delay_ms, BenchOptions b) {
     b.protocol = protocol(delay_ms > 0 ? delay_ms : info_.default_delay_ms);
-    b.steps = steps;
-    b.offline_seconds = offline_seconds;
     b.transcribe = [this, &b](std::span<const float> audio) {  // run_benchmark runs under mu_
       int64_t steps = 0;
       decode_whole(audio, b.protocol, /*stop_at_eos=*/false, [&](int32_t, double) { ++steps; });
@@ -192,11 +188,11 @@ class EngineImpl final : public Engine {
 
 }  // namespace
 
-nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k, int delay_ms, int steps,
-                                const std::vector<double>& offline_seconds) {
+nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k, int delay_ms,
+                                const BenchOptions& options) {
   auto* impl = dynamic_cast<EngineImpl*>(&engine);
   check(impl != nullptr, "bench", "not a voxrt engine");
-  return impl->benchmark(audio_16k, delay_ms, steps, offline_seconds);
+  return impl->benchmark(audio_16k, delay_ms, options);
 }
 
 std::unique_ptr<Engine> Engine::load(const std::filesystem::path& model_dir, const EngineOptions& options) {

@@ -6,12 +6,14 @@
 #include <vector>
 
 #include "voxrt/voxrt.h"
+#include "voxtral/benchmark.h"
 
 namespace voxrt {
 
 // Ceilings, per-step encoder/decoder times against their floors, offline RTFx for each length in
-// offline_seconds (audio_16k tiled to it), memory in use, load time. See voxtral/benchmark.h.
-nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k, int delay_ms, int steps,
-                                const std::vector<double>& offline_seconds);
+// options.offline_seconds (audio_16k tiled to it), memory in use, load time. See
+// voxtral/benchmark.h; the engine fills in the protocol and the transcription.
+nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k, int delay_ms,
+                                const BenchOptions& options);
 
 }  // namespace voxrt

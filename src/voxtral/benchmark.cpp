@@ -119,14 +119,18 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
   // Reads only: a copy moves each byte twice (read + write), a step reads its bytes once.
   const double read_bps = ceil.copy_gbps * 1e9;
 
-  nlohmann::json enc = percentiles(time_encoder_steps(m, o.steps));
-  enc["floor_ms"] = k.enc_step_bytes / read_bps * 1e3;
-  enc["bytes"] = k.enc_step_bytes;
-  r["encoder_step"] = enc;
-  nlohmann::json dec = percentiles(time_decoder_steps(m, o.protocol, o.steps));
-  dec["floor_ms"] = k.dec_step_bytes / read_bps * 1e3;
-  dec["bytes"] = k.dec_step_bytes;
-  r["decoder_step"] = dec;
+  if (o.encoder_steps) {
+    nlohmann::json enc = percentiles(time_encoder_steps(m, o.steps));
+    enc["floor_ms"] = k.enc_step_bytes / read_bps * 1e3;
+    enc["bytes"] = k.enc_step_bytes;
+    r["encoder_step"] = enc;
+  }
+  if (o.decoder_steps) {
+    nlohmann::json dec = percentiles(time_decoder_steps(m, o.protocol, o.steps));
+    dec["floor_ms"] = k.dec_step_bytes / read_bps * 1e3;
+    dec["bytes"] = k.dec_step_bytes;
+    r["decoder_step"] = dec;
+  }
 
   r["offline"] = nlohmann::json::array();
   for (double seconds : o.offline_seconds) {
@@ -157,6 +161,7 @@ std::string format_benchmark(const nlohmann::json& r) {
   out += buf;
   out += "figure                      ours p50     ours p99     floor     ours/floor\n";
   for (const char* name : {"encoder_step", "decoder_step"}) {
+    if (!r.contains(name)) continue;
     const auto& s = r[name];
     std::snprintf(buf, sizeof buf, "%-22s %9.3f ms %9.3f ms %9.3f ms %8.1fx\n", name, s["p50_ms"].get<double>(),
                   s["p99_ms"].get<double>(), s["floor_ms"].get<double>(),
