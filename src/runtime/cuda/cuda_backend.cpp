@@ -8,7 +8,7 @@
 //    backend (cudaMallocFromPoolAsync / cudaFreeAsync). The model creates and drops a few Buffers per
 //    layer per step; plain cudaMalloc/cudaFree would synchronise the device on every free, the pool
 //    reuses memory in stream order without synchronising. The pool keeps freed memory cached.
-//  - Weight matrices (cols > 1): bf16, round to nearest even, cudaMalloc'ed once. Vectors (cols == 1:
+//  - Weight matrices (cols > 1): bf16, round to nearest even (on the host), cudaMalloc'ed once. Vectors (cols == 1:
 //    norm weights, biases) stay fp32. Weight::storage points to a host-side DeviceWeight that records
 //    the format and frees the device memory with the last reference.
 //
@@ -354,25 +354,19 @@ class CudaBackend final : public Backend {
     if (n > 0) {
       if (!d->bf16) {
         VOXRT_CUDA_CHECK(cudaMemcpyAsync(d->data, values.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream_));
+        sync_stream();  // values is the caller's pageable memory
       } else {
-        // fp32 chunks through a device staging buffer, rounded to bf16 on the GPU.
-        const size_t chunk = std::min<size_t>(n, size_t{1} << 24);
-        float* tmp = allocate(chunk);
-        try {
-          for (size_t off = 0; off < n; off += chunk) {
-            const size_t len = std::min(chunk, n - off);
-            VOXRT_CUDA_CHECK(
-                cudaMemcpyAsync(tmp, values.data() + off, len * sizeof(float), cudaMemcpyHostToDevice, stream_));
-            cuda::launch_f32_to_bf16(tmp, 1, static_cast<int>(len), len,
-                                     static_cast<__nv_bfloat16*>(d->data) + off, stream_);
-          }
-        } catch (...) {
-          release(tmp);
-          throw;
+        // Rounded to bf16 on the host (all cores) into two pinned chunks that take turns, each copied
+        // asynchronously while the other is filled: half the bytes of an fp32 upload cross the bus.
+        auto* dst = static_cast<uint16_t*>(d->data);
+        for (size_t off = 0, turn = 0; off < n; off += kWeightChunk, turn ^= 1) {
+          const size_t len = std::min(kWeightChunk, n - off);
+          uint16_t* host = weight_chunk(turn);
+          round_to_bf16(values.data() + off, host, len);
+          VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst + off, host, len * 2, cudaMemcpyHostToDevice, stream_));
+          VOXRT_CUDA_CHECK(cudaEventRecord(weight_chunk_copied_[turn], stream_));
         }
-        release(tmp);
       }
-      sync_stream();  // values is the caller's pageable memory
     }
     std::vector<float>().swap(values);  // the host copy is not needed any more
     Weight w;
@@ -720,6 +714,34 @@ class CudaBackend final : public Backend {
       gemv_max_rows_ = std::clamp(std::atoi(env), 0, cuda::kGemvMaxRows);
   }
 
+  static constexpr size_t kWeightChunk = size_t{1} << 24;  // elements per pinned weight chunk
+
+  // Pinned chunk `turn` (0 or 1) of the weight upload, once the copy last made from it is done.
+  uint16_t* weight_chunk(size_t turn) {
+    if (!weight_chunk_[turn]) {
+      VOXRT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&weight_chunk_[turn]), kWeightChunk * 2));
+      VOXRT_CUDA_CHECK(cudaEventCreateWithFlags(&weight_chunk_copied_[turn], cudaEventDisableTiming));
+    } else {
+      VOXRT_CUDA_CHECK(cudaEventSynchronize(weight_chunk_copied_[turn]));
+    }
+    return weight_chunk_[turn];
+  }
+
+  // Round to nearest even, as __float2bfloat16_rn (NaN stays a quiet NaN).
+  static void round_to_bf16(const float* src, uint16_t* dst, size_t n) {
+#pragma omp parallel for schedule(static) if (n > (size_t{1} << 18))
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t u;
+      std::memcpy(&u, &src[i], 4);
+      if ((u & 0x7fffffffu) > 0x7f800000u) {
+        dst[i] = static_cast<uint16_t>((u >> 16) | 0x40u);
+      } else {
+        u += 0x7fffu + ((u >> 16) & 1u);
+        dst[i] = static_cast<uint16_t>(u >> 16);
+      }
+    }
+  }
+
   // Frees everything init() made (also after a partial init); never throws.
   void destroy() noexcept {
     if (!stream_) return;  // nothing on the device was made
@@ -737,6 +759,10 @@ class CudaBackend final : public Backend {
     if (arena_host_) cudaFreeHost(arena_host_);
     if (arena_dev_) cudaFree(arena_dev_);
     if (arena_copied_) cudaEventDestroy(arena_copied_);
+    for (int i = 0; i < 2; ++i) {
+      if (weight_chunk_[i]) cudaFreeHost(weight_chunk_[i]);
+      if (weight_chunk_copied_[i]) cudaEventDestroy(weight_chunk_copied_[i]);
+    }
     if (pool_) cudaMemPoolDestroy(pool_);  // outstanding allocations keep it alive until freed
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -977,6 +1003,8 @@ class CudaBackend final : public Backend {
   std::unordered_map<std::string, StepGraph> graphs_;
   uint64_t use_clock_ = 0;
   StepStats stats_;
+  uint16_t* weight_chunk_[2] = {nullptr, nullptr};  // pinned, for upload_weight
+  cudaEvent_t weight_chunk_copied_[2] = {nullptr, nullptr};
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/launch.cuh"
 
 namespace voxrt::cuda {
 namespace {
@@ -28,6 +29,8 @@ __host__ __device__ constexpr int cdiv(long long a, long long b) { return static
 // Rows of k and v into the ring: one block per row, contiguous copies.
 __global__ void store_kv_kernel(KvLayout kv, const float* __restrict__ k, int ldk, const float* __restrict__ v,
                                 int ldv, const DevRowRef* __restrict__ rows) {
+  pdl_trigger();
+  pdl_wait();
   const int r = blockIdx.x;
   const int width = kv.kv_heads * kv.head_dim;
   const size_t off = static_cast<size_t>(rows[r].slot) * kv.per_slot + static_cast<size_t>(kv.layer) * kv.per_layer +
@@ -66,6 +69,8 @@ __device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a
 // One (row, kv head, head block, key chunk): see the file comment. HD is the head dimension.
 template <int HD>
 __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p) {
+  pdl_trigger();
+  pdl_wait();
   constexpr int GB = kHeadsPerBlock;
   constexpr int NW = kThreads / 32;
   // Score phase: LPK lanes per key, each holding VPL float4s of it; KPW keys per warp step.
@@ -117,29 +122,38 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   }
 
   // 1. Scores: s[g][j] = (q_g . k_j) * scale. The loop bound is warp-uniform (shuffles below).
-  for (int jb = warp * KPW; jb < cnt; jb += NW * KPW) {
-    const int j = jb + sub;
-    const bool valid = j < cnt;
-    float4 kv[VPL];
-    if (valid) {
-      int e = e0 + j;
-      if (e >= ring) e %= ring;
-      const float4* kp = reinterpret_cast<const float4*>(kbase + static_cast<size_t>(e) * width);
+  // Each warp loads SU keys' slices before using any, so SU loads are in flight at once (the loads
+  // are what this phase waits for).
+  constexpr int SU = VPL >= 4 ? 1 : 8 / VPL;
+  for (int jb = warp * KPW; jb < cnt; jb += NW * KPW * SU) {
+    float4 kv[SU][VPL];
 #pragma unroll
-      for (int i = 0; i < VPL; ++i) kv[i] = kp[part + i * LPK];
-    } else {
+    for (int u = 0; u < SU; ++u) {
+      const int j = jb + u * NW * KPW + sub;
+      if (j < cnt) {
+        int e = e0 + j;
+        if (e >= ring) e %= ring;
+        const float4* kp = reinterpret_cast<const float4*>(kbase + static_cast<size_t>(e) * width);
 #pragma unroll
-      for (int i = 0; i < VPL; ++i) kv[i] = float4{0, 0, 0, 0};
+        for (int i = 0; i < VPL; ++i) kv[u][i] = kp[part + i * LPK];
+      } else {
+#pragma unroll
+        for (int i = 0; i < VPL; ++i) kv[u][i] = float4{0, 0, 0, 0};
+      }
     }
 #pragma unroll
-    for (int g = 0; g < GB; ++g) {
-      if (g < gcount) {
-        float d = 0;
+    for (int u = 0; u < SU; ++u) {
+      const int j = jb + u * NW * KPW + sub;
 #pragma unroll
-        for (int i = 0; i < VPL; ++i) d += dot4(qv[g][i], kv[i]);
+      for (int g = 0; g < GB; ++g) {
+        if (g < gcount) {
+          float d = 0;
 #pragma unroll
-        for (int o = LPK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-        if (valid && part == 0) smem[g * p.chunk + j] = d * a.scale;
+          for (int i = 0; i < VPL; ++i) d += dot4(qv[g][i], kv[u][i]);
+#pragma unroll
+          for (int o = LPK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+          if (j < cnt && part == 0) smem[g * p.chunk + j] = d * a.scale;
+        }
       }
     }
   }
@@ -170,7 +184,7 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   float4 acc[GB];
 #pragma unroll
   for (int g = 0; g < GB; ++g) acc[g] = float4{0, 0, 0, 0};
-#pragma unroll 4
+#pragma unroll 8
   for (int j = ks; j < cnt; j += KS) {
     int e = e0 + j;
     if (e >= ring) e %= ring;
@@ -236,10 +250,14 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   }
 }
 
-// Merges a (row, head)'s chunks: out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M).
+// Merges a (row, head)'s chunks: out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M). The
+// chunks' maxima and sums are reduced across the block (a row over a full decoder window has 64
+// chunks: a serial pass over them was most of this kernel's time).
 __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
+  pdl_trigger();
+  pdl_wait();
   extern __shared__ float weight[];  // e^(m_s - M) per chunk
-  __shared__ float s_total;
+  __shared__ float red[32];
   const AttentionArgs& a = p.a;
   const int r = blockIdx.x, h = blockIdx.y;
   long long first;
@@ -249,19 +267,32 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
   const size_t cell0 = (static_cast<size_t>(r) * a.n_heads + h) * p.nsplit;
   const float* ml = a.scratch + cell0 * 2;
   const float* acc = a.scratch + ml_floats(a.n_rows, a.n_heads, p.nsplit) + cell0 * head_dim;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nw = blockDim.x / 32;
+
   float m = -INFINITY;
-  for (int s = 0; s < ns; ++s) m = fmaxf(m, ml[2 * s]);
-  for (int s = threadIdx.x; s < ns; s += blockDim.x) weight[s] = expf(ml[2 * s] - m);
+  for (int s = threadIdx.x; s < ns; s += blockDim.x) m = fmaxf(m, ml[2 * s]);
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (lane == 0) red[warp] = m;
   __syncthreads();
-  if (threadIdx.x == 0) {
-    float l = 0;
-    for (int s = 0; s < ns; ++s) l += ml[2 * s + 1] * weight[s];
-    s_total = l;
+  m = red[0];
+  for (int w = 1; w < nw; ++w) m = fmaxf(m, red[w]);
+  __syncthreads();  // red is reused below
+
+  float l = 0;
+  for (int s = threadIdx.x; s < ns; s += blockDim.x) {
+    const float w = expf(ml[2 * s] - m);
+    weight[s] = w;
+    l += ml[2 * s + 1] * w;
   }
+  for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+  if (lane == 0) red[warp] = l;
   __syncthreads();
-  const float l = s_total;
+  l = 0;
+  for (int w = 0; w < nw; ++w) l += red[w];
+
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
     float o = 0;
+#pragma unroll 8
     for (int s = 0; s < ns; ++s) o = fmaf(acc[static_cast<size_t>(s) * head_dim + d], weight[s], o);
     a.out[static_cast<size_t>(r) * a.ldo + static_cast<size_t>(h) * head_dim + d] = o / l;
   }
@@ -275,8 +306,7 @@ void launch_chunks(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
   const size_t floats = std::max(static_cast<size_t>(sp.gstride) * sp.chunk, static_cast<size_t>(KS - 1) * sp.gstride * HD);
   const dim3 grid(static_cast<unsigned>(static_cast<size_t>(sp.a.n_rows) * sp.nsplit),
                   static_cast<unsigned>(n_kv_heads * sp.head_blocks));
-  attention_chunk_kernel<HD><<<grid, kThreads, floats * sizeof(float), s>>>(sp);
-  VOXRT_CUDA_CHECK_LAUNCH("attention_chunk");
+  launch_kernel("attention_chunk", attention_chunk_kernel<HD>, grid, dim3(kThreads), floats * sizeof(float), s, sp);
 }
 
 }  // namespace
@@ -285,8 +315,8 @@ void launch_store_kv(const KvLayout& kv, const float* k, int ldk, const float* v
                      int n_rows, cudaStream_t s) {
   const int width = kv.kv_heads * kv.head_dim;
   if (n_rows <= 0 || width <= 0) return;
-  store_kv_kernel<<<n_rows, std::min(1024, (width + 31) / 32 * 32), 0, s>>>(kv, k, ldk, v, ldv, rows);
-  VOXRT_CUDA_CHECK_LAUNCH("store_kv");
+  launch_kernel("store_kv", store_kv_kernel, dim3(n_rows), dim3(std::min(1024, (width + 31) / 32 * 32)), 0, s, kv, k, ldk,
+                v, ldv, rows);
 }
 
 bool attention_head_dim_supported(int head_dim) {
@@ -329,8 +359,8 @@ void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStr
   if (plan.nsplit > 1) {
     const dim3 grid(static_cast<unsigned>(a.n_rows), static_cast<unsigned>(a.n_heads));
     const int threads = std::min(256, a.kv.head_dim);
-    attention_combine_kernel<<<grid, threads, plan.nsplit * sizeof(float), s>>>(sp, a.kv.head_dim);
-    VOXRT_CUDA_CHECK_LAUNCH("attention_combine");
+    launch_kernel("attention_combine", attention_combine_kernel, grid, dim3(threads), plan.nsplit * sizeof(float), s, sp,
+                  a.kv.head_dim);
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/launch.cuh"
 
 namespace voxrt::cuda {
 namespace {
@@ -42,6 +43,8 @@ __device__ __forceinline__ float ew_apply(float y, float x, float value) {
 // One element-wise op over n floats of y (and x when the op reads it), 4 floats per thread step.
 template <Ew op>
 __global__ void ew_vec_kernel(float* __restrict__ y, const float* __restrict__ x, float value, size_t n4) {
+  pdl_trigger();
+  pdl_wait();
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n4; i += stride) {
     float4 a = op == Ew::Fill ? float4{} : reinterpret_cast<const float4*>(y)[i];
@@ -57,6 +60,8 @@ __global__ void ew_vec_kernel(float* __restrict__ y, const float* __restrict__ x
 // The scalar version: unaligned pointers, and the tail after the float4 part.
 template <Ew op>
 __global__ void ew_scalar_kernel(float* __restrict__ y, const float* __restrict__ x, float value, size_t n) {
+  pdl_trigger();
+  pdl_wait();
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     const float b = (op == Ew::Add || op == Ew::SiluMul) ? x[i] : 0.0f;
@@ -72,21 +77,21 @@ void launch_ew(float* y, const float* x, float value, size_t n, cudaStream_t s, 
   if (aligned16(y) && (!reads_x || aligned16(x))) {
     const size_t n4 = n / 4;
     if (n4 > 0) {
-      ew_vec_kernel<op><<<blocks_for(n4), kThreads, 0, s>>>(y, x, value, n4);
-      check_cuda(cudaGetLastError(), name, __FILE__, __LINE__);
+      launch_kernel(name, ew_vec_kernel<op>, dim3(blocks_for(n4)), dim3(kThreads), 0, s, y, x, value, n4);
     }
     done = n4 * 4;
   }
   if (done < n) {
-    ew_scalar_kernel<op><<<blocks_for(n - done), kThreads, 0, s>>>(y + done, reads_x ? x + done : nullptr, value,
-                                                                    n - done);
-    check_cuda(cudaGetLastError(), name, __FILE__, __LINE__);
+    launch_kernel(name, ew_scalar_kernel<op>, dim3(blocks_for(n - done)), dim3(kThreads), 0, s, y + done,
+                  reads_x ? x + done : nullptr, value, n - done);
   }
 }
 
 // x[r, c] *= scales[scale_row[r], c]: one block per row (the row's scale vector is one lookup).
 __global__ void scale_rows_kernel(float* __restrict__ x, int cols, const float* __restrict__ scales, int scales_ld,
                                   const int* __restrict__ scale_row) {
+  pdl_trigger();
+  pdl_wait();
   const int r = blockIdx.x;
   float* xr = x + static_cast<size_t>(r) * cols;
   const float* sr = scales + static_cast<size_t>(scale_row[r]) * scales_ld;
@@ -95,6 +100,8 @@ __global__ void scale_rows_kernel(float* __restrict__ x, int cols, const float* 
 
 // y[r, c] += bias[c] after a cuBLAS product (the bias may be stored fp32 or bf16).
 __global__ void add_bias_kernel(float* __restrict__ y, size_t n, int cols, DevVec bias) {
+  pdl_trigger();
+  pdl_wait();
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     const int c = static_cast<int>(i % cols);
@@ -108,6 +115,8 @@ __global__ void add_bias_kernel(float* __restrict__ y, size_t n, int cols, DevVe
 // the activation side of every bf16 matrix product (and the weights at upload).
 __global__ void f32_to_bf16_vec_kernel(const float* __restrict__ x, int cols4, size_t ld4, size_t n4,
                                        __nv_bfloat16* __restrict__ y) {
+  pdl_trigger();
+  pdl_wait();
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n4; i += stride) {
     const size_t r = i / cols4, c = i % cols4;
@@ -123,6 +132,8 @@ __global__ void f32_to_bf16_vec_kernel(const float* __restrict__ x, int cols4, s
 
 __global__ void f32_to_bf16_scalar_kernel(const float* __restrict__ x, int cols, size_t ld, size_t n,
                                           __nv_bfloat16* __restrict__ y) {
+  pdl_trigger();
+  pdl_wait();
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     const size_t r = i / cols, c = i % cols;
@@ -142,15 +153,14 @@ void launch_silu_mul(float* gate, const float* up, size_t n, cudaStream_t s) {
 void launch_scale_rows(float* x, int rows, int cols, const float* scales, int scales_ld, const int* scale_row,
                        cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
-  scale_rows_kernel<<<rows, std::min(1024, (cols + 31) / 32 * 32), 0, s>>>(x, cols, scales, scales_ld, scale_row);
-  VOXRT_CUDA_CHECK_LAUNCH("scale_rows");
+  launch_kernel("scale_rows", scale_rows_kernel, dim3(rows), dim3(std::min(1024, (cols + 31) / 32 * 32)), 0, s, x, cols,
+                scales, scales_ld, scale_row);
 }
 
 void launch_add_bias(float* y, int rows, int cols, DevVec bias, cudaStream_t s) {
   const size_t n = static_cast<size_t>(rows) * cols;
   if (n == 0) return;
-  add_bias_kernel<<<blocks_for(n), kThreads, 0, s>>>(y, n, cols, bias);
-  VOXRT_CUDA_CHECK_LAUNCH("add_bias");
+  launch_kernel("add_bias", add_bias_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, s, y, n, cols, bias);
 }
 
 void launch_f32_to_bf16(const float* x, int rows, int cols, size_t ld, __nv_bfloat16* y, cudaStream_t s) {
@@ -158,11 +168,11 @@ void launch_f32_to_bf16(const float* x, int rows, int cols, size_t ld, __nv_bflo
   if (n == 0) return;
   if (cols % 4 == 0 && ld % 4 == 0 && aligned16(x) && (reinterpret_cast<uintptr_t>(y) & 7) == 0) {
     const size_t n4 = n / 4;
-    f32_to_bf16_vec_kernel<<<blocks_for(n4), kThreads, 0, s>>>(x, cols / 4, ld / 4, n4, y);
+    launch_kernel("f32_to_bf16", f32_to_bf16_vec_kernel, dim3(blocks_for(n4)), dim3(kThreads), 0, s, x, cols / 4, ld / 4, n4,
+                  y);
   } else {
-    f32_to_bf16_scalar_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, cols, ld, n, y);
+    launch_kernel("f32_to_bf16", f32_to_bf16_scalar_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, s, x, cols, ld, n, y);
   }
-  VOXRT_CUDA_CHECK_LAUNCH("f32_to_bf16");
 }
 
 }  // namespace voxrt::cuda

@@ -20,12 +20,17 @@
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/launch.cuh"
 
 namespace voxrt::cuda {
 namespace {
 
 constexpr int kWarps = 8;   // output features per block
-constexpr int kUnroll = 4;  // 16-byte weight loads in flight per lane (per weight row)
+// 16-byte weight loads in flight per lane (per weight row): a decode row of K = 3072 is 12 loads
+// per lane, so at 8 a warp waits for memory twice rather than three times; more rows of x need the
+// registers for their accumulators.
+template <int M>
+__host__ __device__ constexpr int unroll_for() { return M <= 2 ? 8 : 4; }
 
 struct Params {
   const void* x;
@@ -79,9 +84,13 @@ __device__ __forceinline__ float warp_sum(float v) {
 // y = silu(gate) * up.
 template <int M, typename XT, bool GATED>
 __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
+  pdl_trigger();
   int n = blockIdx.x * kWarps + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  if (n >= p.n_total) return;  // whole warps only
+  if (n >= p.n_total) {  // whole warps only
+    pdl_wait();  // (exits only after the previous kernel: nothing may overtake it)
+    return;
+  }
   int seg = 0;
   while (seg + 1 < p.n_outs && n >= p.out[seg].n) n -= p.out[seg++].n;
   const GemvOut& o = p.out[seg];
@@ -93,14 +102,22 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
   for (int m = 0; m < M; ++m) acc[m] = 0;
 #pragma unroll
   for (int m = 0; m < (GATED ? M : 1); ++m) accu[m] = 0;
-  for (int k0 = lane; k0 < K8; k0 += 32 * kUnroll) {
-    uint4 wv[kUnroll], uv[GATED ? kUnroll : 1];
+  constexpr int kUnroll = unroll_for<M>();
+  uint4 wv[kUnroll], uv[GATED ? kUnroll : 1];
+  auto load_weights = [&](int k0) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int k = k0 + u * 32;
       wv[u] = k < K8 ? __ldcs(wr + k) : uint4{0, 0, 0, 0};  // streamed once: evict first
       if constexpr (GATED) uv[u] = k < K8 ? __ldcs(ur + k) : uint4{0, 0, 0, 0};
     }
+  };
+  // The first weights are in flight before waiting for the previous kernel (launch.cuh): weights
+  // are never written by a kernel, x and y are.
+  load_weights(lane);
+  pdl_wait();
+  for (int k0 = lane; k0 < K8; k0 += 32 * kUnroll) {
+    if (k0 != lane) load_weights(k0);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int k = k0 + u * 32;
@@ -144,6 +161,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
 // One thread per output, fp32 weights: the rare linear over a weight stored as a vector.
 __global__ void linear_f32_kernel(const float* __restrict__ x, int M, int K, size_t ldx, const float* __restrict__ W,
                                   int N, DevVec bias, float* __restrict__ y, int ldy, int accumulate) {
+  pdl_trigger();
+  pdl_wait();
   const size_t total = static_cast<size_t>(M) * N;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < total; i += stride) {
@@ -157,23 +176,24 @@ __global__ void linear_f32_kernel(const float* __restrict__ x, int M, int K, siz
   }
 }
 
+template <int M, typename XT, bool GATED>
+void launch_m(const Params& p, cudaStream_t s) {
+  const unsigned blocks = static_cast<unsigned>((p.n_total + kWarps - 1) / kWarps);
+  launch_kernel("gemv", gemv_kernel<M, XT, GATED>, dim3(blocks), dim3(kWarps * 32), 0, s, p);
+}
+
 template <typename XT, bool GATED>
 void launch_typed(const Params& p, int M, cudaStream_t s) {
-  const unsigned blocks = static_cast<unsigned>((p.n_total + kWarps - 1) / kWarps);
   switch (M) {
-#define VOXRT_GEMV_CASE(m) \
-  case m: gemv_kernel<m, XT, GATED><<<blocks, kWarps * 32, 0, s>>>(p); break;
-    VOXRT_GEMV_CASE(1)
-    VOXRT_GEMV_CASE(2)
-    VOXRT_GEMV_CASE(3)
-    VOXRT_GEMV_CASE(4)
-    VOXRT_GEMV_CASE(5)
-    VOXRT_GEMV_CASE(6)
-    VOXRT_GEMV_CASE(7)
-    default: gemv_kernel<8, XT, GATED><<<blocks, kWarps * 32, 0, s>>>(p); break;
-#undef VOXRT_GEMV_CASE
+    case 1: launch_m<1, XT, GATED>(p, s); break;
+    case 2: launch_m<2, XT, GATED>(p, s); break;
+    case 3: launch_m<3, XT, GATED>(p, s); break;
+    case 4: launch_m<4, XT, GATED>(p, s); break;
+    case 5: launch_m<5, XT, GATED>(p, s); break;
+    case 6: launch_m<6, XT, GATED>(p, s); break;
+    case 7: launch_m<7, XT, GATED>(p, s); break;
+    default: launch_m<8, XT, GATED>(p, s); break;
   }
-  VOXRT_CUDA_CHECK_LAUNCH("gemv");
 }
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
@@ -215,8 +235,8 @@ void launch_linear_f32_weight(const float* x, int M, int K, size_t ldx, const fl
   const size_t total = static_cast<size_t>(M) * N;
   if (total == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<size_t>((total + 255) / 256, 65536));
-  linear_f32_kernel<<<blocks, 256, 0, s>>>(x, M, K, ldx, W, N, bias, y, ldy, accumulate ? 1 : 0);
-  VOXRT_CUDA_CHECK_LAUNCH("linear_f32_weight");
+  launch_kernel("linear_f32_weight", linear_f32_kernel, dim3(blocks), dim3(256), 0, s, x, M, K, ldx, W, N, bias, y, ldy,
+                accumulate ? 1 : 0);
 }
 
 }  // namespace voxrt::cuda

@@ -9,6 +9,7 @@
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/launch.cuh"
 
 namespace voxrt::cuda {
 namespace {
@@ -18,6 +19,8 @@ constexpr int kArgmaxThreads = 1024;
 // y[r] = table[ids[r]], one block per row; bf16 rows are read 8 values (16 bytes) at a time when
 // the row length allows it.
 __global__ void embed_kernel(DevVec table, int cols, const int32_t* __restrict__ ids, float* __restrict__ y, int ldy) {
+  pdl_trigger();
+  pdl_wait();
   const int r = blockIdx.x;
   float* yr = y + static_cast<size_t>(r) * ldy;
   const size_t row = static_cast<size_t>(ids[r]) * cols;
@@ -62,6 +65,8 @@ __device__ __forceinline__ Top2 merge(Top2 a, Top2 b) {
 // (a later equal value does not replace the best but becomes the runner-up), then the block merges.
 __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* __restrict__ x, int cols,
                                                                 int32_t* __restrict__ ids, float* __restrict__ margins) {
+  pdl_trigger();
+  pdl_wait();
   __shared__ Top2 warp_best[kArgmaxThreads / 32];
   const float* xr = x + static_cast<size_t>(blockIdx.x) * cols;
   Top2 t{-INFINITY, -INFINITY, INT_MAX};
@@ -100,14 +105,12 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* __r
 
 void launch_embed(DevVec table, int cols, const int32_t* ids, int n_rows, float* y, int ldy, cudaStream_t s) {
   if (n_rows <= 0 || cols <= 0) return;
-  embed_kernel<<<n_rows, 256, 0, s>>>(table, cols, ids, y, ldy);
-  VOXRT_CUDA_CHECK_LAUNCH("embed");
+  launch_kernel("embed", embed_kernel, dim3(n_rows), dim3(256), 0, s, table, cols, ids, y, ldy);
 }
 
 void launch_argmax(const float* x, int rows, int cols, int32_t* ids, float* margins, cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
-  argmax_kernel<<<rows, kArgmaxThreads, 0, s>>>(x, cols, ids, margins);
-  VOXRT_CUDA_CHECK_LAUNCH("argmax");
+  launch_kernel("argmax", argmax_kernel, dim3(rows), dim3(kArgmaxThreads), 0, s, x, cols, ids, margins);
 }
 
 }  // namespace voxrt::cuda

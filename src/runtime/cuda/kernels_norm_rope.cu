@@ -6,6 +6,7 @@
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/launch.cuh"
 
 namespace voxrt::cuda {
 namespace {
@@ -21,6 +22,8 @@ __device__ __forceinline__ float vec_at(DevVec v, int i) {
 // thread rewrites only the elements it read, after the reduction's barrier.
 __global__ void __launch_bounds__(kNormThreads) rms_norm_kernel(const float* x, int cols, DevVec w, float eps,
                                                                 float* y) {
+  pdl_trigger();
+  pdl_wait();
   __shared__ float partial[kNormThreads / 32];
   __shared__ float inv_s;
   const float* xr = x + static_cast<size_t>(blockIdx.x) * cols;
@@ -44,6 +47,8 @@ __global__ void __launch_bounds__(kNormThreads) rms_norm_kernel(const float* x, 
 // reference) goes to shared memory once, then every head of the row is rotated with it.
 __global__ void rope_kernel(float* x, int ld, int n_heads, int head_dim, const DevRowRef* rows, long long uniform_pos,
                             const float* __restrict__ inv_freq) {
+  pdl_trigger();
+  pdl_wait();
   extern __shared__ float table[];  // cos[half], sin[half]
   const int half = head_dim / 2;
   const int r = blockIdx.x;
@@ -70,8 +75,7 @@ __global__ void rope_kernel(float* x, int ld, int n_heads, int head_dim, const D
 
 void launch_rms_norm(const float* x, int rows, int cols, DevVec w, float eps, float* y, cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
-  rms_norm_kernel<<<rows, kNormThreads, 0, s>>>(x, cols, w, eps, y);
-  VOXRT_CUDA_CHECK_LAUNCH("rms_norm");
+  launch_kernel("rms_norm", rms_norm_kernel, dim3(rows), dim3(kNormThreads), 0, s, x, cols, w, eps, y);
 }
 
 void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const DevRowRef* rows,
@@ -79,9 +83,8 @@ void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const 
   const int half = head_dim / 2;
   if (n_rows <= 0 || n_heads <= 0 || half <= 0) return;
   const int threads = std::min(256, std::max(32, (n_heads * half + 31) / 32 * 32));
-  rope_kernel<<<n_rows, threads, 2 * half * sizeof(float), s>>>(x, ld, n_heads, head_dim, rows, uniform_pos,
-                                                                 inv_freq);
-  VOXRT_CUDA_CHECK_LAUNCH("rope");
+  launch_kernel("rope", rope_kernel, dim3(n_rows), dim3(threads), 2 * half * sizeof(float), s, x, ld, n_heads,
+                head_dim, rows, uniform_pos, inv_freq);
 }
 
 }  // namespace voxrt::cuda

@@ -1,0 +1,48 @@
+// How the backend's kernels are launched: with programmatic dependent launch (Hopper), so that a
+// kernel's blocks can be scheduled while the kernel before it on the stream finishes, and the gap
+// between the two (drain, launch, the first loads' latency) mostly disappears; captured in a CUDA
+// graph, the dependency becomes a programmatic edge. The contract every kernel here keeps: call
+// pdl_trigger() first (lets the next kernel be scheduled once all blocks of this one run), then
+// pdl_wait() before touching any memory a kernel writes or reads; pdl_wait() returns once the
+// previous kernel has completed and its writes are visible. Only reads of weights (never written
+// by a kernel) may come before it: the GEMV streams its first weight loads while waiting.
+// VOXRT_CUDA_PDL=0 launches plainly (for measurements); the waits are then no-ops.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "runtime/cuda/cuda_check.h"
+
+namespace voxrt::cuda {
+
+__device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+inline bool pdl_enabled() {
+  static const bool enabled = [] {
+    const char* e = std::getenv("VOXRT_CUDA_PDL");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return enabled;
+}
+
+template <typename... KernelArgs, typename... Args>
+void launch_kernel(const char* name, void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem,
+                   cudaStream_t s, Args... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = s;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  check_cuda(cudaLaunchKernelEx(&cfg, kernel, static_cast<KernelArgs>(args)...), name, __FILE__, __LINE__);
+}
+
+}  // namespace voxrt::cuda
