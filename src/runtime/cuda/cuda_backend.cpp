@@ -711,7 +711,7 @@ class CudaBackend final : public Backend {
     if (const char* env = std::getenv("VOXRT_CUDA_GRAPHS")) graphs_enabled_ = std::string(env) != "0";
 
     if (const char* env = std::getenv("VOXRT_CUDA_GEMV_MAX_ROWS"))
-      gemv_max_rows_ = std::clamp(std::atoi(env), 0, cuda::kGemvMaxRows);
+      gemv_max_rows_ = std::clamp(std::atoi(env), 0, cuda::gemv_max_rows());
   }
 
   static constexpr size_t kWeightChunk = size_t{1} << 24;  // elements per pinned weight chunk
@@ -909,7 +909,7 @@ class CudaBackend final : public Backend {
                                      stream_);
       return;
     }
-    // Every batch goes through the GEMV kernel in groups of kGemvMaxRows rows: each row's reduction
+    // Every batch goes through the GEMV kernel in groups of gemv_max_rows() rows: each row's reduction
     // order is then the same whatever the batch, so a live session (8 mel rows, 4 encoder rows, 1
     // decoder row per step) computes exactly what an offline pass does (128-row encoder chunks, the
     // prompt at once). cuBLAS, whose tiling depends on M, is used only for K not a multiple of 8 and
@@ -945,7 +945,7 @@ class CudaBackend final : public Backend {
     return g;
   }
 
-  // The GEMV over M rows in groups of kGemvMaxRows. x is read as fp32 where its rows are 16-byte
+  // The GEMV over M rows in groups of gemv_max_rows(). x is read as fp32 where its rows are 16-byte
   // aligned, else through a bf16 copy (same rounding, same result).
   void gemv_groups(const float* x, int M, int K, size_t ldx, cuda::GemvOut* outs, int n_outs, bool gated) {
     const void* xin = x;
@@ -959,8 +959,9 @@ class CudaBackend final : public Backend {
     }
     const size_t elem = direct ? sizeof(float) : sizeof(__nv_bfloat16);
     cuda::GemvOut group[cuda::kGemvMaxOutputs];
-    for (int m0 = 0; m0 < M; m0 += cuda::kGemvMaxRows) {
-      const int rows = std::min(cuda::kGemvMaxRows, M - m0);
+    const int group_rows = cuda::gemv_max_rows();
+    for (int m0 = 0; m0 < M; m0 += group_rows) {
+      const int rows = std::min(group_rows, M - m0);
       uint64_t h = mix_words(23, xin, ld, rows, K, n_outs, gated, direct);
       for (int i = 0; i < n_outs; ++i) {
         group[i] = outs[i];
@@ -983,7 +984,7 @@ class CudaBackend final : public Backend {
   void* staging_ = nullptr;  // pinned host memory
   size_t staging_cap_ = 0, staging_used_ = 0;
   Scratch xbf_, args_, attn_, results_;
-  int gemv_max_rows_ = cuda::kGemvMaxRows;  // 0 (VOXRT_CUDA_GEMV_MAX_ROWS=0): always cuBLAS, for timing
+  int gemv_max_rows_ = cuda::gemv_max_rows();  // 0 (VOXRT_CUDA_GEMV_MAX_ROWS=0): always cuBLAS, for timing
 
   // Steps (see the file comment).
   struct ArenaEntry {

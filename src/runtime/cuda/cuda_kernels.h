@@ -85,8 +85,9 @@ struct AttentionArgs {
 void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStream_t s);
 
 // ---- kernels_gemv.cu ----
-constexpr int kGemvMaxRows = 8;
 constexpr int kGemvMaxOutputs = 3;
+// Rows of x one GEMV launch takes (32 on the tensor cores, 8 with VOXRT_CUDA_GEMV=simt).
+int gemv_max_rows();
 // One product of a GEMV launch: y [M, n] (row stride ldy) = x W^T (+ y if accumulate) (+ bias),
 // W [n, K] bf16.
 struct GemvOut {
@@ -97,7 +98,7 @@ struct GemvOut {
   int ldy = 0;
   int accumulate = 0;
 };
-// Whether the GEMV kernel handles this shape (M <= kGemvMaxRows, K a multiple of 8).
+// Whether the GEMV kernel handles this shape (M <= gemv_max_rows(), K a multiple of 8).
 bool gemv_supported(int M, int K);
 // Whether fp32 x (row stride ldx floats) can be read directly (16-byte aligned rows).
 bool gemv_reads_f32(const float* x, size_t ldx);

@@ -1,5 +1,7 @@
 // Matrix-vector products (a few rows of activations against a bf16 weight), the whole cost of a
-// decode step. cuBLAS tiles for large M, which wastes most of a tile and a pass over the weight per
+// decode step. Two kernels: this file's, one warp per output feature on the CUDA cores, and the
+// tensor-core one (kernels_gemv_mma.cu), used unless VOXRT_CUDA_GEMV=simt; one of them serves
+// every product of a run, so rows never depend on their batch. cuBLAS tiles for large M, which wastes most of a tile and a pass over the weight per
 // few rows when M is tiny; these products are bound by reading the weight once, so a warp per
 // output feature streams its weight row with 16-byte loads (8 bf16, several in flight) and multiplies
 // it with all M rows of x, accumulating in fp32.
@@ -17,61 +19,29 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/gemv_common.cuh"
 #include "runtime/cuda/launch.cuh"
 
 namespace voxrt::cuda {
 namespace {
 
-constexpr int kWarps = 8;   // output features per block
+using gemv::Params;
+using gemv::dot8;
+using gemv::load_x8;
+using gemv::vec_at;
+
+constexpr int kWarps = 8;  // output features per block
+constexpr int kSimtMaxRows = 8;
 // 16-byte weight loads in flight per lane (per weight row): a decode row of K = 3072 is 12 loads
 // per lane, so at 8 a warp waits for memory twice rather than three times; more rows of x need the
 // registers for their accumulators.
 template <int M>
 __host__ __device__ constexpr int unroll_for() { return M <= 2 ? 8 : 4; }
-
-struct Params {
-  const void* x;
-  long long ldx;  // elements
-  int K8;         // K / 8
-  GemvOut out[kGemvMaxOutputs];
-  int n_outs, n_total;
-};
-
-// acc += w . x over 8 bf16 pairs (bf16 -> fp32 is a 16-bit shift).
-__device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
-  const uint32_t wa[4] = {w.x, w.y, w.z, w.w};
-  const uint32_t xa[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    acc = fmaf(__uint_as_float(wa[i] << 16), __uint_as_float(xa[i] << 16), acc);
-    acc = fmaf(__uint_as_float(wa[i] & 0xffff0000u), __uint_as_float(xa[i] & 0xffff0000u), acc);
-  }
-  return acc;
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-
-// Elements 8k .. 8k+7 of row m of x, as 8 packed bf16.
-template <typename XT>
-__device__ __forceinline__ uint4 load_x8(const Params& p, int m, int k) {
-  if constexpr (sizeof(XT) == 2) {
-    return __ldg(reinterpret_cast<const uint4*>(static_cast<const XT*>(p.x) + m * p.ldx) + k);
-  } else {
-    const float4* r = reinterpret_cast<const float4*>(static_cast<const float*>(p.x) + m * p.ldx) + 2 * k;
-    const float4 a = __ldg(r), b = __ldg(r + 1);
-    return uint4{pack_bf16(a.x, a.y), pack_bf16(a.z, a.w), pack_bf16(b.x, b.y), pack_bf16(b.z, b.w)};
-  }
-}
-
-__device__ __forceinline__ float vec_at(DevVec v, int i) {
-  return v.bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(v.data)[i]) : static_cast<const float*>(v.data)[i];
-}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -200,7 +170,20 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 
 }  // namespace
 
-bool gemv_supported(int M, int K) { return M >= 1 && M <= kGemvMaxRows && K > 0 && K % 8 == 0; }
+// Defined in kernels_gemv_mma.cu.
+void launch_gemv_mma(const gemv::Params& p, bool x_bf16, bool gated, cudaStream_t s);
+
+bool gemv_on_tensor_cores() {
+  static const bool mma = [] {
+    const char* e = std::getenv("VOXRT_CUDA_GEMV");
+    return !(e && std::strcmp(e, "simt") == 0);
+  }();
+  return mma;
+}
+
+int gemv_max_rows() { return gemv_on_tensor_cores() ? 32 : kSimtMaxRows; }
+
+bool gemv_supported(int M, int K) { return M >= 1 && M <= gemv_max_rows() && K > 0 && K % 8 == 0; }
 
 bool gemv_reads_f32(const float* x, size_t ldx) { return aligned16(x) && ldx % 4 == 0; }
 
@@ -220,7 +203,12 @@ void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const Gem
   }
   p.n_total = 0;
   for (int i = 0; i < p.n_outs; ++i) p.n_total += outs[i].n;
+  p.M = M;
   if (p.n_total == 0) return;
+  if (gemv_on_tensor_cores()) {
+    launch_gemv_mma(p, x_bf16, gated, s);
+    return;
+  }
   if (gated) {
     if (x_bf16) launch_typed<__nv_bfloat16, true>(p, M, s);
     else launch_typed<float, true>(p, M, s);

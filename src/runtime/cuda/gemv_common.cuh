@@ -1,0 +1,57 @@
+// What both GEMV kernels share (kernels_gemv.cu: one warp per output feature on the CUDA cores;
+// kernels_gemv_mma.cu: 16 output features per block on the tensor cores): the launch parameters
+// and the loads of x, rounded to bf16 as they are read.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "runtime/cuda/cuda_kernels.h"
+
+namespace voxrt::cuda::gemv {
+
+struct Params {
+  const void* x;
+  long long ldx;  // elements
+  int K8;         // K / 8
+  GemvOut out[kGemvMaxOutputs];
+  int n_outs, n_total;
+  int M;                             // rows of x
+  int tile_end[kGemvMaxOutputs];     // tensor-core kernel: 16-feature tiles up to the end of output i
+};
+
+// acc += w . x over 8 bf16 pairs (bf16 -> fp32 is a 16-bit shift).
+__device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
+  const uint32_t wa[4] = {w.x, w.y, w.z, w.w};
+  const uint32_t xa[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    acc = fmaf(__uint_as_float(wa[i] << 16), __uint_as_float(xa[i] << 16), acc);
+    acc = fmaf(__uint_as_float(wa[i] & 0xffff0000u), __uint_as_float(xa[i] & 0xffff0000u), acc);
+  }
+  return acc;
+}
+
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
+  return *reinterpret_cast<const uint32_t*>(&h);
+}
+
+// Elements 8k .. 8k+7 of row m of x, as 8 packed bf16.
+template <typename XT>
+__device__ __forceinline__ uint4 load_x8(const Params& p, int m, int k) {
+  if constexpr (sizeof(XT) == 2) {
+    return __ldg(reinterpret_cast<const uint4*>(static_cast<const XT*>(p.x) + m * p.ldx) + k);
+  } else {
+    const float4* r = reinterpret_cast<const float4*>(static_cast<const float*>(p.x) + m * p.ldx) + 2 * k;
+    const float4 a = __ldg(r), b = __ldg(r + 1);
+    return uint4{pack_bf16(a.x, a.y), pack_bf16(a.z, a.w), pack_bf16(b.x, b.y), pack_bf16(b.z, b.w)};
+  }
+}
+
+__device__ __forceinline__ float vec_at(DevVec v, int i) {
+  return v.bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(v.data)[i]) : static_cast<const float*>(v.data)[i];
+}
+
+}  // namespace voxrt::cuda::gemv
