@@ -165,6 +165,12 @@ class Backend {
   }
   // y = x / rms(x) * w, per row.
   virtual void rms_norm(Mat x, const Weight& w, float eps, Mat y) = 0;
+  // rms_norm, then scale_rows(y, scales, scale_row): the decoder's delay-conditioned norm, in one
+  // pass where the backend can.
+  virtual void rms_norm_scaled(Mat x, const Weight& w, float eps, Mat y, Mat scales, std::span<const int> scale_row) {
+    rms_norm(x, w, eps, y);
+    scale_rows(y, scales, scale_row);
+  }
   // x *= scale (a [cols] vector per row, given by scales[row_scale_index[r]] rows of a [*, cols]).
   virtual void scale_rows(Mat x, Mat scales, std::span<const int> scale_row) = 0;
   virtual void gelu(Mat x) = 0;                 // exact (erf) GELU in place
@@ -176,6 +182,15 @@ class Backend {
                     std::span<const float> inv_freq) = 0;
   // Writes rows' K and V into the cache at their positions, for one layer.
   virtual void store_kv(KvCache& cache, int layer, Mat k, Mat v, std::span<const RowRef> rows) = 0;
+  // RoPE on q (n_heads heads) and k (the cache's kv heads), then store_kv(k, v): a layer's
+  // attention inputs in one pass where the backend can.
+  virtual void rope_store_kv(Mat q, Mat k, Mat v, int n_heads, std::span<const RowRef> rows,
+                             std::span<const float> inv_freq, KvCache& cache, int layer) {
+    const int head_dim = cache.shape().head_dim;
+    rope(q, n_heads, head_dim, rows, inv_freq);
+    rope(k, cache.shape().kv_heads, head_dim, rows, inv_freq);
+    store_kv(cache, layer, k, v, rows);
+  }
   // out = softmax(q K^T * scale) V over each row's window in the cache (GQA: query head h reads kv
   // head h / (n_heads / n_kv_heads)). The rows' own K/V must have been stored first.
   virtual void attention(const KvCache& cache, int layer, Mat q, std::span<const RowRef> rows,

@@ -133,16 +133,16 @@ void VoxtralModel::layer(const LayerWeights& l, const Stack& s, LayerScratch& sc
   backend_.rms_norm(x, l.attn_norm, s.eps, h);
   const LinearOut qkv[3] = {{&l.wq, bias(l.bq), q}, {&l.wk, nullptr, k}, {&l.wv, bias(l.bv), v}};
   backend_.linears(h, qkv);
-  backend_.rope(q, s.n_heads, s.head_dim, rows, *s.inv_freq);
-  backend_.rope(k, s.n_kv_heads, s.head_dim, rows, *s.inv_freq);
-  backend_.store_kv(cache, index, k, v, rows);
+  backend_.rope_store_kv(q, k, v, s.n_heads, rows, *s.inv_freq, cache, index);
   const AttentionParams ap{s.n_heads, s.n_kv_heads, s.head_dim, s.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim))};
   backend_.attention(cache, index, q, rows, ap, o);
   backend_.linear(o, l.wo, bias(l.bo), x, /*accumulate=*/true);
 
   const Mat g = w.g.view(0, M), u = w.u.view(0, M);
-  backend_.rms_norm(x, l.ffn_norm, s.eps, h);
-  if (ffn_scale) backend_.scale_rows(h, ffn_scale->all(), scale_rows);  // delay conditioning
+  if (ffn_scale)
+    backend_.rms_norm_scaled(x, l.ffn_norm, s.eps, h, ffn_scale->all(), scale_rows);  // delay conditioning
+  else
+    backend_.rms_norm(x, l.ffn_norm, s.eps, h);
   backend_.gated_linear(h, l.w1, l.w3, g, u);
   backend_.linear(g, l.w2, bias(l.b2), x, /*accumulate=*/true);
 }

@@ -760,6 +760,47 @@ TEST_F(CudaBackendTest, UnalignedActivationsGiveTheSameProduct) {
   EXPECT_TRUE(exact(get(gpu(), y1.all()), get(gpu(), y2.all())));
 }
 
+TEST_F(CudaBackendTest, FusedNormAndRopeStoreEqualTheSeparateOps) {
+  // rms_norm_scaled and rope_store_kv give bit for bit what their separate ops give on the GPU.
+  const int rows = 5, dim = 320, heads = 8, kv_heads = 2, hd = 64, ring = 7;
+  const auto x = random(static_cast<size_t>(rows) * dim), norm = random(dim, 0.5f, 1.5f);
+  const auto scales = random(3 * static_cast<size_t>(dim), 0.8f, 1.2f);
+  const std::vector<int> scale_row = {2, 0, 1, 1, 2};
+  const auto q0 = random(static_cast<size_t>(rows) * heads * hd), k0 = random(static_cast<size_t>(rows) * kv_heads * hd),
+             v0 = random(static_cast<size_t>(rows) * kv_heads * hd);
+  const std::vector<RowRef> refs = {{1, 3}, {0, 9}, {1, 4}, {0, 10}, {1, 11}};
+  const auto inv_freq = rope_inv_freq(1e4, hd);
+  const KvCacheShape shape{2, 2, ring, kv_heads, hd};
+  struct Out {
+    std::vector<float> y, q, k, keys, values;
+  };
+  auto run = [&](bool fused) {
+    Backend& b = gpu();
+    Weight W = b.upload_weight(std::vector<float>(norm), dim, 1);
+    Buffer bx = put(b, x, rows, dim), by(&b, rows, dim), S = put(b, scales, 3, dim);
+    Buffer q = put(b, q0, rows, heads * hd), k = put(b, k0, rows, kv_heads * hd), v = put(b, v0, rows, kv_heads * hd);
+    KvCache cache(&b, shape);
+    if (fused) {
+      b.rms_norm_scaled(bx.all(), W, 1e-5f, by.all(), S.all(), scale_row);
+      b.rope_store_kv(q.all(), k.all(), v.all(), heads, refs, inv_freq, cache, 1);
+    } else {
+      b.rms_norm(bx.all(), W, 1e-5f, by.all());
+      b.scale_rows(by.all(), S.all(), scale_row);
+      b.rope(q.all(), heads, hd, refs, inv_freq);
+      b.rope(k.all(), kv_heads, hd, refs, inv_freq);
+      b.store_kv(cache, 1, k.all(), v.all(), refs);
+    }
+    const size_t n = shape.per_slot() * shape.slots;
+    return Out{get(b, by.all()), get(b, q.all()), get(b, k.all()), get(b, cache.keys(), n), get(b, cache.values(), n)};
+  };
+  const Out f = run(true), s = run(false);
+  EXPECT_TRUE(exact(f.y, s.y));
+  EXPECT_TRUE(exact(f.q, s.q));
+  EXPECT_TRUE(exact(f.k, s.k));
+  EXPECT_TRUE(exact(f.keys, s.keys));
+  EXPECT_TRUE(exact(f.values, s.values));
+}
+
 // ---- Recorded steps (CUDA graphs) ----
 
 TEST_F(CudaBackendTest, RecordedStepsReplayExactlyWithNewData) {

@@ -435,6 +435,22 @@ class CudaBackend final : public Backend {
     cuda::launch_rms_norm(x.data, x.rows, x.cols, wv, eps, y.data, stream_);
   }
 
+  void rms_norm_scaled(Mat x, const Weight& w, float eps, Mat y, Mat scales, std::span<const int> scale_row) override {
+    check(static_cast<size_t>(w.rows) * w.cols == static_cast<size_t>(x.cols) && y.rows == x.rows &&
+              y.cols == x.cols && scale_row.size() >= static_cast<size_t>(x.rows) && scales.cols >= x.cols,
+          "cuda rms_norm_scaled", "shape mismatch");
+    if (x.rows == 0) return;
+    for (int r = 0; r < x.rows; ++r)
+      check(scale_row[r] >= 0 && scale_row[r] < scales.rows, "cuda rms_norm_scaled",
+            "scale row " + std::to_string(scale_row[r]) + " out of range");
+    use_device();
+    const DevVec wv = vec_of(w, "cuda rms_norm_scaled");
+    const auto d = upload_args({{scale_row.data(), x.rows * sizeof(int)}});
+    if (recorded(19, x.data, x.rows, x.cols, wv.data, eps, y.data, scales.data, scales.cols, d[0])) return;
+    cuda::launch_rms_norm_scaled(x.data, x.rows, x.cols, wv, eps, y.data, scales.data, scales.cols,
+                                 static_cast<const int*>(d[0]), stream_);
+  }
+
   void scale_rows(Mat x, Mat scales, std::span<const int> scale_row) override {
     check(scale_row.size() >= static_cast<size_t>(x.rows) && scales.cols >= x.cols, "cuda scale_rows",
           "shape mismatch");
@@ -504,6 +520,27 @@ class CudaBackend final : public Backend {
     if (recorded(16, cache.keys(), cache.values(), layer, k.data, k.cols, v.data, v.cols, d[0], k.rows)) return;
     cuda::launch_store_kv(layout(cache, layer), k.data, k.cols, v.data, v.cols, static_cast<const DevRowRef*>(d[0]),
                           k.rows, stream_);
+  }
+
+  void rope_store_kv(Mat q, Mat k, Mat v, int n_heads, std::span<const RowRef> rows, std::span<const float> inv_freq,
+                     KvCache& cache, int layer) override {
+    const KvCacheShape& s = cache.shape();
+    const int width = s.kv_heads * s.head_dim;
+    check(k.cols == width && v.cols == width && k.rows == v.rows && q.rows == k.rows && n_heads >= 0 &&
+              static_cast<size_t>(n_heads) * s.head_dim <= static_cast<size_t>(q.cols) &&
+              rows.size() >= static_cast<size_t>(k.rows) && inv_freq.size() >= static_cast<size_t>(s.head_dim / 2),
+          "cuda rope_store_kv", "shape mismatch");
+    check(layer >= 0 && layer < s.layers, "cuda rope_store_kv", "layer out of range");
+    if (k.rows == 0) return;
+    check_rows(s, rows.first(k.rows), "cuda rope_store_kv");
+    use_device();
+    const size_t half_bytes = static_cast<size_t>(s.head_dim / 2) * sizeof(float);
+    const auto d = upload_args({{inv_freq.data(), half_bytes}, {rows.data(), k.rows * sizeof(RowRef)}});
+    if (recorded(24, q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, cache.keys(), cache.values(), layer, d[0],
+                 d[1], k.rows))
+      return;
+    cuda::launch_rope_store(q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, layout(cache, layer),
+                            static_cast<const DevRowRef*>(d[1]), k.rows, static_cast<const float*>(d[0]), stream_);
   }
 
   void attention(const KvCache& cache, int layer, Mat q, std::span<const RowRef> rows, const AttentionParams& p,

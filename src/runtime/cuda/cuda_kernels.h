@@ -42,6 +42,9 @@ void launch_f32_to_bf16(const float* x, int rows, int cols, size_t ld, __nv_bflo
 // ---- kernels_norm_rope.cu ----
 // y = w * (x * 1/sqrt(mean(x^2) + eps)) per row; x and y [rows, cols] (ld cols), may alias.
 void launch_rms_norm(const float* x, int rows, int cols, DevVec w, float eps, float* y, cudaStream_t s);
+// The same, then y[r] *= scales[scale_row[r]] (scales row stride scales_ld; scale_row on the device).
+void launch_rms_norm_scaled(const float* x, int rows, int cols, DevVec w, float eps, float* y, const float* scales,
+                            int scales_ld, const int* scale_row, cudaStream_t s);
 // Rotate-half RoPE in place over n_heads heads of head_dim in each row of x (row stride ld). Positions
 // come from rows[r].pos, or are all uniform_pos when rows == nullptr. inv_freq: head_dim/2 floats.
 void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const DevRowRef* rows,
@@ -58,6 +61,10 @@ struct KvLayout {
 // pos % ring of their slot, for one layer.
 void launch_store_kv(const KvLayout& kv, const float* k, int ldk, const float* v, int ldv, const DevRowRef* rows,
                      int n_rows, cudaStream_t s);
+// launch_rope on q (n_heads heads) and on k (kv.kv_heads heads), then launch_store_kv, in one
+// kernel with the same results (kernels_norm_rope.cu).
+void launch_rope_store(float* q, int ldq, int n_heads, float* k, int ldk, const float* v, int ldv, const KvLayout& kv,
+                       const DevRowRef* rows, int n_rows, const float* inv_freq, cudaStream_t s);
 
 struct AttentionPlan {
   int chunk = 0;   // keys per block

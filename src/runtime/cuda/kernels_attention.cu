@@ -23,6 +23,8 @@ constexpr int kThreads = 128;      // per attention block
 constexpr int kHeadsPerBlock = 8;  // query heads of one kv head handled together
 constexpr int kMaxChunk = 1024;
 constexpr int kMinChunk = 64;
+constexpr int kCombineThreads = 256;
+constexpr int kMaxHeadDim = 256;
 
 __host__ __device__ constexpr int cdiv(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
@@ -290,11 +292,29 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
   l = 0;
   for (int w = 0; w < nw; ++w) l += red[w];
 
+  // Warp w sums chunks w, w + nw, ... for every dimension (lane d owns d, d + 32, ...), then the
+  // warps' sums are added in warp order: every warp's loads are in flight together.
+  __shared__ float wsum[kCombineThreads / 32][kMaxHeadDim];
+  float o[kMaxHeadDim / 32];
+  const int per_lane = head_dim / 32;
+#pragma unroll
+  for (int i = 0; i < kMaxHeadDim / 32; ++i) o[i] = 0;
+#pragma unroll 4
+  for (int s = warp; s < ns; s += nw) {
+    const float ws = weight[s];
+    const float* as = acc + static_cast<size_t>(s) * head_dim;
+#pragma unroll
+    for (int i = 0; i < kMaxHeadDim / 32; ++i)
+      if (i < per_lane) o[i] = fmaf(as[lane + 32 * i], ws, o[i]);
+  }
+#pragma unroll
+  for (int i = 0; i < kMaxHeadDim / 32; ++i)
+    if (i < per_lane) wsum[warp][lane + 32 * i] = o[i];
+  __syncthreads();
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
-    float o = 0;
-#pragma unroll 8
-    for (int s = 0; s < ns; ++s) o = fmaf(acc[static_cast<size_t>(s) * head_dim + d], weight[s], o);
-    a.out[static_cast<size_t>(r) * a.ldo + static_cast<size_t>(h) * head_dim + d] = o / l;
+    float t = wsum[0][d];
+    for (int w = 1; w < nw; ++w) t += wsum[w][d];
+    a.out[static_cast<size_t>(r) * a.ldo + static_cast<size_t>(h) * head_dim + d] = t / l;
   }
 }
 
@@ -358,7 +378,7 @@ void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStr
   }
   if (plan.nsplit > 1) {
     const dim3 grid(static_cast<unsigned>(a.n_rows), static_cast<unsigned>(a.n_heads));
-    const int threads = std::min(256, a.kv.head_dim);
+    const int threads = kCombineThreads;
     launch_kernel("attention_combine", attention_combine_kernel, grid, dim3(threads), plan.nsplit * sizeof(float), s, sp,
                   a.kv.head_dim);
   }

@@ -17,6 +17,8 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
@@ -49,11 +51,16 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[4], uint4 wa, uint4 wb, u
 
 // NT: tiles of 8 x rows (M <= 8 NT). GATED: out[0] is the gate weight and the destination, out[1].w
 // the up weight, y = silu(gate) * up.
-template <int NT, typename XT, bool GATED>
+template <int NT, typename XT, bool GATED, bool PIPE>
 __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   pdl_trigger();
-  constexpr int U = NT >= 4 ? 2 : 4;  // chunks in flight per warp
-  constexpr int NV = GATED ? 2 : 1;   // weights multiplied
+  constexpr int NV = GATED ? 2 : 1;  // weights multiplied
+  // Chunks loaded per round. PIPE (VOXRT_CUDA_GEMV_PIPELINE=1, one tile of x only): the next
+  // round's weights are loaded before this round's are used (two register sets), so a warp always
+  // has a round in flight, at the cost of registers and so of resident blocks.
+  constexpr bool kPipelined = PIPE && NT == 1;
+  constexpr int U = NT >= 4 ? 2 : (kPipelined && GATED ? 2 : 4);
+  constexpr int kSets = kPipelined ? 2 : 1;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
   int seg = 0;
@@ -75,8 +82,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) acc[v][j][0] = acc[v][j][1] = acc[v][j][2] = acc[v][j][3] = 0;
 
-  uint4 wv[U][NV][2];
-  auto load_weights = [&](int c0) {
+  uint4 wv[kSets][U][NV][2];
+  auto load_weights = [&](uint4 (&dst)[U][NV][2], int c0) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int k = (c0 + u * kWarps) * 4 + t;  // in 8-element units
@@ -84,14 +91,18 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
       for (int v = 0; v < NV; ++v)
 #pragma unroll
         for (int r = 0; r < 2; ++r)
-          wv[u][v][r] = (k < K8 && w[v][r]) ? __ldcs(w[v][r] + k) : uint4{0, 0, 0, 0};  // streamed once
+          dst[u][v][r] = (k < K8 && w[v][r]) ? __ldcs(w[v][r] + k) : uint4{0, 0, 0, 0};  // streamed once
     }
   };
   // The first weights are in flight before waiting for the previous kernel (launch.cuh).
-  load_weights(warp);
+  load_weights(wv[0], warp);
   pdl_wait();
   for (int c0 = warp; c0 < chunks; c0 += kWarps * U) {
-    if (c0 != warp) load_weights(c0);
+    if constexpr (kPipelined) {
+      if (c0 + kWarps * U < chunks) load_weights(wv[1], c0 + kWarps * U);
+    } else {
+      if (c0 != warp) load_weights(wv[0], c0);
+    }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int k = (c0 + u * kWarps) * 4 + t;
@@ -100,8 +111,14 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
         const int m = 8 * j + g;
         const uint4 xv = (k < K8 && m < p.M) ? load_x8<XT>(p, m, k) : uint4{0, 0, 0, 0};
 #pragma unroll
-        for (int v = 0; v < NV; ++v) mma_chunk(acc[v][j], wv[u][v][0], wv[u][v][1], xv);
+        for (int v = 0; v < NV; ++v) mma_chunk(acc[v][j], wv[0][u][v][0], wv[0][u][v][1], xv);
       }
+    }
+    if constexpr (kPipelined) {
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int v = 0; v < NV; ++v) wv[0][u][v][0] = wv[1][u][v][0], wv[0][u][v][1] = wv[1][u][v][1];
     }
   }
 
@@ -146,11 +163,25 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   }
 }
 
+bool pipelined() {
+  static const bool on = [] {
+    const char* e = std::getenv("VOXRT_CUDA_GEMV_PIPELINE");
+    return e && std::strcmp(e, "1") == 0;
+  }();
+  return on;
+}
+
+template <int NT, typename XT, bool PIPE>
+void launch_pipe(const Params& p, bool gated, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(p.tile_end[p.n_outs - 1]));
+  if (gated) launch_kernel("gemv_mma", gemv_mma_kernel<NT, XT, true, PIPE>, grid, dim3(kWarps * 32), 0, s, p);
+  else launch_kernel("gemv_mma", gemv_mma_kernel<NT, XT, false, PIPE>, grid, dim3(kWarps * 32), 0, s, p);
+}
+
 template <int NT, typename XT>
 void launch_nt(const Params& p, bool gated, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>(p.tile_end[p.n_outs - 1]));
-  if (gated) launch_kernel("gemv_mma", gemv_mma_kernel<NT, XT, true>, grid, dim3(kWarps * 32), 0, s, p);
-  else launch_kernel("gemv_mma", gemv_mma_kernel<NT, XT, false>, grid, dim3(kWarps * 32), 0, s, p);
+  if (NT == 1 && pipelined()) launch_pipe<NT, XT, true>(p, gated, s);
+  else launch_pipe<NT, XT, false>(p, gated, s);
 }
 
 template <typename XT>
