@@ -4,6 +4,7 @@
 #include "model/checkpoint.h"
 
 #include <algorithm>
+#include <cstring>
 #include <optional>
 
 #include "common/error.h"
@@ -111,11 +112,12 @@ std::optional<RopeRows> rope_rows(const std::string& name, const ModelConfig& c)
 
 // Mistral interleaved pairs (2i, 2i+1) -> Hugging Face halves (i, i + hd/2), per head: new row
 // h*hd + j*hd/2 + i = old row h*hd + 2i + j (transformers' permute_for_rope).
-void interleaved_to_rotate_half(float* data, int n_heads, int head_dim, size_t cols) {
+template <typename T>
+void interleaved_to_rotate_half(T* data, int n_heads, int head_dim, size_t cols) {
   const size_t hd = static_cast<size_t>(head_dim), half = hd / 2;
-  std::vector<float> head(hd * cols);
+  std::vector<T> head(hd * cols);
   for (int h = 0; h < n_heads; ++h) {
-    float* base = data + static_cast<size_t>(h) * hd * cols;
+    T* base = data + static_cast<size_t>(h) * hd * cols;
     std::copy(base, base + hd * cols, head.begin());
     for (size_t i = 0; i < half; ++i)
       for (size_t j = 0; j < 2; ++j)
@@ -336,16 +338,37 @@ std::vector<float> Checkpoint::load_f32(const std::string& canonical) const {
         "tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) + ", which cannot be loaded as F32");
   std::vector<float> out(static_cast<size_t>(t.numel()));
   convert_to_f32(t.dtype, t.data, out.data(), out.size());
-  if (layout_ != CheckpointLayout::Mistral) return out;  // Hugging Face files are already rotate-half
+  to_internal_rows(canonical, out.data(), out.size());
+  return out;
+}
 
+bool Checkpoint::stored_as_bf16(const std::string& canonical) const { return tensor(canonical).dtype == DType::BF16; }
+
+std::vector<uint16_t> Checkpoint::load_bf16(const std::string& canonical) const {
+  const TensorInfo& t = tensor(canonical);
+  check(t.dtype == DType::BF16, file_of(canonical).string(),
+        "tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) + ", not BF16");
+  std::vector<uint16_t> out(static_cast<size_t>(t.numel()));
+  // Large tensors are copied by all cores: the copy is what touches the mapped file's pages.
+  const size_t n = out.size(), block = size_t{1} << 20;
+#pragma omp parallel for schedule(static) if (n > block)
+  for (size_t b = 0; b < (n + block - 1) / block; ++b)
+    std::memcpy(out.data() + b * block, t.data + b * block * 2, std::min(block, n - b * block) * 2);
+  to_internal_rows(canonical, out.data(), out.size());
+  return out;
+}
+
+template <typename T>
+void Checkpoint::to_internal_rows(const std::string& canonical, T* data, size_t n) const {
+  if (layout_ != CheckpointLayout::Mistral) return;  // Hugging Face files are already rotate-half
   if (auto rope = rope_rows(canonical, config_)) {
+    const TensorInfo& t = tensor(canonical);
     const int64_t rows = int64_t(rope->n_heads) * rope->head_dim;
-    check(!t.shape.empty() && t.shape[0] == rows, where,
+    check(!t.shape.empty() && t.shape[0] == rows, file_of(canonical).string(),
           "tensor '" + t.name + "' has " + (t.shape.empty() ? "no" : std::to_string(t.shape[0])) +
               " rows, expected " + std::to_string(rows) + " for the RoPE permutation");
-    interleaved_to_rotate_half(out.data(), rope->n_heads, rope->head_dim, out.size() / static_cast<size_t>(rows));
+    interleaved_to_rotate_half(data, rope->n_heads, rope->head_dim, n / static_cast<size_t>(rows));
   }
-  return out;
 }
 
 }  // namespace voxrt

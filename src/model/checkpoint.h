@@ -8,6 +8,7 @@
 // is opened, so a broken directory fails at once with a message naming file and tensor.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -54,9 +55,17 @@ class Checkpoint {
   // encoder's q bias) use the "rotate half" RoPE pairing (i, i + head_dim/2), i.e. the Hugging Face
   // layout; Mistral-layout tensors are permuted on the way. Row-major, shape as tensor().shape.
   std::vector<float> load_f32(const std::string& canonical) const;
+  // Whether the tensor is stored as BF16 (load_bf16 can give it without a conversion).
+  bool stored_as_bf16(const std::string& canonical) const;
+  // The raw bf16 bits of a tensor stored as BF16, in the same internal layout as load_f32 (RoPE
+  // rows permuted the same way); bits << 16 is exactly load_f32's value. Throws for other dtypes.
+  std::vector<uint16_t> load_bf16(const std::string& canonical) const;
 
  private:
   void add_tensor(const std::string& canonical, const TensorInfo* info, size_t file);
+  // Mistral-layout q/k rows into the internal (rotate-half) order, in place.
+  template <typename T>
+  void to_internal_rows(const std::string& canonical, T* data, size_t n) const;
   void open_shards();
   void validate(const std::string& config_file) const;
 

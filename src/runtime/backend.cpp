@@ -1,6 +1,8 @@
 // Buffer and KvCache: RAII owners of backend memory.
 #include "runtime/backend.h"
 
+#include <bit>
+#include <cstdint>
 #include <utility>
 
 namespace voxrt {
@@ -25,6 +27,14 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     new (this) Buffer(std::move(o));
   }
   return *this;
+}
+
+Weight Backend::upload_weight_bf16(std::vector<uint16_t>&& bits, int rows, int cols) {
+  std::vector<float> values(bits.size());
+#pragma omp parallel for schedule(static) if (bits.size() > (size_t{1} << 20))
+  for (size_t i = 0; i < bits.size(); ++i) values[i] = std::bit_cast<float>(static_cast<uint32_t>(bits[i]) << 16);
+  std::vector<uint16_t>().swap(bits);
+  return upload_weight(std::move(values), rows, cols);
 }
 
 KvCache::KvCache(Backend* backend, const KvCacheShape& shape) : backend_(backend), shape_(shape) {

@@ -149,6 +149,9 @@ class Backend {
   virtual void copy(float* dst, const float* src, size_t floats) = 0;  // within the backend
   virtual void fill(float* dst, float value, size_t floats) = 0;
   virtual Weight upload_weight(std::vector<float>&& values, int rows, int cols) = 0;
+  // A weight given as bf16 bits (a BF16 checkpoint's own values): a backend storing bf16 takes
+  // them as they are; the default widens them to fp32 (exact) for upload_weight.
+  virtual Weight upload_weight_bf16(std::vector<uint16_t>&& bits, int rows, int cols);
 
   // y = x W^T (+ bias) (+ y if accumulate). x [M, K], W [N, K], y [M, N].
   virtual void linear(Mat x, const Weight& w, const Weight* bias, Mat y, bool accumulate = false) = 0;

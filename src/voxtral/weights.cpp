@@ -17,6 +17,10 @@ class Loader {
     const TensorInfo& t = ckpt_.tensor(name);
     const int rows = static_cast<int>(t.shape[0]);
     const int cols = t.shape.size() > 1 ? static_cast<int>(t.numel() / rows) : 1;
+    // A backend that stores bf16 matrices takes a BF16 checkpoint's bits as they are: no fp32
+    // round trip (twice the bytes, written and read again) on the way to the device.
+    if (cols > 1 && backend_.weight_element_bytes() == 2 && ckpt_.stored_as_bf16(name))
+      return backend_.upload_weight_bf16(ckpt_.load_bf16(name), rows, cols);
     return backend_.upload_weight(ckpt_.load_f32(name), rows, cols);
   }
 

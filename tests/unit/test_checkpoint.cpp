@@ -2,6 +2,8 @@
 // RoPE row permutation of Mistral files (SPEC §6), and broken directories.
 #include <gtest/gtest.h>
 
+#include <bit>
+
 #include <set>
 
 #include "checkpoint_test_util.h"
@@ -269,6 +271,30 @@ TEST(CheckpointFixtureTest, ReferenceTinyModelLoadsIdenticallyInBothLayouts) {
     // The HF side is F32 holding bf16-rounded values, so the two agree exactly.
     EXPECT_EQ(m.load_f32(name), h.load_f32(name)) << name;
   }
+}
+
+// load_bf16 gives a BF16 checkpoint's own bits in the same internal layout as load_f32 (RoPE rows
+// permuted alike), and refuses tensors stored otherwise.
+TEST(CheckpointFixtureTest, Bf16BitsEqualTheF32LoadInBothLayouts) {
+  const std::filesystem::path tiny = std::filesystem::path(VOXRT_TEST_DATA) / "tiny";
+  if (!std::filesystem::exists(tiny / "hf") || !std::filesystem::exists(tiny / "mistral"))
+    GTEST_SKIP() << "no reference fixtures under " << tiny;
+  const Checkpoint m = Checkpoint::open(tiny / "mistral");
+  const Checkpoint h = Checkpoint::open(tiny / "hf");
+  int checked = 0;
+  for (const auto& [name, shape] : expected_tensors(m.config())) {
+    ASSERT_TRUE(m.stored_as_bf16(name)) << name;
+    const std::vector<uint16_t> bits = m.load_bf16(name);
+    const std::vector<float> f = h.load_f32(name);  // HF side: F32 holding the same values, rotate-half
+    ASSERT_EQ(bits.size(), f.size()) << name;
+    for (size_t i = 0; i < bits.size(); ++i)
+      ASSERT_EQ(std::bit_cast<float>(static_cast<uint32_t>(bits[i]) << 16), f[i]) << name << " [" << i << "]";
+    EXPECT_FALSE(h.stored_as_bf16(name));
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
+  const std::string any = expected_tensors(h.config()).front().first;
+  expect_error([&] { h.load_bf16(any); }, {"safetensors", "has dtype F32, not BF16"});
 }
 
 // ---- Broken directories: each error names the file and the field or tensor. ----

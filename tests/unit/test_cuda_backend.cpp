@@ -271,6 +271,24 @@ void CudaBackendTest::check_linear(const LinearCase& c) {
       << "rows after the output view changed";
 }
 
+TEST_F(CudaBackendTest, Bf16WeightUploadEqualsTheFp32Upload) {
+  // upload_weight_bf16 (a BF16 checkpoint's bits) stores exactly what upload_weight stores for
+  // the same values: the products through either weight are bit for bit equal.
+  const int M = 3, N = 700, K = 1024;
+  std::vector<float> w = bf16_round(random(static_cast<size_t>(N) * K));
+  std::vector<uint16_t> bits(w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &w[i], 4);
+    bits[i] = static_cast<uint16_t>(u >> 16);
+  }
+  Weight a = gpu().upload_weight(std::vector<float>(w), N, K), b = gpu().upload_weight_bf16(std::move(bits), N, K);
+  Buffer x = put(gpu(), random(static_cast<size_t>(M) * K), M, K), ya(&gpu(), M, N), yb(&gpu(), M, N);
+  gpu().linear(x.all(), a, nullptr, ya.all());
+  gpu().linear(x.all(), b, nullptr, yb.all());
+  EXPECT_TRUE(exact(get(gpu(), ya.all()), get(gpu(), yb.all())));
+}
+
 TEST_F(CudaBackendTest, LinearGemvRowsMatchCpu) {
   // M <= 8 with K % 8 == 0: the GEMV kernel.
   check_linear({1, 1024, 3072, false, false});

@@ -338,41 +338,36 @@ class CudaBackend final : public Backend {
   }
 
   Weight upload_weight(std::vector<float>&& values, int rows, int cols) override {
-    check(mode_ == Mode::Eager, "cuda upload_weight", "not allowed inside a step");
-    use_device();
     const size_t n = static_cast<size_t>(rows) * cols;
     check(rows >= 0 && cols >= 0 && values.size() == n, "cuda upload_weight",
           "expected " + std::to_string(n) + " values, got " + std::to_string(values.size()));
-    auto d = std::make_shared<DeviceWeight>();
-    d->bf16 = cols > 1;
-    const size_t bytes = std::max<size_t>(256, n * (d->bf16 ? 2 : 4));
-    const cudaError_t e = cudaMalloc(&d->data, bytes);
-    if (e != cudaSuccess) {
-      d->data = nullptr;
-      throw allocation_error(e, bytes, " for a weight [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
-    }
-    if (n > 0) {
-      if (!d->bf16) {
-        VOXRT_CUDA_CHECK(cudaMemcpyAsync(d->data, values.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream_));
-        sync_stream();  // values is the caller's pageable memory
-      } else {
-        // Rounded to bf16 on the host (all cores) into two pinned chunks that take turns, each copied
-        // asynchronously while the other is filled: half the bytes of an fp32 upload cross the bus.
-        auto* dst = static_cast<uint16_t*>(d->data);
-        for (size_t off = 0, turn = 0; off < n; off += kWeightChunk, turn ^= 1) {
-          const size_t len = std::min(kWeightChunk, n - off);
-          uint16_t* host = weight_chunk(turn);
-          round_to_bf16(values.data() + off, host, len);
-          VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst + off, host, len * 2, cudaMemcpyHostToDevice, stream_));
-          VOXRT_CUDA_CHECK(cudaEventRecord(weight_chunk_copied_[turn], stream_));
-        }
-      }
+    Weight w = new_weight(rows, cols, cols > 1);
+    auto& d = *static_cast<DeviceWeight*>(w.storage.get());
+    if (n > 0 && !d.bf16) {
+      VOXRT_CUDA_CHECK(cudaMemcpyAsync(d.data, values.data(), n * sizeof(float), cudaMemcpyHostToDevice, stream_));
+      sync_stream();  // values is the caller's pageable memory
+    } else if (n > 0) {
+      // Rounded to bf16 on the host (all cores) on the way into the pinned chunks.
+      upload_bf16_chunks(static_cast<uint16_t*>(d.data), n, [&](uint16_t* host, size_t off, size_t len) {
+        round_to_bf16(values.data() + off, host, len);
+      });
     }
     std::vector<float>().swap(values);  // the host copy is not needed any more
-    Weight w;
-    w.storage = std::shared_ptr<void>(d, d.get());
-    w.rows = rows;
-    w.cols = cols;
+    return w;
+  }
+
+  Weight upload_weight_bf16(std::vector<uint16_t>&& bits, int rows, int cols) override {
+    const size_t n = static_cast<size_t>(rows) * cols;
+    check(rows >= 0 && cols > 1 && bits.size() == n, "cuda upload_weight_bf16",
+          "expected a matrix of " + std::to_string(n) + " values, got " + std::to_string(bits.size()));
+    Weight w = new_weight(rows, cols, true);
+    upload_bf16_chunks(static_cast<uint16_t*>(static_cast<DeviceWeight*>(w.storage.get())->data), n,
+                       [&](uint16_t* host, size_t off, size_t len) {
+#pragma omp parallel for schedule(static) if (len > (size_t{1} << 20))
+                         for (size_t b = 0; b < len; b += size_t{1} << 16)
+                           std::memcpy(host + b, bits.data() + off + b, std::min(size_t{1} << 16, len - b) * 2);
+                       });
+    std::vector<uint16_t>().swap(bits);
     return w;
   }
 
@@ -752,6 +747,39 @@ class CudaBackend final : public Backend {
   }
 
   static constexpr size_t kWeightChunk = size_t{1} << 24;  // elements per pinned weight chunk
+
+  // Device memory for a weight [rows, cols], bf16 or fp32, owned by the returned Weight.
+  Weight new_weight(int rows, int cols, bool bf16) {
+    check(mode_ == Mode::Eager, "cuda upload_weight", "not allowed inside a step");
+    use_device();
+    const size_t n = static_cast<size_t>(rows) * cols;
+    auto d = std::make_shared<DeviceWeight>();
+    d->bf16 = bf16;
+    const size_t bytes = std::max<size_t>(256, n * (bf16 ? 2 : 4));
+    const cudaError_t e = cudaMalloc(&d->data, bytes);
+    if (e != cudaSuccess) {
+      d->data = nullptr;
+      throw allocation_error(e, bytes, " for a weight [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+    }
+    Weight w;
+    w.storage = std::shared_ptr<void>(d, d.get());
+    w.rows = rows;
+    w.cols = cols;
+    return w;
+  }
+
+  // n bf16 values to dst through the two pinned chunks, which take turns: fill(host, offset, len)
+  // writes one chunk while the other's copy is in flight. Returns with the last copy queued.
+  template <typename Fill>
+  void upload_bf16_chunks(uint16_t* dst, size_t n, Fill fill) {
+    for (size_t off = 0, turn = 0; off < n; off += kWeightChunk, turn ^= 1) {
+      const size_t len = std::min(kWeightChunk, n - off);
+      uint16_t* host = weight_chunk(turn);
+      fill(host, off, len);
+      VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst + off, host, len * 2, cudaMemcpyHostToDevice, stream_));
+      VOXRT_CUDA_CHECK(cudaEventRecord(weight_chunk_copied_[turn], stream_));
+    }
+  }
 
   // Pinned chunk `turn` (0 or 1) of the weight upload, once the copy last made from it is done.
   uint16_t* weight_chunk(size_t turn) {
