@@ -786,7 +786,9 @@ TEST_F(CudaBackendTest, FusedNormAndRopeStoreEqualTheSeparateOps) {
   const std::vector<int> scale_row = {2, 0, 1, 1, 2};
   const auto q0 = random(static_cast<size_t>(rows) * heads * hd), k0 = random(static_cast<size_t>(rows) * kv_heads * hd),
              v0 = random(static_cast<size_t>(rows) * kv_heads * hd);
-  const std::vector<RowRef> refs = {{1, 3}, {0, 9}, {1, 4}, {0, 10}, {1, 11}};
+  // Two sessions, slot 0 past a ring wrap; no two rows share a ring entry (as in the model, whose
+  // rings hold a window plus a batch).
+  const std::vector<RowRef> refs = {{1, 3}, {0, 9}, {1, 4}, {0, 10}, {1, 5}};
   const auto inv_freq = rope_inv_freq(1e4, hd);
   const KvCacheShape shape{2, 2, ring, kv_heads, hd};
   struct Out {
