@@ -131,9 +131,15 @@ void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_
   Backend& be = model_.backend();
   const int P = opts_.protocol.prompt_len();
   const int n_delay = opts_.protocol.n_delay;
-  auto queued = [&]() { return static_cast<int64_t>(adapter_queue_.size() / dim_); };
+  auto queued = [&]() { return static_cast<int64_t>((adapter_queue_.size() - adapter_front_) / dim_); };
   auto pop = [&](int n) {
-    adapter_queue_.erase(adapter_queue_.begin(), adapter_queue_.begin() + static_cast<std::ptrdiff_t>(n) * dim_);
+    // Decoded vectors are dropped from the front in bulk, not one step at a time (each erase moves
+    // the whole queue).
+    adapter_front_ += static_cast<size_t>(n) * dim_;
+    if (2 * adapter_front_ >= adapter_queue_.size()) {
+      adapter_queue_.erase(adapter_queue_.begin(), adapter_queue_.begin() + static_cast<std::ptrdiff_t>(adapter_front_));
+      adapter_front_ = 0;
+    }
     next_decode_ += n;
   };
   auto emit = [&](int32_t id, double seconds) {
@@ -146,7 +152,7 @@ void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_
     if (queued() < P) return;
     const auto t0 = std::chrono::steady_clock::now();
     Buffer audio(&be, P, dim_);
-    be.upload(audio.data(), adapter_queue_.data(), static_cast<size_t>(P) * dim_);
+    be.upload(audio.data(), adapter_queue_.data() + adapter_front_, static_cast<size_t>(P) * dim_);
     std::vector<RowRef> rows(P);
     for (int i = 0; i < P; ++i) rows[i] = {0, i};
     const std::vector<int> delays(P, n_delay);
@@ -163,7 +169,8 @@ void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_
     const auto t0 = std::chrono::steady_clock::now();
     rebase_if_needed(dec_cache_, false, dec_base_, next_decode_, 1, opts_.decoder_position_limit);
     const DecoderStepResult r = decoder_step_.run(
-        last_token_, std::span<const float>(adapter_queue_.data(), static_cast<size_t>(dim_)), next_decode_ - dec_base_,
+        last_token_, std::span<const float>(adapter_queue_.data() + adapter_front_, static_cast<size_t>(dim_)),
+        next_decode_ - dec_base_,
         n_delay, dec_cache_);
     pop(1);
     emit(r.id, seconds_since(t0) + enc_seconds_per_position);

@@ -78,7 +78,8 @@ class StreamDecoder {
   std::string encoder_key_;
   DecoderStep decoder_step_;
   int64_t encoded_positions_ = 0;   // adapter vectors produced so far
-  std::vector<float> adapter_queue_;  // adapter vectors not yet decoded, from position next_decode_
+  std::vector<float> adapter_queue_;  // adapter vectors; those from adapter_front_ on are not yet decoded
+  size_t adapter_front_ = 0;          // (floats) the vector of position next_decode_
   int64_t next_decode_ = 0;         // next decoder position to run
   int64_t enc_base_ = 0, dec_base_ = 0;  // model position = stream position - base
   int64_t final_positions_ = -1;    // after flush: N

@@ -243,7 +243,8 @@ class CpuBackend final : public Backend {
   void embed(const Weight& table, std::span<const int32_t> ids, Mat y) override {
     const float* t = weight_data(table);
     for (int r = 0; r < y.rows; ++r) {
-      check(ids[r] >= 0 && ids[r] < table.rows, "embedding", "token id " + std::to_string(ids[r]) + " out of range");
+      check_with(ids[r] >= 0 && ids[r] < table.rows, "embedding",
+                 [&] { return "token id " + std::to_string(ids[r]) + " out of range"; });
       std::memcpy(y.data + static_cast<size_t>(r) * y.cols, t + static_cast<size_t>(ids[r]) * table.cols,
                   table.cols * sizeof(float));
     }

@@ -375,9 +375,10 @@ class CudaBackend final : public Backend {
 
   void linear(Mat x, const Weight& w, const Weight* bias, Mat y, bool accumulate) override {
     const int M = x.rows, K = x.cols, N = w.rows;
-    check(K == w.cols && y.rows == M && y.cols == N, "cuda linear",
-          "shape mismatch: x [" + std::to_string(M) + ", " + std::to_string(K) + "], W [" + std::to_string(w.rows) +
-              ", " + std::to_string(w.cols) + "], y [" + std::to_string(y.rows) + ", " + std::to_string(y.cols) + "]");
+    check_with(K == w.cols && y.rows == M && y.cols == N, "cuda linear", [&] {
+      return "shape mismatch: x [" + std::to_string(M) + ", " + std::to_string(K) + "], W [" + std::to_string(w.rows) +
+             ", " + std::to_string(w.cols) + "], y [" + std::to_string(y.rows) + ", " + std::to_string(y.cols) + "]";
+    });
     if (M == 0 || N == 0) return;
     use_device();
     linear_impl(x.data, M, K, K, w, bias, y.data, N, accumulate, "cuda linear");
@@ -436,8 +437,8 @@ class CudaBackend final : public Backend {
           "cuda rms_norm_scaled", "shape mismatch");
     if (x.rows == 0) return;
     for (int r = 0; r < x.rows; ++r)
-      check(scale_row[r] >= 0 && scale_row[r] < scales.rows, "cuda rms_norm_scaled",
-            "scale row " + std::to_string(scale_row[r]) + " out of range");
+      check_with(scale_row[r] >= 0 && scale_row[r] < scales.rows, "cuda rms_norm_scaled",
+                 [&] { return "scale row " + std::to_string(scale_row[r]) + " out of range"; });
     use_device();
     const DevVec wv = vec_of(w, "cuda rms_norm_scaled");
     const auto d = upload_args({{scale_row.data(), x.rows * sizeof(int)}});
@@ -451,8 +452,8 @@ class CudaBackend final : public Backend {
           "shape mismatch");
     if (x.rows == 0) return;
     for (int r = 0; r < x.rows; ++r)
-      check(scale_row[r] >= 0 && scale_row[r] < scales.rows, "cuda scale_rows",
-            "scale row " + std::to_string(scale_row[r]) + " out of range");
+      check_with(scale_row[r] >= 0 && scale_row[r] < scales.rows, "cuda scale_rows",
+                 [&] { return "scale row " + std::to_string(scale_row[r]) + " out of range"; });
     use_device();
     const auto d = upload_args({{scale_row.data(), x.rows * sizeof(int)}});
     if (recorded(11, x.data, x.rows, x.cols, scales.data, scales.cols, d[0])) return;
@@ -544,8 +545,8 @@ class CudaBackend final : public Backend {
     check(p.n_kv_heads == s.kv_heads && p.head_dim == s.head_dim && p.n_kv_heads > 0 &&
               p.n_heads % p.n_kv_heads == 0,
           "cuda attention", "heads do not match the cache");
-    check(cuda::attention_head_dim_supported(p.head_dim), "cuda attention",
-          "head_dim " + std::to_string(p.head_dim) + " unsupported (32, 64, 128 or 256)");
+    check_with(cuda::attention_head_dim_supported(p.head_dim), "cuda attention",
+               [&] { return "head_dim " + std::to_string(p.head_dim) + " unsupported (32, 64, 128 or 256)"; });
     const size_t qw = static_cast<size_t>(p.n_heads) * p.head_dim;
     check(q.cols >= static_cast<int>(qw) && out.cols >= static_cast<int>(qw) && out.rows == q.rows &&
               rows.size() >= static_cast<size_t>(q.rows) && p.window > 0,
@@ -584,7 +585,8 @@ class CudaBackend final : public Backend {
     const DevVec t = vec_of(table, "cuda embed");
     if (y.rows == 0) return;
     for (int r = 0; r < y.rows; ++r)
-      check(ids[r] >= 0 && ids[r] < table.rows, "embedding", "token id " + std::to_string(ids[r]) + " out of range");
+      check_with(ids[r] >= 0 && ids[r] < table.rows, "embedding",
+                 [&] { return "token id " + std::to_string(ids[r]) + " out of range"; });
     use_device();
     const auto d = upload_args({{ids.data(), y.rows * sizeof(int32_t)}});
     if (recorded(18, t.data, table.cols, d[0], y.rows, y.data, y.cols)) return;
@@ -694,7 +696,8 @@ class CudaBackend final : public Backend {
         return arena_dev_ + e.offset;
     const size_t off = arena_used_;
     const size_t padded = (bytes + 255) / 256 * 256;
-    check(off + padded <= kArenaBytes, "cuda step", "more than " + bytes_str(kArenaBytes) + " of host data in one step");
+    check_with(off + padded <= kArenaBytes, "cuda step",
+               [] { return "more than " + bytes_str(kArenaBytes) + " of host data in one step"; });
     std::memcpy(arena_host_ + off, src, bytes);
     arena_used_ += padded;
     arena_index_.push_back({src, bytes, off});
@@ -938,8 +941,9 @@ class CudaBackend final : public Backend {
 
   static void check_rows(const KvCacheShape& s, std::span<const RowRef> rows, const char* where) {
     for (const RowRef& r : rows) {
-      check(r.slot >= 0 && r.slot < s.slots, where, "cache slot " + std::to_string(r.slot) + " out of range");
-      check(r.pos >= 0, where, "negative position " + std::to_string(r.pos));
+      check_with(r.slot >= 0 && r.slot < s.slots, where,
+                 [&] { return "cache slot " + std::to_string(r.slot) + " out of range"; });
+      check_with(r.pos >= 0, where, [&] { return "negative position " + std::to_string(r.pos); });
     }
   }
 
