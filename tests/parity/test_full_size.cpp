@@ -7,10 +7,12 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <random>
 
 #include "audio/audio_file.h"
 #include "model/checkpoint.h"
 #include "parity_check.h"
+#include "voxtral/stream_decoder.h"
 
 namespace voxrt::test {
 namespace {
@@ -18,6 +20,32 @@ namespace {
 std::filesystem::path full_dir() {
   const char* d = std::getenv("VOXRT_FULL_DIR");
   return d ? std::filesystem::path(d) : std::filesystem::path();
+}
+
+// A live session fed the same audio in uneven chunks gives the free-running offline ids, step for
+// step (streaming on the full model; the reference's offline ids are checked above).
+void expect_streaming_equals_offline(VoxtralModel& model, const LogMel& logmel, const Tokenizer& tok,
+                                     const std::vector<float>& audio, const Golden& g, const std::string& sub) {
+  OfflineOptions off = golden_options(tok, g);
+  off.stop_at_eos = false;
+  const std::vector<int32_t> offline = run_offline(model, logmel, audio, off).tokens;
+  StreamDecoder::Options o;
+  o.protocol = off.protocol;
+  o.ids = off.ids;
+  StreamDecoder s(model, logmel, o);
+  std::vector<int32_t> streamed;
+  auto on_step = [&](int32_t t, double) { streamed.push_back(t); };
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<size_t> chunk(1, 5000);
+  for (size_t at = 0; at < audio.size();) {
+    const size_t n = std::min(audio.size() - at, chunk(rng));
+    s.feed(std::span<const float>(audio.data() + at, n), on_step);
+    at += n;
+  }
+  s.flush(on_step);
+  EXPECT_EQ(streamed, offline) << "full/" << sub << ": streaming ids differ from offline";
+  std::printf("[full/%s] streaming: %zu ids, %s offline\n", sub.c_str(), streamed.size(),
+              streamed == offline ? "equal to" : "DIFFERENT from");
 }
 
 void check_layout(LayoutPreference layout, const std::string& sub) {
@@ -50,6 +78,7 @@ void check_layout(LayoutPreference layout, const std::string& sub) {
                         cuda ? bf16_tolerances() : Tolerances{});
     std::printf("[full/%s] case ran in %.1f s\n", sub.c_str(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
+    expect_streaming_equals_offline(*model, logmel, tok, audio, g, sub);
   }
 }
 
