@@ -23,16 +23,8 @@
 // staging buffer and one cudaMemcpyAsync into a device argument buffer; the only device -> host
 // transfers are download() and argmax's results. Not thread-safe: one thread drives a backend.
 //
-// Steps (run_step) become CUDA graphs. The first run of a key is eager; the second is captured
-// (cudaStreamBeginCapture) and launched as a graph; later runs replay it. While recording, ops do
-// all their host-side work (checks, argument packing) but a replay launches nothing: each op mixes
-// what it would launch (kernel, pointers, sizes, scalars) into a signature, and the graph is
-// replayed only if the signature equals the captured one, else recaptured. Host data the step
-// takes (uploads, positions, ids) goes into a pinned argument arena at offsets that are the same
-// in every run; the arena is copied to the device in one transfer before the graph is launched, and
-// the captured kernels read it (uploads become device-to-device copies out of it). An op that
-// would allocate or free device memory makes the step run eagerly instead (the next run captures);
-// VOXRT_CUDA_GRAPHS=0 turns graphs off.
+// Steps (run_step) become CUDA graphs: step_recorder.h. Ops mix what they launch into the step's
+// signature (steps_->recorded) and take host data from its arena (upload_args, upload).
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -47,8 +39,6 @@
 #include <limits>
 #include <memory>
 #include <string>
-#include <type_traits>
-#include <unordered_map>
 #include <vector>
 
 #include "common/error.h"
@@ -56,6 +46,7 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/step_recorder.h"
 
 namespace voxrt {
 namespace {
@@ -103,23 +94,6 @@ struct Scratch {
   size_t bytes = 0;
 };
 
-// Thrown inside a recorded step by an op that needs device memory the step does not have yet;
-// run_step catches it and runs the step eagerly.
-struct StepNeedsEager {};
-
-template <typename T>
-uint64_t sig_word(T v) {
-  if constexpr (std::is_pointer_v<T>) {
-    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(v));
-  } else if constexpr (std::is_same_v<T, float>) {
-    uint32_t b;
-    std::memcpy(&b, &v, 4);
-    return b;
-  } else {
-    return static_cast<uint64_t>(v);
-  }
-}
-
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int device) : device_(device) {
@@ -136,94 +110,16 @@ class CudaBackend final : public Backend {
   std::string name() const override { return "cuda"; }
 
   void synchronize() override {
-    check(!in_step_, "cuda synchronize", "not allowed inside a step");
+    check(!steps_->in_step(), "cuda synchronize", "not allowed inside a step");
     sync_stream();
   }
 
   void run_step(const std::string& key, const std::function<void()>& step) override {
-    if (in_step_) {  // nested: part of the enclosing step
-      step();
-      return;
-    }
-    struct InStep {
-      bool& flag;
-      explicit InStep(bool& f) : flag(f) { flag = true; }
-      ~InStep() { flag = false; }
-    } in_step(in_step_);
-    if (!graphs_enabled_) {
-      step();
-      ++stats_.eager;
-      return;
-    }
     use_device();
-    StepGraph& g = graphs_[key];
-    g.last_use = ++use_clock_;
-    ++g.runs;
-    evict_graphs();
-    if (g.exec) {
-      begin_recording(Mode::Replay);
-      bool same = false;
-      try {
-        step();
-        same = sig_ == g.signature && arena_used_ == g.arena_bytes;
-      } catch (const StepNeedsEager&) {
-      } catch (...) {
-        end_recording();
-        throw;
-      }
-      end_recording();
-      if (same) {
-        flush_arena();
-        VOXRT_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
-        g.mismatches = 0;
-        ++stats_.replayed;
-        return;
-      }
-      VOXRT_CUDA_CHECK(cudaGraphExecDestroy(g.exec));
-      g.exec = nullptr;
-      ++g.mismatches;
-    }
-    // Eager the first time (one-off shapes are not worth a capture) and for a key whose launches
-    // keep changing.
-    if (g.runs < 2 || g.mismatches > 3) {
-      step();
-      ++stats_.eager;
-      return;
-    }
-    begin_recording(Mode::Capture);
-    VOXRT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    cudaGraph_t graph = nullptr;
-    bool eager = false;
-    try {
-      step();
-    } catch (const StepNeedsEager&) {
-      eager = true;
-    } catch (...) {
-      abort_capture();
-      throw;
-    }
-    if (eager) {
-      abort_capture();
-      step();
-      ++stats_.eager;
-      return;
-    }
-    end_recording();
-    VOXRT_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-    const cudaError_t e = cudaGraphInstantiate(&g.exec, graph, 0);
-    cudaGraphDestroy(graph);
-    if (e != cudaSuccess) {
-      g.exec = nullptr;
-      VOXRT_CUDA_CHECK(e);
-    }
-    g.signature = sig_;
-    g.arena_bytes = arena_used_;
-    flush_arena();
-    VOXRT_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
-    ++stats_.captured;
+    steps_->run(key, step);
   }
 
-  StepStats step_stats() const override { return stats_; }
+  StepStats step_stats() const override { return steps_->stats(); }
 
   // Copy: 2 GiB device to device, counting bytes read and written; matrix product: bf16 8192^3
   // through cuBLAS on non-zero data (zeros run faster than real data). Medians of 10 timed runs
@@ -275,7 +171,7 @@ class CudaBackend final : public Backend {
   // ---- Memory ----
 
   float* allocate(size_t floats) override {
-    if (mode_ != Mode::Eager) throw StepNeedsEager{};
+    if (steps_ && steps_->recording()) throw cuda::StepNeedsEager{};
     use_device();
     const size_t bytes = std::max<size_t>(256, floats * sizeof(float));
     void* p = nullptr;
@@ -286,8 +182,8 @@ class CudaBackend final : public Backend {
 
   void release(float* p) override {
     if (!p) return;
-    if (mode_ != Mode::Eager) {  // freed inside a step: after it
-      deferred_release_.push_back(p);
+    if (steps_ && steps_->recording()) {  // freed inside a step: after it
+      steps_->defer_release(p);
       return;
     }
     cudaSetDevice(device_);
@@ -299,9 +195,9 @@ class CudaBackend final : public Backend {
     if (n == 0) return;
     use_device();
     const size_t bytes = n * sizeof(float);
-    if (mode_ != Mode::Eager) {  // into the step's argument arena, then a device-side copy
-      char* from = arena_put(src, bytes);
-      if (recorded(3, dst, from, bytes)) return;
+    if (steps_->recording()) {  // into the step's argument arena, then a device-side copy
+      char* from = steps_->arena_put(src, bytes);
+      if (steps_->recorded(3, dst, from, bytes)) return;
       VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyDeviceToDevice, stream_));
       return;
     }
@@ -317,7 +213,7 @@ class CudaBackend final : public Backend {
   }
 
   void download(float* dst, const float* src, size_t n) override {
-    check(!in_step_, "cuda download", "not allowed inside a step");
+    check(!steps_->in_step(), "cuda download", "not allowed inside a step");
     if (n == 0) return;
     use_device();
     VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
@@ -327,13 +223,13 @@ class CudaBackend final : public Backend {
   void copy(float* dst, const float* src, size_t n) override {
     if (n == 0 || dst == src) return;
     use_device();
-    if (recorded(4, dst, src, n)) return;
+    if (steps_->recorded(4, dst, src, n)) return;
     VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
   }
 
   void fill(float* dst, float value, size_t n) override {
     use_device();
-    if (recorded(5, dst, value, n)) return;
+    if (steps_->recorded(5, dst, value, n)) return;
     cuda::launch_fill(dst, value, n, stream_);
   }
 
@@ -427,7 +323,7 @@ class CudaBackend final : public Backend {
     if (x.rows == 0) return;
     use_device();
     const DevVec wv = vec_of(w, "cuda rms_norm");
-    if (recorded(10, x.data, x.rows, x.cols, wv.data, eps, y.data)) return;
+    if (steps_->recorded(10, x.data, x.rows, x.cols, wv.data, eps, y.data)) return;
     cuda::launch_rms_norm(x.data, x.rows, x.cols, wv, eps, y.data, stream_);
   }
 
@@ -442,7 +338,7 @@ class CudaBackend final : public Backend {
     use_device();
     const DevVec wv = vec_of(w, "cuda rms_norm_scaled");
     const auto d = upload_args({{scale_row.data(), x.rows * sizeof(int)}});
-    if (recorded(19, x.data, x.rows, x.cols, wv.data, eps, y.data, scales.data, scales.cols, d[0])) return;
+    if (steps_->recorded(19, x.data, x.rows, x.cols, wv.data, eps, y.data, scales.data, scales.cols, d[0])) return;
     cuda::launch_rms_norm_scaled(x.data, x.rows, x.cols, wv, eps, y.data, scales.data, scales.cols,
                                  static_cast<const int*>(d[0]), stream_);
   }
@@ -456,13 +352,13 @@ class CudaBackend final : public Backend {
                  [&] { return "scale row " + std::to_string(scale_row[r]) + " out of range"; });
     use_device();
     const auto d = upload_args({{scale_row.data(), x.rows * sizeof(int)}});
-    if (recorded(11, x.data, x.rows, x.cols, scales.data, scales.cols, d[0])) return;
+    if (steps_->recorded(11, x.data, x.rows, x.cols, scales.data, scales.cols, d[0])) return;
     cuda::launch_scale_rows(x.data, x.rows, x.cols, scales.data, scales.cols, static_cast<const int*>(d[0]), stream_);
   }
 
   void gelu(Mat x) override {
     use_device();
-    if (recorded(12, x.data, x.rows, x.cols)) return;
+    if (steps_->recorded(12, x.data, x.rows, x.cols)) return;
     cuda::launch_gelu(x.data, static_cast<size_t>(x.rows) * x.cols, stream_);
   }
 
@@ -470,14 +366,14 @@ class CudaBackend final : public Backend {
     check(static_cast<size_t>(gate.rows) * gate.cols == static_cast<size_t>(up.rows) * up.cols, "cuda silu_mul",
           "shape mismatch");
     use_device();
-    if (recorded(13, gate.data, up.data, gate.rows, gate.cols)) return;
+    if (steps_->recorded(13, gate.data, up.data, gate.rows, gate.cols)) return;
     cuda::launch_silu_mul(gate.data, up.data, static_cast<size_t>(gate.rows) * gate.cols, stream_);
   }
 
   void add(Mat y, Mat x) override {
     check(static_cast<size_t>(y.rows) * y.cols == static_cast<size_t>(x.rows) * x.cols, "cuda add", "shape mismatch");
     use_device();
-    if (recorded(14, y.data, x.data, y.rows, y.cols)) return;
+    if (steps_->recorded(14, y.data, x.data, y.rows, y.cols)) return;
     cuda::launch_add(y.data, x.data, static_cast<size_t>(y.rows) * y.cols, stream_);
   }
 
@@ -489,7 +385,7 @@ class CudaBackend final : public Backend {
     use_device();
     // shift_positions rotates a whole cache slot by one position: send one number, not a RowRef per
     // row (outside steps only: in a step positions are data, never launch parameters).
-    const bool uniform = mode_ == Mode::Eager && std::all_of(rows.begin(), rows.begin() + x.rows,
+    const bool uniform = !steps_->recording() && std::all_of(rows.begin(), rows.begin() + x.rows,
                                      [&](const RowRef& r) { return r.pos == rows[0].pos; });
     const size_t half_bytes = static_cast<size_t>(head_dim / 2) * sizeof(float);
     std::vector<void*> d;
@@ -497,7 +393,7 @@ class CudaBackend final : public Backend {
       d = upload_args({{inv_freq.data(), half_bytes}});
     else
       d = upload_args({{inv_freq.data(), half_bytes}, {rows.data(), x.rows * sizeof(RowRef)}});
-    if (recorded(15, x.data, x.rows, x.cols, n_heads, head_dim, d[0], uniform ? nullptr : d[1])) return;
+    if (steps_->recorded(15, x.data, x.rows, x.cols, n_heads, head_dim, d[0], uniform ? nullptr : d[1])) return;
     cuda::launch_rope(x.data, x.rows, x.cols, n_heads, head_dim,
                       uniform ? nullptr : static_cast<const DevRowRef*>(d[1]), rows[0].pos,
                       static_cast<const float*>(d[0]), stream_);
@@ -513,7 +409,7 @@ class CudaBackend final : public Backend {
     check_rows(s, rows.first(k.rows), "cuda store_kv");
     use_device();
     const auto d = upload_args({{rows.data(), k.rows * sizeof(RowRef)}});
-    if (recorded(16, cache.keys(), cache.values(), layer, k.data, k.cols, v.data, v.cols, d[0], k.rows)) return;
+    if (steps_->recorded(16, cache.keys(), cache.values(), layer, k.data, k.cols, v.data, v.cols, d[0], k.rows)) return;
     cuda::launch_store_kv(layout(cache, layer), k.data, k.cols, v.data, v.cols, static_cast<const DevRowRef*>(d[0]),
                           k.rows, stream_);
   }
@@ -532,7 +428,7 @@ class CudaBackend final : public Backend {
     use_device();
     const size_t half_bytes = static_cast<size_t>(s.head_dim / 2) * sizeof(float);
     const auto d = upload_args({{inv_freq.data(), half_bytes}, {rows.data(), k.rows * sizeof(RowRef)}});
-    if (recorded(24, q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, cache.keys(), cache.values(), layer, d[0],
+    if (steps_->recorded(24, q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, cache.keys(), cache.values(), layer, d[0],
                  d[1], k.rows))
       return;
     cuda::launch_rope_store(q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, layout(cache, layer),
@@ -574,7 +470,7 @@ class CudaBackend final : public Backend {
     a.out = out.data;
     a.ldo = out.cols;
     if (plan.scratch_floats > 0) a.scratch = static_cast<float*>(grow(attn_, plan.scratch_floats * sizeof(float)));
-    if (recorded(17, cache.keys(), cache.values(), layer, q.data, q.rows, q.cols, d[0], p.n_heads, p.window, p.scale,
+    if (steps_->recorded(17, cache.keys(), cache.values(), layer, q.data, q.rows, q.cols, d[0], p.n_heads, p.window, p.scale,
                  out.data, out.cols, a.scratch, plan.chunk, plan.nsplit))
       return;
     cuda::launch_attention(a, plan, stream_);
@@ -589,7 +485,7 @@ class CudaBackend final : public Backend {
                  [&] { return "token id " + std::to_string(ids[r]) + " out of range"; });
     use_device();
     const auto d = upload_args({{ids.data(), y.rows * sizeof(int32_t)}});
-    if (recorded(18, t.data, table.cols, d[0], y.rows, y.data, y.cols)) return;
+    if (steps_->recorded(18, t.data, table.cols, d[0], y.rows, y.data, y.cols)) return;
     cuda::launch_embed(t, table.cols, static_cast<const int32_t*>(d[0]), y.rows, y.data, y.cols, stream_);
   }
 
@@ -607,7 +503,7 @@ class CudaBackend final : public Backend {
     check(ids.size() >= static_cast<size_t>(x.rows) && (margins.empty() || margins.size() >= static_cast<size_t>(x.rows)),
           "cuda argmax", "output spans too short");
     check(x.cols > 0, "cuda argmax", "empty rows");
-    check(!in_step_, "cuda argmax", "not allowed inside a step (it waits for the result)");
+    check(!steps_->in_step(), "cuda argmax", "not allowed inside a step (it waits for the result)");
     if (x.rows == 0) return;
     use_device();
     const size_t n = static_cast<size_t>(x.rows);
@@ -625,94 +521,6 @@ class CudaBackend final : public Backend {
  private:
   static constexpr size_t kCublasWorkspace = size_t{32} << 20;
   static constexpr size_t kMaxStagedUpload = size_t{4} << 20;
-  static constexpr size_t kArenaBytes = size_t{8} << 20;  // host data of one step
-  static constexpr size_t kMaxGraphs = 64;                 // recorded steps kept (least recently used go)
-
-  enum class Mode { Eager, Capture, Replay };
-
-  struct StepGraph {
-    cudaGraphExec_t exec = nullptr;
-    uint64_t signature = 0;
-    size_t arena_bytes = 0;
-    uint64_t last_use = 0;
-    int runs = 0, mismatches = 0;
-  };
-
-  // ---- Step recording ----
-
-  static uint64_t mix(uint64_t h, uint64_t v) {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h * 0x100000001b3ULL;
-  }
-  template <typename... T>
-  static uint64_t mix_words(T... v) {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    ((h = mix(h, sig_word(v))), ...);
-    return h;
-  }
-  // Outside a step: false (launch). Recording: mixes what the op launches into the signature;
-  // true when replaying (the graph launches it, the op must not).
-  template <typename... T>
-  bool recorded(T... v) {
-    if (mode_ == Mode::Eager) return false;
-    sig_ = mix(sig_, mix_words(v...));
-    return mode_ == Mode::Replay;
-  }
-
-  void begin_recording(Mode m) {
-    // The host arena is rewritten: the previous step's copy out of it must have completed.
-    VOXRT_CUDA_CHECK(cudaEventSynchronize(arena_copied_));
-    mode_ = m;
-    sig_ = 0x84222325cbf29ce4ULL;
-    arena_used_ = 0;
-    arena_index_.clear();
-  }
-
-  void end_recording() {
-    mode_ = Mode::Eager;
-    for (float* p : deferred_release_) release(p);
-    deferred_release_.clear();
-  }
-
-  void abort_capture() {
-    cudaGraph_t graph = nullptr;
-    cudaStreamEndCapture(stream_, &graph);
-    if (graph) cudaGraphDestroy(graph);
-    cudaGetLastError();  // an invalidated capture leaves its error behind
-    end_recording();
-  }
-
-  void flush_arena() {
-    if (arena_used_ > 0)
-      VOXRT_CUDA_CHECK(cudaMemcpyAsync(arena_dev_, arena_host_, arena_used_, cudaMemcpyHostToDevice, stream_));
-    VOXRT_CUDA_CHECK(cudaEventRecord(arena_copied_, stream_));
-  }
-
-  // Copies host data into the step's arena and returns its device address. The same host array
-  // passed again in the same step (a step's positions go to every layer) is stored once.
-  char* arena_put(const void* src, size_t bytes) {
-    for (const ArenaEntry& e : arena_index_)
-      if (e.src == src && e.bytes == bytes && std::memcmp(arena_host_ + e.offset, src, bytes) == 0)
-        return arena_dev_ + e.offset;
-    const size_t off = arena_used_;
-    const size_t padded = (bytes + 255) / 256 * 256;
-    check_with(off + padded <= kArenaBytes, "cuda step",
-               [] { return "more than " + bytes_str(kArenaBytes) + " of host data in one step"; });
-    std::memcpy(arena_host_ + off, src, bytes);
-    arena_used_ += padded;
-    arena_index_.push_back({src, bytes, off});
-    return arena_dev_ + off;
-  }
-
-  void evict_graphs() {
-    while (graphs_.size() > kMaxGraphs) {
-      auto oldest = graphs_.begin();
-      for (auto it = graphs_.begin(); it != graphs_.end(); ++it)
-        if (it->second.last_use < oldest->second.last_use) oldest = it;
-      if (oldest->second.exec) cudaGraphExecDestroy(oldest->second.exec);
-      graphs_.erase(oldest);
-    }
-  }
 
   void init() {
     const int n = cuda::device_count();
@@ -739,11 +547,7 @@ class CudaBackend final : public Backend {
 
     staging_cap_ = 1 << 20;
     VOXRT_CUDA_CHECK(cudaMallocHost(&staging_, staging_cap_));
-    VOXRT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&arena_host_), kArenaBytes));
-    VOXRT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&arena_dev_), kArenaBytes));
-    VOXRT_CUDA_CHECK(cudaEventCreateWithFlags(&arena_copied_, cudaEventDisableTiming));
-    VOXRT_CUDA_CHECK(cudaEventRecord(arena_copied_, stream_));
-    if (const char* env = std::getenv("VOXRT_CUDA_GRAPHS")) graphs_enabled_ = std::string(env) != "0";
+    steps_ = std::make_unique<cuda::StepRecorder>(stream_, [this](float* p) { release(p); });
 
     if (const char* env = std::getenv("VOXRT_CUDA_GEMV_MAX_ROWS"))
       gemv_max_rows_ = std::clamp(std::atoi(env), 0, cuda::gemv_max_rows());
@@ -753,7 +557,7 @@ class CudaBackend final : public Backend {
 
   // Device memory for a weight [rows, cols], bf16 or fp32, owned by the returned Weight.
   Weight new_weight(int rows, int cols, bool bf16) {
-    check(mode_ == Mode::Eager, "cuda upload_weight", "not allowed inside a step");
+    check(!steps_->in_step(), "cuda upload_weight", "not allowed inside a step");
     use_device();
     const size_t n = static_cast<size_t>(rows) * cols;
     auto d = std::make_shared<DeviceWeight>();
@@ -819,14 +623,9 @@ class CudaBackend final : public Backend {
       if (s->ptr) cudaFreeAsync(s->ptr, stream_);
     cudaStreamSynchronize(stream_);
     if (cublas_) cublasDestroy(cublas_);
-    for (auto& [key, g] : graphs_)
-      if (g.exec) cudaGraphExecDestroy(g.exec);
-    graphs_.clear();
+    steps_.reset();  // its graphs and arena
     if (cublas_workspace_) cudaFree(cublas_workspace_);
     if (staging_) cudaFreeHost(staging_);
-    if (arena_host_) cudaFreeHost(arena_host_);
-    if (arena_dev_) cudaFree(arena_dev_);
-    if (arena_copied_) cudaEventDestroy(arena_copied_);
     for (int i = 0; i < 2; ++i) {
       if (weight_chunk_[i]) cudaFreeHost(weight_chunk_[i]);
       if (weight_chunk_copied_[i]) cudaEventDestroy(weight_chunk_copied_[i]);
@@ -898,7 +697,7 @@ class CudaBackend final : public Backend {
   // At least `bytes` of device scratch in s (its contents are not kept when it grows).
   void* grow(Scratch& s, size_t bytes) {
     if (s.bytes >= bytes) return s.ptr;
-    if (mode_ != Mode::Eager) throw StepNeedsEager{};
+    if (steps_->recording()) throw cuda::StepNeedsEager{};
     if (s.ptr) VOXRT_CUDA_CHECK(cudaFreeAsync(s.ptr, stream_));
     s.ptr = nullptr;
     s.bytes = 0;
@@ -919,9 +718,9 @@ class CudaBackend final : public Backend {
   // Copies small host arrays to the device in one transfer; returns their device addresses, valid
   // for kernels enqueued before the next upload_args (the argument buffer is reused in stream order).
   std::vector<void*> upload_args(std::initializer_list<HostArg> args) {
-    if (mode_ != Mode::Eager) {  // a step: the arena, copied to the device before the step runs
+    if (steps_->recording()) {  // a step: the arena, copied to the device before the step runs
       std::vector<void*> out;
-      for (const HostArg& a : args) out.push_back(arena_put(a.data, a.bytes));
+      for (const HostArg& a : args) out.push_back(steps_->arena_put(a.data, a.bytes));
       return out;
     }
     size_t total = 0;
@@ -973,7 +772,7 @@ class CudaBackend final : public Backend {
     }
     if (M == 0 || N == 0) return;
     if (!W.bf16) {  // a weight stored as a vector: [N, 1], so K == 1
-      if (recorded(20, x, M, K, ldx, W.data, N, b.data, y, ldy, accumulate)) return;
+      if (steps_->recorded(20, x, M, K, ldx, W.data, N, b.data, y, ldy, accumulate)) return;
       cuda::launch_linear_f32_weight(x, M, K, ldx, static_cast<const float*>(W.data), N, b, y, ldy, accumulate,
                                      stream_);
       return;
@@ -990,7 +789,7 @@ class CudaBackend final : public Backend {
     }
     auto* xb = static_cast<__nv_bfloat16*>(grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
     const auto* wb = static_cast<const __nv_bfloat16*>(W.data);
-    if (recorded(21, x, M, K, ldx, xb, wb, N, b.data, y, ldy, accumulate)) return;
+    if (steps_->recorded(21, x, M, K, ldx, xb, wb, N, b.data, y, ldy, accumulate)) return;
     cuda::launch_f32_to_bf16(x, M, K, ldx, xb, stream_);
     // Column-major view: y^T [N, M] (ld ldy) = W^T^T ... i.e. C = op(A) B with A = W stored column-major
     // as [K, N] (ld K) and op(A) = A^T = W [N, K]; B = x^T stored column-major as [K, M] (ld K).
@@ -1022,7 +821,7 @@ class CudaBackend final : public Backend {
     const bool direct = cuda::gemv_reads_f32(x, ldx);
     if (!direct) {
       auto* xb = static_cast<__nv_bfloat16*>(grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
-      if (!recorded(22, x, M, K, ldx, xb)) cuda::launch_f32_to_bf16(x, M, K, ldx, xb, stream_);
+      if (!steps_->recorded(22, x, M, K, ldx, xb)) cuda::launch_f32_to_bf16(x, M, K, ldx, xb, stream_);
       xin = xb;
       ld = K;
     }
@@ -1031,14 +830,14 @@ class CudaBackend final : public Backend {
     const int group_rows = cuda::gemv_max_rows();
     for (int m0 = 0; m0 < M; m0 += group_rows) {
       const int rows = std::min(group_rows, M - m0);
-      uint64_t h = mix_words(23, xin, ld, rows, K, n_outs, gated, direct);
+      uint64_t h = cuda::StepRecorder::words(23, xin, ld, rows, K, n_outs, gated, direct);
       for (int i = 0; i < n_outs; ++i) {
         group[i] = outs[i];
         if (group[i].y) group[i].y += static_cast<size_t>(m0) * group[i].ldy;
-        h ^= mix_words(group[i].w, group[i].n, group[i].bias.data, group[i].y, group[i].ldy, group[i].accumulate) + i;
+        h ^= cuda::StepRecorder::words(group[i].w, group[i].n, group[i].bias.data, group[i].y, group[i].ldy, group[i].accumulate) + i;
       }
       const void* xg = static_cast<const char*>(xin) + static_cast<size_t>(m0) * ld * elem;
-      if (recorded(h, xg)) continue;
+      if (steps_->recorded(h, xg)) continue;
       cuda::launch_gemv(xg, !direct, ld, rows, K, group, n_outs, gated, stream_);
     }
   }
@@ -1055,24 +854,7 @@ class CudaBackend final : public Backend {
   Scratch xbf_, args_, attn_, results_;
   int gemv_max_rows_ = cuda::gemv_max_rows();  // 0 (VOXRT_CUDA_GEMV_MAX_ROWS=0): always cuBLAS, for timing
 
-  // Steps (see the file comment).
-  struct ArenaEntry {
-    const void* src;
-    size_t bytes, offset;
-  };
-  bool graphs_enabled_ = true;
-  bool in_step_ = false;
-  Mode mode_ = Mode::Eager;
-  uint64_t sig_ = 0;
-  char* arena_host_ = nullptr;  // pinned
-  char* arena_dev_ = nullptr;
-  size_t arena_used_ = 0;
-  std::vector<ArenaEntry> arena_index_;
-  cudaEvent_t arena_copied_ = nullptr;
-  std::vector<float*> deferred_release_;
-  std::unordered_map<std::string, StepGraph> graphs_;
-  uint64_t use_clock_ = 0;
-  StepStats stats_;
+  std::unique_ptr<cuda::StepRecorder> steps_;  // steps as CUDA graphs (step_recorder.h)
   uint16_t* weight_chunk_[2] = {nullptr, nullptr};  // pinned, for upload_weight
   cudaEvent_t weight_chunk_copied_[2] = {nullptr, nullptr};
 };
