@@ -98,14 +98,16 @@ std::vector<double> time_decoder_steps(VoxtralModel& m, const Protocol& proto, i
   Backend& be = m.backend();
   const ModelConfig& c = m.config();
   KvCache cache(&be, m.decoder_cache_shape(1, c.decoder.sliding_window + 1));
-  const auto audio = random_rows(1, c.decoder.dim, 2);
+  const auto audio_host = random_rows(1, c.decoder.dim, 2);
+  Buffer audio(&be, 1, c.decoder.dim);
+  be.upload(audio.data(), audio_host.data(), audio_host.size());
   DecoderStep step(m, unique_step_key("bench decoder"));
   std::vector<double> t;
   int32_t tok = 32;
   int64_t pos = first;
   for (int i = 0; i < steps + 20; ++i) {
     const auto t0 = Clock::now();
-    tok = step.run(tok, audio, pos++, proto.n_delay, cache).id;
+    tok = step.run(tok, audio.all(), pos++, proto.n_delay, cache).id;
     if (i >= 20) t.push_back(ms_since(t0));
   }
   return t;

@@ -14,15 +14,14 @@ std::string unique_step_key(const std::string& what) {
 DecoderStep::DecoderStep(VoxtralModel& model, std::string key)
     : model_(model), key_(std::move(key)), audio_(&model.backend(), 1, model.config().decoder.dim) {}
 
-DecoderStepResult DecoderStep::run(int32_t input, std::span<const float> audio, int64_t pos, int n_delay,
-                                   KvCache& cache) {
-  check(audio.size() == static_cast<size_t>(audio_.cols()), "decoder step", "audio vector size mismatch");
+DecoderStepResult DecoderStep::run(int32_t input, Mat audio, int64_t pos, int n_delay, KvCache& cache) {
+  check(audio.rows == 1 && audio.cols == audio_.cols(), "decoder step", "audio vector size mismatch");
   Backend& be = model_.backend();
   const RowRef row{0, pos};
   const int zero = 0;
   DecoderStepResult r;
+  be.copy(audio_.data(), audio.data, static_cast<size_t>(audio.cols));
   be.run_step(key_, [&] {
-    be.upload(audio_.data(), audio.data(), audio.size());
     r.logits = model_.decode(std::span<const int32_t>(&input, 1), audio_.all(), std::span<const RowRef>(&row, 1),
                              std::span<const int>(&n_delay, 1), cache, std::span<const int>(&zero, 1));
   });

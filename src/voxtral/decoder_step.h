@@ -1,7 +1,8 @@
 // One greedy decoder step of one session: token + adapter vector in, argmax out, run as a Backend
-// step so that the CUDA backend replays it as a graph. The adapter vector comes from the host and
-// is uploaded inside the step (its contents change, its device address does not), which is what
-// keeps every launch of the step the same from one position to the next.
+// step so that the CUDA backend replays it as a graph. The adapter vector is copied into the
+// step's own buffer first, outside the step (its source moves from one position to the next, the
+// step's launches must not), and the token id goes in as step data: the argmax's id is the only
+// thing that comes back to the host.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,8 @@ class DecoderStep {
   DecoderStep(VoxtralModel& model, std::string key);
 
   // Decodes model position `pos` of the cache's slot 0 with input token `input`, the adapter vector
-  // `audio` (dim floats, host) and n_delay delay tokens.
-  DecoderStepResult run(int32_t input, std::span<const float> audio, int64_t pos, int n_delay, KvCache& cache);
+  // `audio` ([1, dim], backend memory) and n_delay delay tokens.
+  DecoderStepResult run(int32_t input, Mat audio, int64_t pos, int n_delay, KvCache& cache);
 
  private:
   VoxtralModel& model_;

@@ -23,8 +23,8 @@ std::vector<RowRef> positions(int64_t first, int count) {
 
 // Log-mel -> conv stem -> encoder -> adapter for the whole padded recording, in chunks of
 // opts.encoder_chunk frames (the conv stem carries its causal context across chunks exactly as a
-// live session does). Returns the adapter vectors on the host, [positions, dim].
-std::vector<float> encode_audio(VoxtralModel& model, const LogMel& logmel, const std::vector<float>& padded,
+// live session does). Returns the adapter vectors, [positions, dim].
+Buffer encode_audio(VoxtralModel& model, const LogMel& logmel, const std::vector<float>& padded,
                                 const OfflineOptions& opts) {
   Backend& be = model.backend();
   const ModelConfig& cfg = model.config();
@@ -64,9 +64,8 @@ std::vector<float> encode_audio(VoxtralModel& model, const LogMel& logmel, const
   const int n_pos = n_frames / factor;
   Buffer adapter(&be, n_pos, cfg.decoder.dim);
   model.adapt(Mat{frames.data(), n_pos, cfg.encoder.dim * factor}, adapter.all());
-  std::vector<float> host = to_host(be, adapter.all());
-  if (opts.trace) opts.trace->adapter = host;
-  return host;
+  if (opts.trace) opts.trace->adapter = to_host(be, adapter.all());
+  return adapter;
 }
 
 }  // namespace
@@ -76,12 +75,11 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
   Backend& be = model.backend();
   const ModelConfig& cfg = model.config();
   const Protocol& proto = opts.protocol;
-  const int dim = cfg.decoder.dim;
   const std::vector<float> padded = proto.pad_offline(audio16k);
-  const std::vector<float> adapter = encode_audio(model, logmel, padded, opts);
+  const Buffer adapter = encode_audio(model, logmel, padded, opts);
 
   OfflineResult result;
-  const int N = static_cast<int>(adapter.size() / dim);
+  const int N = adapter.rows();
   const int P = proto.prompt_len();
   result.positions = N;
   check(N > P, "offline", "padded audio shorter than the prompt");
@@ -113,9 +111,7 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
   const std::vector<int32_t> prompt = proto.prompt(opts.ids);
   const std::vector<int> delays(P, proto.n_delay);
   const int last = P - 1;
-  Buffer prompt_audio(&be, P, dim);
-  be.upload(prompt_audio.data(), adapter.data(), static_cast<size_t>(P) * dim);
-  const Mat logits = model.decode(prompt, prompt_audio.all(), positions(0, P), delays, cache, std::span<const int>(&last, 1));
+  const Mat logits = model.decode(prompt, adapter.view(0, P), positions(0, P), delays, cache, std::span<const int>(&last, 1));
   int32_t id = 0;
   float margin = 0;
   be.argmax(logits, std::span<int32_t>(&id, 1), std::span<float>(&margin, 1));
@@ -128,10 +124,7 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
       break;
     }
     const int pos = P + step - 1;
-    const DecoderStepResult r =
-        decoder.run(next_input(step - 1, tok),
-                    std::span<const float>(adapter.data() + static_cast<size_t>(pos) * dim, static_cast<size_t>(dim)),
-                    pos, proto.n_delay, cache);
+    const DecoderStepResult r = decoder.run(next_input(step - 1, tok), adapter.view(pos, 1), pos, proto.n_delay, cache);
     tok = take(r.logits, r.id, r.margin, step);
   }
   if (opts.stop_at_eos && !opts.teacher_tokens && !result.tokens.empty() && result.tokens.back() == opts.ids.eos)

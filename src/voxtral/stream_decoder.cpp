@@ -40,6 +40,10 @@ StreamDecoder::StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Op
   be.fill(conv1_context_.data(), 0.0f, conv1_context_.size());
   frames_ = Buffer(&be, max_frames, enc_dim_);
   adapter_ = Buffer(&be, opts_.max_batch_positions, dim_);
+  // Pending vectors never exceed the prompt plus one batch (the decoder drains the queue after
+  // every encoder pass once the prompt is in): twice that plus a batch lets compaction copy
+  // forward without overlap.
+  queue_ = Buffer(&be, 2 * (opts_.protocol.prompt_len() + opts_.max_batch_positions) + opts_.max_batch_positions, dim_);
   // The stream starts with the left pad: silent steps the prompt is aligned with.
   const size_t left = static_cast<size_t>(opts.protocol.n_left_pad_tokens) * opts.protocol.samples_per_step;
   audio_.assign(left, 0.0f);
@@ -120,9 +124,18 @@ void StreamDecoder::encode_positions(int count, double& seconds) {
             mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows) * n_mels_, mel_context_.begin());
   mel_pending_.erase(mel_pending_.begin(), mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows) * n_mels_);
 
-  const size_t at = adapter_queue_.size();
-  adapter_queue_.resize(at + static_cast<size_t>(count) * dim_);
-  be.download(adapter_queue_.data() + at, adapter.data, static_cast<size_t>(count) * dim_);
+  // Into the device queue, outside the step (its place in the queue moves); nothing waits here.
+  if (queue_write_ + count > queue_.rows()) {
+    // Move the vectors not yet decoded to the front. The queue holds at least twice what can be
+    // pending, so the source lies wholly past the destination.
+    const int pending = queue_write_ - queue_read_;
+    if (pending > 0) be.copy(queue_.row(0), queue_.row(queue_read_), static_cast<size_t>(pending) * dim_);
+    queue_read_ = 0;
+    queue_write_ = pending;
+  }
+  check(queue_write_ + count <= queue_.rows(), "session", "adapter queue overflow");
+  be.copy(queue_.row(queue_write_), adapter.data, static_cast<size_t>(count) * dim_);
+  queue_write_ += count;
   encoded_positions_ += count;
   seconds += seconds_since(t0);
 }
@@ -131,15 +144,9 @@ void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_
   Backend& be = model_.backend();
   const int P = opts_.protocol.prompt_len();
   const int n_delay = opts_.protocol.n_delay;
-  auto queued = [&]() { return static_cast<int64_t>((adapter_queue_.size() - adapter_front_) / dim_); };
+  auto queued = [&]() { return static_cast<int64_t>(queue_write_ - queue_read_); };
   auto pop = [&](int n) {
-    // Decoded vectors are dropped from the front in bulk, not one step at a time (each erase moves
-    // the whole queue).
-    adapter_front_ += static_cast<size_t>(n) * dim_;
-    if (2 * adapter_front_ >= adapter_queue_.size()) {
-      adapter_queue_.erase(adapter_queue_.begin(), adapter_queue_.begin() + static_cast<std::ptrdiff_t>(adapter_front_));
-      adapter_front_ = 0;
-    }
+    queue_read_ += n;
     next_decode_ += n;
   };
   auto emit = [&](int32_t id, double seconds) {
@@ -151,14 +158,13 @@ void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_
   if (next_decode_ == 0) {  // prefill the prompt once all its positions exist
     if (queued() < P) return;
     const auto t0 = std::chrono::steady_clock::now();
-    Buffer audio(&be, P, dim_);
-    be.upload(audio.data(), adapter_queue_.data() + adapter_front_, static_cast<size_t>(P) * dim_);
     std::vector<RowRef> rows(P);
     for (int i = 0; i < P; ++i) rows[i] = {0, i};
     const std::vector<int> delays(P, n_delay);
     const int last = P - 1;
     const std::vector<int32_t> prompt = opts_.protocol.prompt(opts_.ids);
-    const Mat logits = model_.decode(prompt, audio.all(), rows, delays, dec_cache_, std::span<const int>(&last, 1));
+    const Mat logits = model_.decode(prompt, queue_.view(queue_read_, P), rows, delays, dec_cache_,
+                                     std::span<const int>(&last, 1));
     int32_t id = 0;
     be.argmax(logits, std::span<int32_t>(&id, 1), {});
     pop(P);
@@ -168,10 +174,8 @@ void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_
   while (!stopped_ && queued() > 0 && (final_positions_ < 0 || next_decode_ <= final_positions_ - 2)) {
     const auto t0 = std::chrono::steady_clock::now();
     rebase_if_needed(dec_cache_, false, dec_base_, next_decode_, 1, opts_.decoder_position_limit);
-    const DecoderStepResult r = decoder_step_.run(
-        last_token_, std::span<const float>(adapter_queue_.data() + adapter_front_, static_cast<size_t>(dim_)),
-        next_decode_ - dec_base_,
-        n_delay, dec_cache_);
+    const DecoderStepResult r =
+        decoder_step_.run(last_token_, queue_.view(queue_read_, 1), next_decode_ - dec_base_, n_delay, dec_cache_);
     pop(1);
     emit(r.id, seconds_since(t0) + enc_seconds_per_position);
   }

@@ -75,11 +75,13 @@ class StreamDecoder {
   // Device buffers of the encoder step, sized for max_batch_positions: mel rows with their context,
   // the conv1 row before the next chunk (carried on the device), encoder frames, adapter vectors.
   Buffer mel_, conv1_context_, frames_, adapter_;
+  // Adapter vectors on the device, rows [queue_read_, queue_write_) not yet decoded; row
+  // queue_read_ is position next_decode_. They never visit the host.
+  Buffer queue_;
+  int queue_read_ = 0, queue_write_ = 0;
   std::string encoder_key_;
   DecoderStep decoder_step_;
   int64_t encoded_positions_ = 0;   // adapter vectors produced so far
-  std::vector<float> adapter_queue_;  // adapter vectors; those from adapter_front_ on are not yet decoded
-  size_t adapter_front_ = 0;          // (floats) the vector of position next_decode_
   int64_t next_decode_ = 0;         // next decoder position to run
   int64_t enc_base_ = 0, dec_base_ = 0;  // model position = stream position - base
   int64_t final_positions_ = -1;    // after flush: N
