@@ -2,9 +2,9 @@
 // encoder over the file in chunks (it is causal with a window, so chunking is exact), adapter, then
 // the decoder: prefill the prompt, take the argmax at its last position, and step once per
 // remaining audio position (greedy). The reference generates exactly (audio positions - prompt
-// length) tokens. It records every stage and takes teacher forcing, so the parity tests and
-// `voxrt bench` use it; Engine::transcribe runs the streaming pipeline instead (identical ids,
-// flat memory).
+// length) tokens. It records every stage and takes teacher forcing, so the parity tests use it;
+// Engine::transcribe (and `voxrt bench`'s offline figure) runs the streaming pipeline instead
+// (identical ids, flat memory).
 #pragma once
 
 #include <cstdint>

@@ -290,7 +290,7 @@ TEST_F(CudaBackendTest, Bf16WeightUploadEqualsTheFp32Upload) {
 }
 
 TEST_F(CudaBackendTest, LinearGemvRowsMatchCpu) {
-  // M <= 8 with K % 8 == 0: the GEMV kernel.
+  // A few rows with K % 8 == 0: one GEMV launch.
   check_linear({1, 1024, 3072, false, false});
   check_linear({1, 2048, 1280, true, false});
   check_linear({1, 3072, 2048, true, true});
@@ -303,7 +303,7 @@ TEST_F(CudaBackendTest, LinearGemvRowsMatchCpu) {
 }
 
 TEST_F(CudaBackendTest, LinearCublasRowsMatchCpu) {
-  // M > 8, or K not a multiple of 8: cuBLAS.
+  // Larger batches (the GEMV in groups of rows) and K not a multiple of 8 (cuBLAS).
   check_linear({9, 1280, 1280, true, true});
   check_linear({64, 3072, 1280, false, false});
   check_linear({300, 1000, 384, true, false});

@@ -5,19 +5,21 @@
 //
 // Storage formats:
 //  - Activations (Buffer, KvCache): fp32 device memory from a stream-ordered pool owned by the
-//    backend (cudaMallocFromPoolAsync / cudaFreeAsync). The model creates and drops a few Buffers per
-//    layer per step; plain cudaMalloc/cudaFree would synchronise the device on every free, the pool
-//    reuses memory in stream order without synchronising. The pool keeps freed memory cached.
-//  - Weight matrices (cols > 1): bf16, round to nearest even (on the host), cudaMalloc'ed once. Vectors (cols == 1:
-//    norm weights, biases) stay fp32. Weight::storage points to a host-side DeviceWeight that records
-//    the format and frees the device memory with the last reference.
+//    backend (cudaMallocFromPoolAsync / cudaFreeAsync): plain cudaMalloc/cudaFree would synchronise
+//    the device on every free, the pool reuses memory in stream order without synchronising. The
+//    pool keeps freed memory cached (its high-water mark).
+//  - Weight matrices (cols > 1): bf16 (round to nearest even on the host, or a BF16 checkpoint's
+//    own bits), cudaMalloc'ed once. Vectors (cols == 1: norm weights, biases) stay fp32.
+//    Weight::storage points to a host-side DeviceWeight that records the format and frees the
+//    device memory with the last reference.
 //
-// linear: y = x W^T with x rounded to bf16 and fp32 accumulation, by the GEMV kernel
-// (kernels_gemv.cu) in groups of 8 rows when K % 8 == 0, which keeps every row's result independent
-// of the batch; otherwise x is rounded into a bf16 scratch copy and cublasGemmEx (bf16 A and B, fp32
-// C, CUBLAS_COMPUTE_32F) runs with a small bias kernel. VOXRT_CUDA_GEMV_MAX_ROWS=0 sends everything
-// to cuBLAS (for measurements). linears() runs a layer's q, k and v in one GEMV launch and
-// gated_linear() the SwiGLU gate and up products with the silu product fused.
+// linear: y = x W^T with x rounded to bf16 and fp32 accumulation, by the GEMV kernels (tensor
+// cores: kernels_gemv_mma.cu, 32 rows per launch; or kernels_gemv.cu) when K % 8 == 0, which keeps
+// every row's result independent of the batch; otherwise x is rounded into a bf16 scratch copy
+// and cublasGemmEx (bf16 A and B, fp32 C, CUBLAS_COMPUTE_32F) runs with a small bias kernel.
+// VOXRT_CUDA_GEMV_MAX_ROWS=0 sends everything to cuBLAS (for measurements). linears() runs a
+// layer's q, k and v in one GEMV launch and gated_linear() the SwiGLU gate and up products with
+// the silu product fused.
 //
 // Host data an op needs (RowRefs, token ids, scale row indices, inv_freq) goes through a pinned
 // staging buffer and one cudaMemcpyAsync into a device argument buffer; the only device -> host
