@@ -88,9 +88,7 @@ class EngineImpl final : public Engine {
     info_.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
-  // Offline transcription runs the streaming pipeline over the whole input with stop-at-EOS: its
-  // ids are identical to the whole-file pass (run_offline; the parity and streaming tests hold
-  // both to the reference) and its memory stays flat however long the file is.
+  // Offline transcription: decode_whole with stop-at-EOS.
   Transcript transcribe(std::span<const float> audio, const TranscribeOptions& o) override {
     const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
     const Protocol p = protocol(delay_ms);

@@ -80,9 +80,7 @@ std::vector<double> time_encoder_steps(VoxtralModel& m, int steps) {
     for (int f = 0; f < frames; ++f) rows[f] = {0, pos + f};
     be.run_step(key, [&] {
       be.upload(mel.data(), mel_host.data(), mel_host.size());
-      m.conv_stem(mel.all(), ctx.all(), x.all());
-      m.encode(x.all(), rows, cache);
-      m.adapt(Mat{x.data(), 1, c.encoder.dim * frames}, adapter.all());
+      m.encode_positions(mel.all(), ctx.all(), x.all(), rows, cache, adapter.all());
     });
     be.download(adapter_host.data(), adapter.data(), adapter_host.size());
     if (i >= 20) t.push_back(ms_since(t0));

@@ -162,6 +162,15 @@ void VoxtralModel::adapt(Mat x, Mat out) {
   backend_.linear(h, w_.adapter_w2, nullptr, out);
 }
 
+void VoxtralModel::encode_positions(Mat mel, Mat conv1_context, Mat frames, std::span<const RowRef> rows,
+                                    KvCache& cache, Mat adapter) {
+  const int factor = cfg_.downsample_factor;
+  check(frames.rows == adapter.rows * factor, "encoder", "frames are not whole positions");
+  conv_stem(mel, conv1_context, frames);
+  encode(frames, rows, cache);
+  adapt(Mat{frames.data, adapter.rows, frames.cols * factor}, adapter);
+}
+
 Mat VoxtralModel::decode(std::span<const int32_t> ids, Mat audio, std::span<const RowRef> rows,
                          std::span<const int> n_delay, KvCache& cache, std::span<const int> logit_rows) {
   const DecoderConfig& c = cfg_.decoder;

@@ -39,6 +39,11 @@ class VoxtralModel {
   // Adapter: x [rows, 4 * enc_dim] (4 consecutive encoder frames per row) -> out [rows, dim].
   void adapt(Mat x, Mat out);
 
+  // The audio side of whole positions, as a live session's encoder step runs it: conv stem (as
+  // conv_stem) into frames [4 n, enc_dim], encoder over them at `rows`, adapter into adapter [n, dim].
+  void encode_positions(Mat mel_with_context, Mat conv1_context, Mat frames, std::span<const RowRef> rows,
+                        KvCache& cache, Mat adapter);
+
   // Decoder over rows: input = embed(ids) + audio (both [rows, dim]). Writes K/V to `cache`.
   // Returns logits [logit_rows.size(), vocab] for the rows listed in `logit_rows` (after the final
   // norm), in scratch owned by the model that the next decode() overwrites.

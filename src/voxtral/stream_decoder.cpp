@@ -116,9 +116,7 @@ void StreamDecoder::encode_positions(int count, double& seconds) {
   be.run_step(encoder_key_ + " x" + std::to_string(count), [&] {
     be.upload(mel.data, mel_context_.data(), mel_context_.size());
     be.upload(mel_.row(2), mel_pending_.data(), static_cast<size_t>(rows) * n_mels_);
-    model_.conv_stem(mel, conv1_context_.all(), frames);
-    model_.encode(frames, refs, enc_cache_);
-    model_.adapt(Mat{frames.data, count, enc_dim_ * factor}, adapter);
+    model_.encode_positions(mel, conv1_context_.all(), frames, refs, enc_cache_, adapter);
   });
   std::copy(mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows - 2) * n_mels_,
             mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows) * n_mels_, mel_context_.begin());

@@ -334,9 +334,7 @@ class CudaBackend final : public Backend {
               y.cols == x.cols && scale_row.size() >= static_cast<size_t>(x.rows) && scales.cols >= x.cols,
           "cuda rms_norm_scaled", "shape mismatch");
     if (x.rows == 0) return;
-    for (int r = 0; r < x.rows; ++r)
-      check_with(scale_row[r] >= 0 && scale_row[r] < scales.rows, "cuda rms_norm_scaled",
-                 [&] { return "scale row " + std::to_string(scale_row[r]) + " out of range"; });
+    check_scale_rows(scale_row.first(x.rows), scales.rows, "cuda rms_norm_scaled");
     use_device();
     const DevVec wv = vec_of(w, "cuda rms_norm_scaled");
     const auto d = upload_args({{scale_row.data(), x.rows * sizeof(int)}});
@@ -349,9 +347,7 @@ class CudaBackend final : public Backend {
     check(scale_row.size() >= static_cast<size_t>(x.rows) && scales.cols >= x.cols, "cuda scale_rows",
           "shape mismatch");
     if (x.rows == 0) return;
-    for (int r = 0; r < x.rows; ++r)
-      check_with(scale_row[r] >= 0 && scale_row[r] < scales.rows, "cuda scale_rows",
-                 [&] { return "scale row " + std::to_string(scale_row[r]) + " out of range"; });
+    check_scale_rows(scale_row.first(x.rows), scales.rows, "cuda scale_rows");
     use_device();
     const auto d = upload_args({{scale_row.data(), x.rows * sizeof(int)}});
     if (steps_->recorded(11, x.data, x.rows, x.cols, scales.data, scales.cols, d[0])) return;
@@ -738,6 +734,11 @@ class CudaBackend final : public Backend {
     }
     VOXRT_CUDA_CHECK(cudaMemcpyAsync(dev, host, total, cudaMemcpyHostToDevice, stream_));
     return out;
+  }
+
+  static void check_scale_rows(std::span<const int> scale_row, int n_scales, const char* where) {
+    for (const int i : scale_row)
+      check_with(i >= 0 && i < n_scales, where, [&] { return "scale row " + std::to_string(i) + " out of range"; });
   }
 
   static void check_rows(const KvCacheShape& s, std::span<const RowRef> rows, const char* where) {

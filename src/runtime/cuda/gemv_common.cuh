@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/dev_vec.cuh"
 
 namespace voxrt::cuda::gemv {
 
@@ -48,10 +49,6 @@ __device__ __forceinline__ uint4 load_x8(const Params& p, int m, int k) {
     const float4 a = __ldg(r), b = __ldg(r + 1);
     return uint4{pack_bf16(a.x, a.y), pack_bf16(a.z, a.w), pack_bf16(b.x, b.y), pack_bf16(b.z, b.w)};
   }
-}
-
-__device__ __forceinline__ float vec_at(DevVec v, int i) {
-  return v.bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(v.data)[i]) : static_cast<const float*>(v.data)[i];
 }
 
 }  // namespace voxrt::cuda::gemv

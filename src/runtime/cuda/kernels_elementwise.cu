@@ -9,6 +9,7 @@
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/dev_vec.cuh"
 #include "runtime/cuda/launch.cuh"
 
 namespace voxrt::cuda {
@@ -105,14 +106,12 @@ __global__ void add_bias_kernel(float* __restrict__ y, size_t n, int cols, DevVe
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     const int c = static_cast<int>(i % cols);
-    const float b = bias.bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(bias.data)[c])
-                              : static_cast<const float*>(bias.data)[c];
-    y[i] += b;
+    y[i] += vec_at(bias, c);
   }
 }
 
 // fp32 -> bf16 (round to nearest even) of a row-strided matrix into a packed one, 4 values per step:
-// the activation side of every bf16 matrix product (and the weights at upload).
+// the activation side of a cuBLAS product, and of the GEMV when x's rows are not 16-byte aligned.
 __global__ void f32_to_bf16_vec_kernel(const float* __restrict__ x, int cols4, size_t ld4, size_t n4,
                                        __nv_bfloat16* __restrict__ y) {
   pdl_trigger();

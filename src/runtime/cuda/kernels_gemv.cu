@@ -33,7 +33,6 @@ namespace {
 using gemv::Params;
 using gemv::dot8;
 using gemv::load_x8;
-using gemv::vec_at;
 
 constexpr int kWarps = 8;  // output features per block
 constexpr int kSimtMaxRows = 8;

@@ -30,7 +30,6 @@ namespace {
 
 using gemv::load_x8;
 using gemv::Params;
-using gemv::vec_at;
 
 constexpr int kWarps = 8;
 

@@ -6,16 +6,13 @@
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/dev_vec.cuh"
 #include "runtime/cuda/launch.cuh"
 
 namespace voxrt::cuda {
 namespace {
 
 constexpr int kNormThreads = 256;
-
-__device__ __forceinline__ float vec_at(DevVec v, int i) {
-  return v.bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(v.data)[i]) : static_cast<const float*>(v.data)[i];
-}
 
 // One block per row: the fp32 sum of squares by a block tree reduction, then
 // y = w * (x * (1 / sqrt(mean + eps))) as the reference writes it, times scales[scale_row[r]] when
