@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <optional>
 
 #include <set>
 
@@ -258,13 +259,21 @@ TEST_F(CheckpointTest, UnknownTensorIsAnErrorOnlyWhenAsked) {
 }
 
 // The tiny fixtures written by tools/reference: a real transformers save_pretrained (sharded, F32)
-// and its Mistral conversion (BF16 values, interleaved RoPE rows).
-TEST(CheckpointFixtureTest, ReferenceTinyModelLoadsIdenticallyInBothLayouts) {
-  const std::filesystem::path tiny = std::filesystem::path(VOXRT_TEST_DATA) / "tiny";
-  if (!std::filesystem::exists(tiny / "hf") || !std::filesystem::exists(tiny / "mistral"))
-    GTEST_SKIP() << "no reference fixtures under " << tiny;
-  const Checkpoint m = Checkpoint::open(tiny / "mistral");
-  const Checkpoint h = Checkpoint::open(tiny / "hf");
+// and its Mistral conversion (BF16 values, interleaved RoPE rows), opened as m and h.
+class CheckpointFixtureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::filesystem::path tiny = std::filesystem::path(VOXRT_TEST_DATA) / "tiny";
+    if (!std::filesystem::exists(tiny / "hf") || !std::filesystem::exists(tiny / "mistral"))
+      GTEST_SKIP() << "no reference fixtures under " << tiny;
+    mistral_.emplace(Checkpoint::open(tiny / "mistral"));
+    hf_.emplace(Checkpoint::open(tiny / "hf"));
+  }
+  std::optional<Checkpoint> mistral_, hf_;
+};
+
+TEST_F(CheckpointFixtureTest, ReferenceTinyModelLoadsIdenticallyInBothLayouts) {
+  const Checkpoint &m = *mistral_, &h = *hf_;
   EXPECT_EQ(m.layout(), CheckpointLayout::Mistral);
   EXPECT_EQ(h.layout(), CheckpointLayout::HuggingFace);
   for (const auto& [name, shape] : expected_tensors(m.config())) {
@@ -275,12 +284,8 @@ TEST(CheckpointFixtureTest, ReferenceTinyModelLoadsIdenticallyInBothLayouts) {
 
 // load_bf16 gives a BF16 checkpoint's own bits in the same internal layout as load_f32 (RoPE rows
 // permuted alike), and refuses tensors stored otherwise.
-TEST(CheckpointFixtureTest, Bf16BitsEqualTheF32LoadInBothLayouts) {
-  const std::filesystem::path tiny = std::filesystem::path(VOXRT_TEST_DATA) / "tiny";
-  if (!std::filesystem::exists(tiny / "hf") || !std::filesystem::exists(tiny / "mistral"))
-    GTEST_SKIP() << "no reference fixtures under " << tiny;
-  const Checkpoint m = Checkpoint::open(tiny / "mistral");
-  const Checkpoint h = Checkpoint::open(tiny / "hf");
+TEST_F(CheckpointFixtureTest, Bf16BitsEqualTheF32LoadInBothLayouts) {
+  const Checkpoint &m = *mistral_, &h = *hf_;
   int checked = 0;
   for (const auto& [name, shape] : expected_tensors(m.config())) {
     ASSERT_TRUE(m.stored_as_bf16(name)) << name;
