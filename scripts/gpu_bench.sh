@@ -13,7 +13,8 @@ full=${VOXRT_FULL_WORK:-/tmp/voxrt-full}
       --no-verify >/dev/null 2>&1
 echo "== voxrt bench (cuda)"
 .carry/run voxrt bench --device cuda --model "$full/mistral" --out "$out/bench" --steps 100 --offline-seconds 30,300 \
-    2>&1 | tee "$out/bench.log" | tail -12
+    --figures encoder,decoder,products,offline \
+    2>&1 | tee "$out/bench.log" | tail -26
 json=$(ls -t "$out"/bench/*-cuda.json | head -1)
 echo "== transformers reference on the same GPU"
 python3 bench/compare_reference.py --model "$full" --voxrt "$json" --seconds "${@:-30}" 2>&1 | grep -v "Loading weights" |

@@ -1,4 +1,5 @@
 // voxrt bench --model DIR [--audio FILE] [--steps N] [--offline-seconds 30,300] [--figures LIST] [--out DIR]
+// (LIST: encoder, decoder, offline by default; products adds each product of a step timed alone)
 // Prints each figure against its floor (from ceilings measured in the same run) and writes the
 // whole result as JSON under --out (bench/results by default), named by date and backend.
 #include <algorithm>
@@ -46,10 +47,11 @@ void run_bench(const BenchArgs& a) {
   b.steps = a.steps;
   auto wanted = [&](const char* f) { return std::find(a.figures.begin(), a.figures.end(), f) != a.figures.end(); };
   for (const std::string& f : a.figures)
-    if (f != "encoder" && f != "decoder" && f != "offline")
-      throw Error("--figures " + f + ": expected encoder, decoder or offline");
+    if (f != "encoder" && f != "decoder" && f != "offline" && f != "products")
+      throw Error("--figures " + f + ": expected encoder, decoder, offline or products");
   b.encoder_steps = wanted("encoder");
   b.decoder_steps = wanted("decoder");
+  b.products = wanted("products");
   if (wanted("offline")) b.offline_seconds = a.offline_seconds;
   else b.offline_seconds.clear();
   nlohmann::json r = benchmark_engine(*engine, audio, a.delay_ms, b);
@@ -76,7 +78,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--offline-seconds", args->offline_seconds, "Offline input lengths in seconds")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--figures", args->figures, "Which figures to measure (encoder, decoder, offline)")
+  cmd->add_option("--figures", args->figures, "Which figures to measure (encoder, decoder, offline; products: each product of a step alone)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Folder for the JSON result")->capture_default_str();

@@ -1,9 +1,12 @@
 // Buffer and KvCache: RAII owners of backend memory.
 #include "runtime/backend.h"
 
+#include "common/error.h"
+
 #include <bit>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 namespace voxrt {
 
@@ -37,12 +40,43 @@ Weight Backend::upload_weight_bf16(std::vector<uint16_t>&& bits, int rows, int c
   return upload_weight(std::move(values), rows, cols);
 }
 
-KvCache::KvCache(Backend* backend, const KvCacheShape& shape) : backend_(backend), shape_(shape) {
-  const size_t n = shape.per_slot() * shape.slots;
-  k_ = backend_->allocate(n);
-  v_ = backend_->allocate(n);
-  backend_->fill(k_, 0.0f, n);
-  backend_->fill(v_, 0.0f, n);
+KvCache::KvCache(Backend* backend, const KvCacheShape& shape)
+    : backend_(backend), shape_(shape), element_bytes_(backend->kv_element_bytes()) {
+  // Zero bits are 0.0 in either storage.
+  const size_t floats = (shape.elements() * element_bytes_ + sizeof(float) - 1) / sizeof(float);
+  k_ = backend_->allocate(floats);
+  v_ = backend_->allocate(floats);
+  backend_->fill(k_, 0.0f, floats);
+  backend_->fill(v_, 0.0f, floats);
+}
+
+float* KvCache::keys() const {
+  check(element_bytes_ == sizeof(float), "kv cache", "not stored as fp32");
+  return k_;
+}
+
+float* KvCache::values() const {
+  check(element_bytes_ == sizeof(float), "kv cache", "not stored as fp32");
+  return v_;
+}
+
+void Backend::upload_kv(KvCache& cache, const float* keys, const float* values) {
+  upload(cache.keys(), keys, cache.shape().elements());
+  upload(cache.values(), values, cache.shape().elements());
+}
+
+void Backend::download_kv(const KvCache& cache, float* keys, float* values) {
+  download(keys, cache.keys(), cache.shape().elements());
+  download(values, cache.values(), cache.shape().elements());
+}
+
+void Backend::shift_cached_keys(KvCache& cache, int slot, int64_t shift, std::span<const float> inv_freq) {
+  const KvCacheShape& s = cache.shape();
+  // Rotating a key by -shift turns rot(p) into rot(p - shift): one RoPE pass over the slot's keys.
+  const int rows = s.layers * s.ring;
+  const std::vector<RowRef> refs(rows, RowRef{slot, -shift});
+  const Mat keys{cache.keys() + static_cast<size_t>(slot) * s.per_slot(), rows, s.kv_heads * s.head_dim};
+  rope(keys, s.kv_heads, s.head_dim, refs, inv_freq);
 }
 
 KvCache::~KvCache() {
@@ -55,6 +89,7 @@ KvCache::~KvCache() {
 KvCache::KvCache(KvCache&& o) noexcept
     : backend_(std::exchange(o.backend_, nullptr)),
       shape_(o.shape_),
+      element_bytes_(o.element_bytes_),
       k_(std::exchange(o.k_, nullptr)),
       v_(std::exchange(o.v_, nullptr)) {}
 

@@ -68,8 +68,12 @@ struct KvCacheShape {
   int slots = 1, layers = 0, ring = 0, kv_heads = 0, head_dim = 0;
   size_t per_layer() const { return static_cast<size_t>(ring) * kv_heads * head_dim; }
   size_t per_slot() const { return per_layer() * layers; }
+  size_t elements() const { return per_slot() * slots; }
 };
 
+// A KvCacheShape's K and V in backend memory, stored as the backend chooses
+// (Backend::kv_element_bytes: fp32, or bf16 on the GPU, as the reference's bf16 cache stores them).
+// Only the backend's own ops read or write them; upload_kv/download_kv move whole caches as floats.
 class KvCache {
  public:
   KvCache() = default;
@@ -80,13 +84,18 @@ class KvCache {
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
   const KvCacheShape& shape() const { return shape_; }
-  float* keys() const { return k_; }
-  float* values() const { return v_; }
+  size_t element_bytes() const { return element_bytes_; }
+  void* key_data() const { return k_; }
+  void* value_data() const { return v_; }
+  // The fp32 arrays of a cache stored as fp32 (throws otherwise).
+  float* keys() const;
+  float* values() const;
 
  private:
   Backend* backend_ = nullptr;
   KvCacheShape shape_;
-  float* k_ = nullptr;
+  size_t element_bytes_ = 4;
+  float* k_ = nullptr;  // allocated as floats; holds element_bytes_-sized elements
   float* v_ = nullptr;
 };
 
@@ -107,6 +116,10 @@ struct AttentionParams {
   int n_heads = 0, n_kv_heads = 0, head_dim = 0;
   int window = 0;   // keys at positions p - window + 1 .. p
   float scale = 0;  // 1 / sqrt(head_dim)
+  // Rows a live step of this stack attends with for one session (the encoder's 4 frames, the
+  // decoder's 1 token): a constant of the model that a backend may size its work by. It must not
+  // vary between calls of one stack, so that a row's result never depends on its batch.
+  int step_rows = 1;
 };
 
 // The machine's ceilings, measured by the backend itself (voxrt bench reports every time against the
@@ -140,6 +153,7 @@ class Backend {
   virtual Ceilings measure_ceilings() = 0;
   virtual size_t weight_element_bytes() const = 0;  // how a weight element is stored (4: fp32, 2: bf16)
   virtual size_t memory_in_use() const = 0;         // device memory in use, or the process's peak RSS
+  virtual size_t kv_element_bytes() const { return 4; }  // how a KvCache stores an element (4: fp32, 2: bf16)
 
   // Memory.
   virtual float* allocate(size_t floats) = 0;
@@ -185,6 +199,13 @@ class Backend {
                     std::span<const float> inv_freq) = 0;
   // Writes rows' K and V into the cache at their positions, for one layer.
   virtual void store_kv(KvCache& cache, int layer, Mat k, Mat v, std::span<const RowRef> rows) = 0;
+  // A whole cache's K and V from or to host floats (shape().elements() each; rounded to the
+  // cache's storage when it is narrower).
+  virtual void upload_kv(KvCache& cache, const float* keys, const float* values);
+  virtual void download_kv(const KvCache& cache, float* keys, float* values);
+  // Rotates every cached key of a slot (all layers, all ring entries) by -shift positions, so that
+  // keys stored at position p read as if stored at p - shift (a long session's re-base).
+  virtual void shift_cached_keys(KvCache& cache, int slot, int64_t shift, std::span<const float> inv_freq);
   // RoPE on q (n_heads heads) and k (the cache's kv heads), then store_kv(k, v): a layer's
   // attention inputs in one pass where the backend can.
   virtual void rope_store_kv(Mat q, Mat k, Mat v, int n_heads, std::span<const RowRef> rows,

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <random>
 
+#include "voxtral/bench_products.h"
 #include "voxtral/decoder_step.h"
 
 namespace voxrt {
@@ -31,15 +32,15 @@ struct Costs {
   double enc_flops_per_frame, dec_flops_per_position;
 };
 
-Costs costs(const ModelConfig& c, size_t weight_bytes) {
+Costs costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes) {
   const EncoderConfig& e = c.encoder;
   const DecoderConfig& d = c.decoder;
   const double enc_w = e.n_layers * layer_params(e.dim, e.n_heads, e.n_kv_heads, e.head_dim, e.hidden_dim);
   const double adapter_w = static_cast<double>(e.dim) * c.downsample_factor * d.dim + static_cast<double>(d.dim) * d.dim;
   const double dec_w = d.n_layers * layer_params(d.dim, d.n_heads, d.n_kv_heads, d.head_dim, d.hidden_dim);
   const double head_w = static_cast<double>(d.vocab_size) * d.dim;
-  const double enc_kv = 2.0 * e.n_layers * e.sliding_window * e.n_kv_heads * e.head_dim * sizeof(float);
-  const double dec_kv_per_key = 2.0 * d.n_layers * d.n_kv_heads * d.head_dim * sizeof(float);
+  const double enc_kv = 2.0 * e.n_layers * e.sliding_window * e.n_kv_heads * e.head_dim * kv_bytes;
+  const double dec_kv_per_key = 2.0 * d.n_layers * d.n_kv_heads * d.head_dim * kv_bytes;
   const double dec_weights = (dec_w + head_w) * weight_bytes;
   return {(enc_w + adapter_w) * weight_bytes + enc_kv,
           dec_weights + dec_kv_per_key * d.sliding_window,
@@ -121,7 +122,7 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
   r["backend"] = be.name();
   const Ceilings ceil = be.measure_ceilings();
   r["ceilings"] = {{"copy_GBps", ceil.copy_gbps}, {"matmul_TFLOPs", ceil.matmul_tflops}, {"matmul", ceil.matmul_what}};
-  const Costs k = costs(c, be.weight_element_bytes());
+  const Costs k = costs(c, be.weight_element_bytes(), be.kv_element_bytes());
   // Reads only: a copy moves each byte twice (read + write), a step reads its bytes once.
   const double read_bps = ceil.copy_gbps * 1e9;
 
@@ -147,6 +148,8 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
     full["floor_ms"] = k.dec_step_bytes / read_bps * 1e3;
     r["decoder_step_full_window"] = full;
   }
+
+  if (o.products) r["products"] = time_products(be, c, read_bps);
 
   r["offline"] = nlohmann::json::array();
   for (double seconds : o.offline_seconds) {
@@ -185,6 +188,15 @@ std::string format_benchmark(const nlohmann::json& r) {
                   s["p99_ms"].get<double>(), s["floor_ms"].get<double>(),
                   s["p50_ms"].get<double>() / s["floor_ms"].get<double>());
     out += buf;
+  }
+  if (r.contains("products")) {
+    out += "product (alone, back to back)  rows   weight MB    p50 us   floor us   of copy rate\n";
+    for (const auto& p : r["products"]) {
+      std::snprintf(buf, sizeof buf, "%-30s %4d %11.1f %9.1f %10.1f %9.0f %%\n", p["name"].get<std::string>().c_str(),
+                    p["rows"].get<int>(), p["weight_bytes"].get<double>() / 1e6, p["p50_us"].get<double>(),
+                    p["floor_us"].get<double>(), 100.0 * p["floor_us"].get<double>() / p["p50_us"].get<double>());
+      out += buf;
+    }
   }
   for (const auto& o : r["offline"]) {
     std::snprintf(buf, sizeof buf, "offline %4.0f s audio     RTFx %8.1f   (wall %.2f s; floor %.3f s = RTFx %.0f)\n",

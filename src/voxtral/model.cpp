@@ -50,9 +50,9 @@ VoxtralModel::VoxtralModel(const Checkpoint& ckpt, Backend& backend)
   const EncoderConfig& e = cfg_.encoder;
   const DecoderConfig& d = cfg_.decoder;
   enc_stack_ = {e.dim, e.n_heads, e.n_kv_heads, e.head_dim, e.hidden_dim, e.sliding_window,
-                static_cast<float>(e.norm_eps), &enc_inv_freq_};
+                static_cast<float>(e.norm_eps), &enc_inv_freq_, cfg_.downsample_factor};
   dec_stack_ = {d.dim, d.n_heads, d.n_kv_heads, d.head_dim, d.hidden_dim, d.sliding_window,
-                static_cast<float>(d.norm_eps), &dec_inv_freq_};
+                static_cast<float>(d.norm_eps), &dec_inv_freq_, 1};
   const int dim = cfg_.decoder.dim;
   for (const auto& l : w_.decoder) {
     std::vector<float> table;
@@ -67,13 +67,8 @@ VoxtralModel::VoxtralModel(const Checkpoint& ckpt, Backend& backend)
 }
 
 void VoxtralModel::shift_positions(KvCache& cache, int slot, bool encoder, int64_t shift) {
-  const KvCacheShape& s = cache.shape();
-  check(shift % s.ring == 0, "shift_positions", "shift must be a multiple of the ring");
-  // Rotating a key by -shift turns rot(p) into rot(p - shift): one RoPE pass over the slot's keys.
-  const int rows = s.layers * s.ring;
-  const std::vector<RowRef> refs(rows, RowRef{slot, -shift});
-  Mat keys{cache.keys() + static_cast<size_t>(slot) * s.per_slot(), rows, s.kv_heads * s.head_dim};
-  backend_.rope(keys, s.kv_heads, s.head_dim, refs, encoder ? enc_inv_freq_ : dec_inv_freq_);
+  check(shift % cache.shape().ring == 0, "shift_positions", "shift must be a multiple of the ring");
+  backend_.shift_cached_keys(cache, slot, shift, encoder ? enc_inv_freq_ : dec_inv_freq_);
 }
 
 KvCacheShape VoxtralModel::encoder_cache_shape(int slots, int ring) const {
@@ -134,7 +129,8 @@ void VoxtralModel::layer(const LayerWeights& l, const Stack& s, LayerScratch& sc
   const LinearOut qkv[3] = {{&l.wq, bias(l.bq), q}, {&l.wk, nullptr, k}, {&l.wv, bias(l.bv), v}};
   backend_.linears(h, qkv);
   backend_.rope_store_kv(q, k, v, s.n_heads, rows, *s.inv_freq, cache, index);
-  const AttentionParams ap{s.n_heads, s.n_kv_heads, s.head_dim, s.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim))};
+  const AttentionParams ap{s.n_heads, s.n_kv_heads, s.head_dim, s.window,
+                           1.0f / std::sqrt(static_cast<float>(s.head_dim)), s.step_rows};
   backend_.attention(cache, index, q, rows, ap, o);
   backend_.linear(o, l.wo, bias(l.bo), x, /*accumulate=*/true);
 

@@ -66,6 +66,7 @@ class VoxtralModel {
     int dim, n_heads, n_kv_heads, head_dim, hidden_dim, window;
     float eps;
     const std::vector<float>* inv_freq;
+    int step_rows;  // rows a live step runs per session (AttentionParams::step_rows)
   };
   // A layer's intermediate activations, kept between calls and grown when a call has more rows:
   // no allocation per layer or per step once the largest batch has been seen (a CUDA graph

@@ -218,5 +218,26 @@ TEST(Cli, BenchWritesEveryFigureWithItsFloor) {
   EXPECT_GT(j["memory_in_use_bytes"].get<double>(), 0);
 }
 
+// The products figure times each of a step's matrix products alone, with its floor.
+TEST(Cli, BenchProductsFigureListsEveryProductOfAStep) {
+  testutil::TempDir tmp;
+  const RunResult r = run_voxrt("bench -q --figures products --model " + model_dir() + " --audio " +
+                                audio("speech_short") + " --out " + tmp.path().string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("decoder gate+up"), std::string::npos) << r.out;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(tmp.path())) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  const auto j = nlohmann::json::parse(slurp(files[0]));
+  ASSERT_EQ(j["products"].size(), 11u);
+  for (const auto& p : j["products"]) {
+    EXPECT_GT(p["p50_us"].get<double>(), 0) << p["name"];
+    EXPECT_GT(p["floor_us"].get<double>(), 0) << p["name"];
+    EXPECT_GT(p["weight_bytes"].get<double>(), 0) << p["name"];
+  }
+  EXPECT_FALSE(j.contains("encoder_step"));
+  EXPECT_EQ(j["offline"].size(), 0u);
+}
+
 }  // namespace
 }  // namespace voxrt::test

@@ -140,6 +140,20 @@ class CudaBackendTest : public ::testing::Test {
     return close(got, want, 0.0, rtol * max_abs(want));
   }
 
+  // What the GPU's K/V cache holds for these values: bf16-rounded when it stores bf16 (the CPU
+  // reference then gets the same rounded K/V, so attention tolerances stay those of fp32 sums).
+  std::vector<float> as_stored_kv(std::vector<float> v) {
+    return gpu().kv_element_bytes() == 2 ? bf16_round(std::move(v)) : v;
+  }
+  struct KvContents {
+    std::vector<float> keys, values;
+  };
+  static KvContents contents(Backend& b, const KvCache& c) {
+    KvContents out{std::vector<float>(c.shape().elements()), std::vector<float>(c.shape().elements())};
+    b.download_kv(c, out.keys.data(), out.values.data());
+    return out;
+  }
+
   struct LinearCase {
     int M, N, K;
     bool bias, accumulate;
@@ -151,6 +165,7 @@ class CudaBackendTest : public ::testing::Test {
     int layer, n_heads, window;
     float q_scale;  // larger -> peakier softmax
     std::vector<RowRef> rows;
+    int step_rows = 1;  // AttentionParams::step_rows (the GPU's key split)
   };
   void check_attention(const AttentionCase& c);
 
@@ -471,12 +486,10 @@ TEST_F(CudaBackendTest, StoreKvWritesRingEntries) {
   const KvCacheShape s{3, 2, 16, 2, 64};
   const int width = s.kv_heads * s.head_dim;
   KvCache gc(&gpu(), s), cc(&cpu(), s);
-  const size_t total = s.per_slot() * s.slots;
+  const size_t total = s.elements();
   const auto k0 = random(total), v0 = random(total);
-  gpu().upload(gc.keys(), k0.data(), total);
-  gpu().upload(gc.values(), v0.data(), total);
-  cpu().upload(cc.keys(), k0.data(), total);
-  cpu().upload(cc.values(), v0.data(), total);
+  gpu().upload_kv(gc, k0.data(), v0.data());
+  cpu().upload_kv(cc, k0.data(), v0.data());
   // Ring wrap-around (19 -> entry 3, 47 -> 15), several slots, both layers.
   const std::vector<RowRef> rows = {{1, 5}, {2, 19}, {0, 47}, {2, 0}, {1, 16}};
   for (int layer = 0; layer < s.layers; ++layer) {
@@ -487,11 +500,38 @@ TEST_F(CudaBackendTest, StoreKvWritesRingEntries) {
     gpu().store_kv(gc, layer, gk.all(), gv.all(), rows);
     cpu().store_kv(cc, layer, ck.all(), cv.all(), rows);
   }
-  EXPECT_TRUE(exact(get(gpu(), gc.keys(), total), get(cpu(), cc.keys(), total))) << "keys";
-  EXPECT_TRUE(exact(get(gpu(), gc.values(), total), get(cpu(), cc.values(), total))) << "values";
+  // The GPU holds what the CPU holds, rounded as its cache stores it.
+  const KvContents g = contents(gpu(), gc), c = contents(cpu(), cc);
+  EXPECT_TRUE(exact(g.keys, as_stored_kv(c.keys))) << "keys";
+  EXPECT_TRUE(exact(g.values, as_stored_kv(c.values))) << "values";
   Buffer k(&gpu(), 1, width), v(&gpu(), 1, width);
   const std::vector<RowRef> bad = {{3, 0}};
   EXPECT_THROW(gpu().store_kv(gc, 0, k.all(), v.all(), bad), Error);
+}
+
+TEST_F(CudaBackendTest, ShiftCachedKeysMatchesCpu) {
+  // A long session's re-base: every key of one slot rotated by -shift positions, the other slot
+  // and the values untouched. The CPU rotates the same stored keys in fp32; the GPU's result is
+  // that rotation as its cache stores it, so within one rounding of the storage (bf16: 2^-8
+  // relative, plus cos/sin ulps on values near zero).
+  const KvCacheShape s{2, 3, 24, 2, 64};
+  KvCache gc(&gpu(), s), cc(&cpu(), s);
+  const size_t total = s.elements();
+  const auto k = as_stored_kv(random(total)), v = as_stored_kv(random(total));
+  gpu().upload_kv(gc, k.data(), v.data());
+  cpu().upload_kv(cc, k.data(), v.data());
+  const auto inv_freq = rope_inv_freq(1e6, s.head_dim);
+  const int64_t shift = 24 * 5000;
+  gpu().shift_cached_keys(gc, 1, shift, inv_freq);
+  cpu().shift_cached_keys(cc, 1, shift, inv_freq);
+  const KvContents g = contents(gpu(), gc), c = contents(cpu(), cc);
+  const double rtol = gpu().kv_element_bytes() == 2 ? 1.0 / 256 : 1e-5;
+  EXPECT_TRUE(close(g.keys, c.keys, rtol, 1e-5));
+  EXPECT_TRUE(exact(g.values, c.values));
+  EXPECT_TRUE(exact(std::vector<float>(g.keys.begin(), g.keys.begin() + static_cast<long>(s.per_slot())),
+                    std::vector<float>(k.begin(), k.begin() + static_cast<long>(s.per_slot()))))
+      << "slot 0 must not move";
+  EXPECT_THROW(gpu().shift_cached_keys(gc, 2, shift, inv_freq), Error);
 }
 
 void CudaBackendTest::check_attention(const AttentionCase& c) {
@@ -501,15 +541,14 @@ void CudaBackendTest::check_attention(const AttentionCase& c) {
                " ring=" + std::to_string(s.ring) + " rows=" + std::to_string(c.rows.size()));
   // Random everywhere in the cache, so reading a wrong entry shows.
   KvCache gc(&gpu(), s), cc(&cpu(), s);
-  const size_t total = s.per_slot() * s.slots;
-  const auto k = random(total), v = random(total);
-  gpu().upload(gc.keys(), k.data(), total);
-  gpu().upload(gc.values(), v.data(), total);
-  cpu().upload(cc.keys(), k.data(), total);
-  cpu().upload(cc.values(), v.data(), total);
+  const size_t total = s.elements();
+  const auto k = as_stored_kv(random(total)), v = as_stored_kv(random(total));
+  gpu().upload_kv(gc, k.data(), v.data());
+  cpu().upload_kv(cc, k.data(), v.data());
   const int rows = static_cast<int>(c.rows.size()), qw = c.n_heads * s.head_dim;
   const auto q = random(static_cast<size_t>(rows) * qw, -c.q_scale, c.q_scale);
-  const AttentionParams p{c.n_heads, s.kv_heads, s.head_dim, c.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim))};
+  const AttentionParams p{c.n_heads, s.kv_heads, s.head_dim, c.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim)),
+                          c.step_rows};
   Buffer gq = put(gpu(), q, rows, qw), go(&gpu(), rows, qw), cq = put(cpu(), q, rows, qw), co(&cpu(), rows, qw);
   poison(gpu(), go.all());
   poison(cpu(), co.all());
@@ -524,6 +563,8 @@ TEST_F(CudaBackendTest, AttentionEncoderLikeWithRingWrapAround) {
   AttentionCase c{{2, 2, 768, 32, 64}, 1, 32, 750, 1.0f, {}};
   for (int i = 0; i < 24; ++i) c.rows.push_back({1, 1000 + i});
   for (int64_t p : {0, 1, 5, 749, 750}) c.rows.push_back({0, p});
+  check_attention(c);
+  c.step_rows = 4;  // as the encoder plans it: longer key chunks
   check_attention(c);
 }
 
@@ -763,6 +804,37 @@ TEST_F(CudaBackendTest, LinearsAndGatedLinearEqualTheSeparateProducts) {
   }
 }
 
+TEST_F(CudaBackendTest, SplitKProductsAreBatchInvariantAndRepeatable) {
+  // Few output features over a long K: each 16-feature tile's K is cut into many pieces whose
+  // partial sums the last block to finish adds in a fixed order (kernels_gemv_mma.cu). Every row
+  // must come out bit for bit the same alone (M = 1), in any batch, and on every repeat (so the
+  // arrival counters are left at zero), and match the CPU on bf16-rounded inputs.
+  for (const auto& [N, K] : std::vector<std::pair<int, int>>{{64, 9216}, {40, 3072}, {300, 5120}, {16, 1288}}) {
+    SCOPED_TRACE("N=" + std::to_string(N) + " K=" + std::to_string(K));
+    const int M = 45;
+    const auto x = random(static_cast<size_t>(M) * K), w = random(static_cast<size_t>(N) * K, -0.1f, 0.1f);
+    Weight W = gpu().upload_weight(std::vector<float>(w), N, K);
+    Buffer gx = put(gpu(), x, M, K), all(&gpu(), M, N), one(&gpu(), 1, N);
+    poison(gpu(), all.all());
+    gpu().linear(gx.all(), W, nullptr, all.all());
+    const auto batched = get(gpu(), all.all());
+    for (int rep = 0; rep < 2; ++rep) {
+      for (const int m : {0, 7, 31, 44}) {
+        poison(gpu(), one.all());
+        gpu().linear(gx.view(m, 1), W, nullptr, one.all());
+        const auto row = get(gpu(), one.all());
+        EXPECT_TRUE(exact(row, std::vector<float>(batched.begin() + static_cast<long>(m) * N,
+                                                  batched.begin() + static_cast<long>(m + 1) * N)))
+            << "row " << m << ", repeat " << rep;
+      }
+    }
+    Buffer cx = put(cpu(), bf16_round(x), M, K), cy(&cpu(), M, N);
+    Weight cw = cpu().upload_weight(bf16_round(w), N, K);
+    cpu().linear(cx.all(), cw, nullptr, cy.all());
+    EXPECT_TRUE(normwise(batched, get(cpu(), cy.all()), 1e-5));
+  }
+}
+
 TEST_F(CudaBackendTest, UnalignedActivationsGiveTheSameProduct) {
   // x rows that are not 16-byte aligned go through a bf16 copy; the result is bit for bit the one
   // the kernel gives reading aligned fp32 rows (the same rounding).
@@ -810,8 +882,8 @@ TEST_F(CudaBackendTest, FusedNormAndRopeStoreEqualTheSeparateOps) {
       b.rope(k.all(), kv_heads, hd, refs, inv_freq);
       b.store_kv(cache, 1, k.all(), v.all(), refs);
     }
-    const size_t n = shape.per_slot() * shape.slots;
-    return Out{get(b, by.all()), get(b, q.all()), get(b, k.all()), get(b, cache.keys(), n), get(b, cache.values(), n)};
+    KvContents kv = contents(b, cache);
+    return Out{get(b, by.all()), get(b, q.all()), get(b, k.all()), std::move(kv.keys), std::move(kv.values)};
   };
   const Out f = run(true), s = run(false);
   EXPECT_TRUE(exact(f.y, s.y));

@@ -188,10 +188,12 @@ class CpuBackend final : public Backend {
   void store_kv(KvCache& cache, int layer, Mat k, Mat v, std::span<const RowRef> rows) override {
     const KvCacheShape& s = cache.shape();
     const size_t width = static_cast<size_t>(s.kv_heads) * s.head_dim;
+    float* keys = cache.keys();
+    float* values = cache.values();
     for (int r = 0; r < k.rows; ++r) {
       const size_t off = ring_offset(s, rows[r].slot, layer, rows[r].pos);
-      std::memcpy(cache.keys() + off, k.data + r * width, width * sizeof(float));
-      std::memcpy(cache.values() + off, v.data + r * width, width * sizeof(float));
+      std::memcpy(keys + off, k.data + r * width, width * sizeof(float));
+      std::memcpy(values + off, v.data + r * width, width * sizeof(float));
     }
   }
 
@@ -201,6 +203,8 @@ class CpuBackend final : public Backend {
     const int group = p.n_heads / p.n_kv_heads;
     const int hd = p.head_dim;
     const int n_tasks = q.rows * p.n_heads;
+    const float* keys = cache.keys();
+    const float* values = cache.values();
 #pragma omp parallel
     {
       std::vector<float> scores;
@@ -215,7 +219,7 @@ class CpuBackend final : public Backend {
         scores.resize(n);
         float mx = -std::numeric_limits<float>::infinity();
         for (int j = 0; j < n; ++j) {
-          const float* kv = cache.keys() + ring_offset(s, rows[r].slot, layer, first + j) +
+          const float* kv = keys + ring_offset(s, rows[r].slot, layer, first + j) +
                             static_cast<size_t>(kvh) * hd;
           float dot = 0;
           for (int d = 0; d < hd; ++d) dot += qv[d] * kv[d];
@@ -229,7 +233,7 @@ class CpuBackend final : public Backend {
         }
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int j = 0; j < n; ++j) {
-          const float* vv = cache.values() + ring_offset(s, rows[r].slot, layer, first + j) +
+          const float* vv = values + ring_offset(s, rows[r].slot, layer, first + j) +
                             static_cast<size_t>(kvh) * hd;
           const double w = scores[j];
           for (int d = 0; d < hd; ++d) acc[d] += w * vv[d];

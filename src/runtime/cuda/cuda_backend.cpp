@@ -4,17 +4,21 @@
 // is a .cpp compiled by the host compiler, not a .cu.
 //
 // Storage formats:
-//  - Activations (Buffer, KvCache): fp32 device memory from a stream-ordered pool owned by the
-//    backend (cudaMallocFromPoolAsync / cudaFreeAsync): plain cudaMalloc/cudaFree would synchronise
-//    the device on every free, the pool reuses memory in stream order without synchronising. The
-//    pool keeps freed memory cached (its high-water mark).
+//  - Activations (Buffer): fp32 device memory from a stream-ordered pool owned by the backend
+//    (cudaMallocFromPoolAsync / cudaFreeAsync): plain cudaMalloc/cudaFree would synchronise the
+//    device on every free, the pool reuses memory in stream order without synchronising. The pool
+//    keeps freed memory cached (its high-water mark).
+//  - K/V caches: the same pool, stored bf16 as in the reference's bf16 model (K and V are rounded as
+//    they are stored; attention computes in fp32). Half the bytes a decode step's attention reads,
+//    and half the memory. VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements).
 //  - Weight matrices (cols > 1): bf16 (round to nearest even on the host, or a BF16 checkpoint's
 //    own bits), cudaMalloc'ed once. Vectors (cols == 1: norm weights, biases) stay fp32.
 //    Weight::storage points to a host-side DeviceWeight that records the format and frees the
 //    device memory with the last reference.
 //
 // linear: y = x W^T with x rounded to bf16 and fp32 accumulation, by the GEMV kernels (tensor
-// cores: kernels_gemv_mma.cu, 32 rows per launch; or kernels_gemv.cu) when K % 8 == 0, which keeps
+// cores: kernels_gemv_mma.cu, 32 rows per launch, K split across blocks with a fixed-order sum;
+// or kernels_gemv.cu) when K % 8 == 0, which keeps
 // every row's result independent of the batch; otherwise x is rounded into a bf16 scratch copy
 // and cublasGemmEx (bf16 A and B, fp32 C, CUBLAS_COMPUTE_32F) runs with a small bias kernel.
 // VOXRT_CUDA_GEMV_MAX_ROWS=0 sends everything to cuBLAS (for measurements). linears() runs a
@@ -32,6 +36,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -41,6 +46,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/error.h"
@@ -163,6 +169,7 @@ class CudaBackend final : public Backend {
   }
 
   size_t weight_element_bytes() const override { return 2; }  // bf16
+  size_t kv_element_bytes() const override { return kv_bytes_; }
 
   size_t memory_in_use() const override {
     size_t free = 0, total = 0;
@@ -283,39 +290,11 @@ class CudaBackend final : public Backend {
   }
 
   void linears(Mat x, std::span<const LinearOut> outs) override {
-    const int M = x.rows, K = x.cols;
-    bool fuse = outs.size() >= 2 && outs.size() <= static_cast<size_t>(cuda::kGemvMaxOutputs) && M > 0 &&
-                gemv_max_rows_ > 0 && cuda::gemv_supported(1, K) && cuda::gemv_reads_f32(x.data, K);
-    for (const LinearOut& o : outs) {
-      check(o.w && K == o.w->cols && o.y.rows == M && o.y.cols == o.w->rows, "cuda linears", "shape mismatch");
-      fuse = fuse && device_weight(*o.w, "cuda linears").bf16;
-    }
-    if (!fuse) {
-      Backend::linears(x, outs);
-      return;
-    }
-    use_device();
-    cuda::GemvOut g[cuda::kGemvMaxOutputs];
-    const int n = static_cast<int>(outs.size());
-    for (int i = 0; i < n; ++i) g[i] = gemv_out(*outs[i].w, outs[i].bias, outs[i].y.data, outs[i].y.cols,
-                                               outs[i].accumulate, "cuda linears");
-    gemv_groups(x.data, M, K, K, g, n, false);
+    if (!products_fused(x, outs)) Backend::linears(x, outs);
   }
 
   void gated_linear(Mat x, const Weight& w_gate, const Weight& w_up, Mat y, Mat up_scratch) override {
-    const int M = x.rows, K = x.cols;
-    check(w_gate.cols == K && w_up.cols == K && w_gate.rows == w_up.rows && y.rows == M && y.cols == w_gate.rows,
-          "cuda gated_linear", "shape mismatch");
-    if (M == 0) return;
-    if (!(gemv_max_rows_ > 0 && cuda::gemv_supported(1, K) && cuda::gemv_reads_f32(x.data, K) &&
-          device_weight(w_gate, "cuda gated_linear").bf16 && device_weight(w_up, "cuda gated_linear").bf16)) {
-      Backend::gated_linear(x, w_gate, w_up, y, up_scratch);
-      return;
-    }
-    use_device();
-    cuda::GemvOut g[2] = {gemv_out(w_gate, nullptr, y.data, y.cols, false, "cuda gated_linear"),
-                          gemv_out(w_up, nullptr, nullptr, 0, false, "cuda gated_linear")};
-    gemv_groups(x.data, M, K, K, g, 2, true);
+    if (!gated_fused(x, w_gate, w_up, y)) Backend::gated_linear(x, w_gate, w_up, y, up_scratch);
   }
 
   void rms_norm(Mat x, const Weight& w, float eps, Mat y) override {
@@ -407,9 +386,45 @@ class CudaBackend final : public Backend {
     check_rows(s, rows.first(k.rows), "cuda store_kv");
     use_device();
     const auto d = upload_args({{rows.data(), k.rows * sizeof(RowRef)}});
-    if (steps_->recorded(16, cache.keys(), cache.values(), layer, k.data, k.cols, v.data, v.cols, d[0], k.rows)) return;
+    if (steps_->recorded(16, cache.key_data(), cache.value_data(), layer, k.data, k.cols, v.data, v.cols, d[0], k.rows)) return;
     cuda::launch_store_kv(layout(cache, layer), k.data, k.cols, v.data, v.cols, static_cast<const DevRowRef*>(d[0]),
                           k.rows, stream_);
+  }
+
+  void upload_kv(KvCache& cache, const float* keys, const float* values) override {
+    if (cache.element_bytes() == sizeof(float)) return Backend::upload_kv(cache, keys, values);
+    check(!steps_->in_step(), "cuda upload_kv", "not allowed inside a step");
+    use_device();
+    const size_t n = cache.shape().elements();
+    std::vector<uint16_t> bits(n);
+    for (auto [src, dst] : {std::pair{keys, cache.key_data()}, std::pair{values, cache.value_data()}}) {
+      round_to_bf16(src, bits.data(), n);
+      VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, bits.data(), n * 2, cudaMemcpyHostToDevice, stream_));
+      sync_stream();  // bits is reused
+    }
+  }
+
+  void download_kv(const KvCache& cache, float* keys, float* values) override {
+    if (cache.element_bytes() == sizeof(float)) return Backend::download_kv(cache, keys, values);
+    check(!steps_->in_step(), "cuda download_kv", "not allowed inside a step");
+    use_device();
+    const size_t n = cache.shape().elements();
+    std::vector<uint16_t> bits(n);
+    for (auto [src, dst] : {std::pair{cache.key_data(), keys}, std::pair{cache.value_data(), values}}) {
+      VOXRT_CUDA_CHECK(cudaMemcpyAsync(bits.data(), src, n * 2, cudaMemcpyDeviceToHost, stream_));
+      sync_stream();
+      for (size_t i = 0; i < n; ++i) dst[i] = std::bit_cast<float>(static_cast<uint32_t>(bits[i]) << 16);
+    }
+  }
+
+  void shift_cached_keys(KvCache& cache, int slot, int64_t shift, std::span<const float> inv_freq) override {
+    const KvCacheShape& s = cache.shape();
+    check(slot >= 0 && slot < s.slots && inv_freq.size() >= static_cast<size_t>(s.head_dim / 2), "cuda shift_cached_keys",
+          "slot or inv_freq out of range");
+    use_device();
+    const auto d = upload_args({{inv_freq.data(), static_cast<size_t>(s.head_dim / 2) * sizeof(float)}});
+    if (steps_->recorded(25, cache.key_data(), slot, shift, d[0])) return;
+    cuda::launch_shift_cached_keys(layout(cache, 0), s.layers, slot, shift, static_cast<const float*>(d[0]), stream_);
   }
 
   void rope_store_kv(Mat q, Mat k, Mat v, int n_heads, std::span<const RowRef> rows, std::span<const float> inv_freq,
@@ -426,7 +441,7 @@ class CudaBackend final : public Backend {
     use_device();
     const size_t half_bytes = static_cast<size_t>(s.head_dim / 2) * sizeof(float);
     const auto d = upload_args({{inv_freq.data(), half_bytes}, {rows.data(), k.rows * sizeof(RowRef)}});
-    if (steps_->recorded(24, q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, cache.keys(), cache.values(), layer, d[0],
+    if (steps_->recorded(24, q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, cache.key_data(), cache.value_data(), layer, d[0],
                  d[1], k.rows))
       return;
     cuda::launch_rope_store(q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, layout(cache, layer),
@@ -448,13 +463,13 @@ class CudaBackend final : public Backend {
     check(layer >= 0 && layer < s.layers, "cuda attention", "layer out of range");
     if (q.rows == 0) return;
     check_rows(s, rows.first(q.rows), "cuda attention");
-    check((reinterpret_cast<uintptr_t>(cache.keys()) & 15) == 0 && (reinterpret_cast<uintptr_t>(cache.values()) & 15) == 0,
+    check((reinterpret_cast<uintptr_t>(cache.key_data()) & 15) == 0 && (reinterpret_cast<uintptr_t>(cache.value_data()) & 15) == 0,
           "cuda attention", "cache not 16-byte aligned");
     use_device();
     // Planned for a full window whatever the positions (blocks past a row's keys return at once):
     // the launch then depends on shapes only, so a recorded step replays at any position.
     const cuda::AttentionPlan plan =
-        cuda::plan_attention(q.rows, p.n_heads, p.n_kv_heads, p.head_dim, p.window, p.window, sm_count_);
+        cuda::plan_attention(q.rows, p.n_heads, p.n_kv_heads, p.head_dim, p.window, p.window, p.step_rows, sm_count_);
     const auto d = upload_args({{rows.data(), q.rows * sizeof(RowRef)}});
     cuda::AttentionArgs a;
     a.kv = layout(cache, layer);
@@ -468,7 +483,7 @@ class CudaBackend final : public Backend {
     a.out = out.data;
     a.ldo = out.cols;
     if (plan.scratch_floats > 0) a.scratch = static_cast<float*>(grow(attn_, plan.scratch_floats * sizeof(float)));
-    if (steps_->recorded(17, cache.keys(), cache.values(), layer, q.data, q.rows, q.cols, d[0], p.n_heads, p.window, p.scale,
+    if (steps_->recorded(17, cache.key_data(), cache.value_data(), layer, q.data, q.rows, q.cols, d[0], p.n_heads, p.window, p.scale,
                  out.data, out.cols, a.scratch, plan.chunk, plan.nsplit))
       return;
     cuda::launch_attention(a, plan, stream_);
@@ -549,6 +564,7 @@ class CudaBackend final : public Backend {
 
     if (const char* env = std::getenv("VOXRT_CUDA_GEMV_MAX_ROWS"))
       gemv_max_rows_ = std::clamp(std::atoi(env), 0, cuda::gemv_max_rows());
+    if (const char* env = std::getenv("VOXRT_CUDA_KV"); env && std::strcmp(env, "fp32") == 0) kv_bytes_ = sizeof(float);
   }
 
   static constexpr size_t kWeightChunk = size_t{1} << 24;  // elements per pinned weight chunk
@@ -617,7 +633,7 @@ class CudaBackend final : public Backend {
     if (!stream_) return;  // nothing on the device was made
     cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);
-    for (Scratch* s : {&xbf_, &args_, &attn_, &results_})
+    for (Scratch* s : {&xbf_, &args_, &attn_, &results_, &gemv_partials_, &gemv_counters_})
       if (s->ptr) cudaFreeAsync(s->ptr, stream_);
     cudaStreamSynchronize(stream_);
     if (cublas_) cublasDestroy(cublas_);
@@ -752,8 +768,9 @@ class CudaBackend final : public Backend {
   static cuda::KvLayout layout(const KvCache& cache, int layer) {
     const KvCacheShape& s = cache.shape();
     cuda::KvLayout l;
-    l.keys = cache.keys();
-    l.values = cache.values();
+    l.keys = cache.key_data();
+    l.values = cache.value_data();
+    l.bf16 = cache.element_bytes() == 2;
     l.per_slot = static_cast<long long>(s.per_slot());
     l.per_layer = static_cast<long long>(s.per_layer());
     l.layer = layer;
@@ -761,6 +778,46 @@ class CudaBackend final : public Backend {
     l.kv_heads = s.kv_heads;
     l.head_dim = s.head_dim;
     return l;
+  }
+
+  // Whether one GEMV launch can take x [M, K] (fp32, aligned rows) against these weights.
+  bool gemv_takes(Mat x, std::initializer_list<const Weight*> weights, const char* where) {
+    bool ok = x.rows > 0 && gemv_max_rows_ > 0 && cuda::gemv_supported(1, x.cols) && cuda::gemv_reads_f32(x.data, x.cols);
+    for (const Weight* w : weights) ok = ok && device_weight(*w, where).bf16;
+    return ok;
+  }
+
+  // linears (two or three products over x) as one GEMV launch per group of rows; false when it cannot be.
+  bool products_fused(Mat x, std::span<const LinearOut> outs) {
+    const char* where = "cuda linears";
+    const int M = x.rows, K = x.cols;
+    for (const LinearOut& o : outs)
+      check(o.w && K == o.w->cols && o.y.rows == M && o.y.cols == o.w->rows, where, "shape mismatch");
+    bool ok = outs.size() >= 2 && outs.size() <= static_cast<size_t>(cuda::kGemvMaxOutputs) && gemv_takes(x, {}, where);
+    for (const LinearOut& o : outs) ok = ok && device_weight(*o.w, where).bf16;
+    if (!ok) return false;
+    use_device();
+    cuda::GemvOut g[cuda::kGemvMaxOutputs];
+    const int n = static_cast<int>(outs.size());
+    for (int i = 0; i < n; ++i)
+      g[i] = gemv_out(*outs[i].w, outs[i].bias, outs[i].y.data, outs[i].y.cols, outs[i].accumulate, where);
+    gemv_groups(x.data, M, K, K, g, n, false);
+    return true;
+  }
+
+  // gated_linear as one GEMV launch per group of rows; false when it cannot be.
+  bool gated_fused(Mat x, const Weight& w_gate, const Weight& w_up, Mat y) {
+    const char* where = "cuda gated_linear";
+    const int M = x.rows, K = x.cols;
+    check(w_gate.cols == K && w_up.cols == K && w_gate.rows == w_up.rows && y.rows == M && y.cols == w_gate.rows,
+          where, "shape mismatch");
+    if (M == 0) return true;
+    if (!gemv_takes(x, {&w_gate, &w_up}, where)) return false;
+    use_device();
+    cuda::GemvOut g[2] = {gemv_out(w_gate, nullptr, y.data, y.cols, false, where),
+                          gemv_out(w_up, nullptr, nullptr, 0, false, where)};
+    gemv_groups(x.data, M, K, K, g, 2, true);
+    return true;
   }
 
   // y [M, N] (row stride ldy) = x [M, K] (row stride ldx) W^T (+ y) (+ bias).
@@ -829,11 +886,12 @@ class CudaBackend final : public Backend {
       ld = K;
     }
     const size_t elem = direct ? sizeof(float) : sizeof(__nv_bfloat16);
+    const cuda::GemvWorkspace ws = gemv_workspace(K, outs, n_outs, gated);
     cuda::GemvOut group[cuda::kGemvMaxOutputs];
     const int group_rows = cuda::gemv_max_rows();
     for (int m0 = 0; m0 < M; m0 += group_rows) {
       const int rows = std::min(group_rows, M - m0);
-      uint64_t h = cuda::StepRecorder::words(23, xin, ld, rows, K, n_outs, gated, direct);
+      uint64_t h = cuda::StepRecorder::words(23, xin, ld, rows, K, n_outs, gated, direct, ws.partials, ws.counters);
       for (int i = 0; i < n_outs; ++i) {
         group[i] = outs[i];
         if (group[i].y) group[i].y += static_cast<size_t>(m0) * group[i].ldy;
@@ -841,8 +899,27 @@ class CudaBackend final : public Backend {
       }
       const void* xg = static_cast<const char*>(xin) + static_cast<size_t>(m0) * ld * elem;
       if (steps_->recorded(h, xg)) continue;
-      cuda::launch_gemv(xg, !direct, ld, rows, K, group, n_outs, gated, stream_);
+      cuda::launch_gemv(xg, !direct, ld, rows, K, group, n_outs, gated, ws, stream_);
     }
+  }
+
+  // The split-K workspace for these weights (kernels_gemv_mma.cu); counters are zeroed when made,
+  // and every launch leaves them zero.
+  cuda::GemvWorkspace gemv_workspace(int K, const cuda::GemvOut* outs, int n_outs, bool gated) {
+    const cuda::GemvWorkspaceSize need = cuda::gemv_workspace_size(K, outs, n_outs, gated, sm_count_);
+    cuda::GemvWorkspace ws;
+    ws.sm_count = sm_count_;
+    if (need.partial_floats > 0) {
+      ws.partials = static_cast<float*>(grow(gemv_partials_, need.partial_floats * sizeof(float)));
+      ws.partial_floats = gemv_partials_.bytes / sizeof(float);
+    }
+    if (need.counters > 0) {
+      const bool fresh = gemv_counters_.bytes < need.counters * sizeof(int);
+      ws.counters = static_cast<int*>(grow(gemv_counters_, need.counters * sizeof(int)));
+      if (fresh) VOXRT_CUDA_CHECK(cudaMemsetAsync(ws.counters, 0, gemv_counters_.bytes, stream_));
+      ws.counter_count = gemv_counters_.bytes / sizeof(int);
+    }
+    return ws;
   }
 
   int device_;
@@ -854,7 +931,8 @@ class CudaBackend final : public Backend {
   void* cublas_workspace_ = nullptr;
   void* staging_ = nullptr;  // pinned host memory
   size_t staging_cap_ = 0, staging_used_ = 0;
-  Scratch xbf_, args_, attn_, results_;
+  Scratch xbf_, args_, attn_, results_, gemv_partials_, gemv_counters_;
+  size_t kv_bytes_ = 2;  // K/V caches in bf16; VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements)
   int gemv_max_rows_ = cuda::gemv_max_rows();  // 0 (VOXRT_CUDA_GEMV_MAX_ROWS=0): always cuBLAS, for timing
 
   std::unique_ptr<cuda::StepRecorder> steps_;  // steps as CUDA graphs (step_recorder.h)

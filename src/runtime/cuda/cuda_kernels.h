@@ -52,9 +52,10 @@ void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const 
 
 // ---- kernels_attention.cu ----
 struct KvLayout {
-  float* keys = nullptr;  // the cache's K and V arrays (all slots, all layers)
-  float* values = nullptr;
-  long long per_slot = 0, per_layer = 0;  // floats
+  void* keys = nullptr;  // the cache's K and V arrays (all slots, all layers)
+  void* values = nullptr;
+  bool bf16 = false;                      // elements are bf16 (else fp32)
+  long long per_slot = 0, per_layer = 0;  // elements
   int layer = 0, ring = 0, kv_heads = 0, head_dim = 0;
 };
 // Writes rows of k and v ([n_rows, kv_heads * head_dim], row strides ldk, ldv) into ring entry
@@ -66,15 +67,20 @@ void launch_store_kv(const KvLayout& kv, const float* k, int ldk, const float* v
 void launch_rope_store(float* q, int ldq, int n_heads, float* k, int ldk, const float* v, int ldv, const KvLayout& kv,
                        const DevRowRef* rows, int n_rows, const float* inv_freq, cudaStream_t s);
 
+// Rotates every key of one slot of the cache (all layers, all ring entries) by position -shift:
+// launch_rope over the slot's keys, on the cache's own element type.
+void launch_shift_cached_keys(const KvLayout& kv, int layers, int slot, long long shift, const float* inv_freq,
+                              cudaStream_t s);
+
 struct AttentionPlan {
   int chunk = 0;   // keys per block
   int nsplit = 0;  // blocks per (row, head group) along the keys; 1 = no combine pass
   size_t scratch_floats = 0;  // partial results needed when nsplit > 1
 };
-// Chooses the key split (flash-decoding style) so that one row over a full window fills the GPU;
-// the chunk size depends on the window, not on the batch (see kernels_attention.cu).
+// Chooses the key split (flash-decoding style) so that a live step (step_rows rows over a full
+// window) fills the GPU; the chunk size depends on the model, not on the batch (kernels_attention.cu).
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int max_keys, int window,
-                             int sm_count);
+                             int step_rows, int sm_count);
 bool attention_head_dim_supported(int head_dim);  // 32, 64, 128, 256
 
 struct AttentionArgs {
@@ -112,8 +118,22 @@ bool gemv_reads_f32(const float* x, size_t ldx);
 // x [M, K] (fp32, or packed bf16 when x_bf16; row stride ldx elements) against up to
 // kGemvMaxOutputs weights with the same K, in one launch. gated: exactly 2 outputs, and
 // outs[0].y = silu(x W0^T) * (x W1^T) (no bias, no accumulate; outs[1].y unused).
+// The split-K workspace of the tensor-core GEMV (kernels_gemv_mma.cu): partial sums, and per-tile
+// arrival counters that must be zero before a launch (every launch leaves them zero again).
+struct GemvWorkspace {
+  float* partials = nullptr;
+  size_t partial_floats = 0;
+  int* counters = nullptr;
+  size_t counter_count = 0;
+  int sm_count = 1;  // the device's; chooses the split
+};
+struct GemvWorkspaceSize {
+  size_t partial_floats = 0, counters = 0;
+};
+// What launch_gemv needs for these weights on a device of sm_count SMs (for any M).
+GemvWorkspaceSize gemv_workspace_size(int K, const GemvOut* outs, int n_outs, bool gated, int sm_count);
 void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
-                 cudaStream_t s);
+                 const GemvWorkspace& ws, cudaStream_t s);
 // The same product with fp32 weights and fp32 x (row stride ldx): for weights stored as vectors
 // ([N, 1]), which a linear only sees with K == 1. One thread per output; not meant to be fast.
 void launch_linear_f32_weight(const float* x, int M, int K, size_t ldx, const float* W, int N, DevVec bias, float* y,

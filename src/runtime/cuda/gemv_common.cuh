@@ -19,7 +19,13 @@ struct Params {
   GemvOut out[kGemvMaxOutputs];
   int n_outs, n_total;
   int M;                             // rows of x
-  int tile_end[kGemvMaxOutputs];     // tensor-core kernel: 16-feature tiles up to the end of output i
+  // Tensor-core kernel only (kernels_gemv_mma.cu): up to the end of output i, its 16-feature tiles
+  // and its blocks (tiles x pieces of K); the pieces of K per tile of output i; the split-K workspace.
+  int tile_end[kGemvMaxOutputs];
+  int block_end[kGemvMaxOutputs];
+  int pieces[kGemvMaxOutputs];
+  float* partials;
+  int* counters;
 };
 
 // acc += w . x over 8 bf16 pairs (bf16 -> fp32 is a 16-bit shift).

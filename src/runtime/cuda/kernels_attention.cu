@@ -6,14 +6,17 @@
 // With one chunk per row (short windows, many rows) it normalises and writes the output directly;
 // otherwise each block writes (max, sum, unnormalised accumulator) and a combine kernel rescales
 // and merges the chunks. The chunk size is chosen so that even a single decode row over 8192 keys
-// launches several blocks per SM. K and V are fp32 and read with 16-byte loads; arithmetic is fp32
-// (expf, not __expf), so results match the CPU's double-accumulated reference to ~1e-6 of max|V|.
+// launches several blocks per SM. K and V are stored fp32 or bf16 (kv_elem.cuh) and read 4
+// elements per load; arithmetic is fp32 (expf, not __expf), so results match the CPU's
+// double-accumulated reference on the same K and V to ~1e-6 of max|V|.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/kv_elem.cuh"
 #include "runtime/cuda/launch.cuh"
 
 namespace voxrt::cuda {
@@ -28,7 +31,8 @@ constexpr int kMaxHeadDim = 256;
 
 __host__ __device__ constexpr int cdiv(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
 
-// Rows of k and v into the ring: one block per row, contiguous copies.
+// Rows of k and v into the ring: one block per row, contiguous copies (rounded to the cache's type).
+template <typename T>
 __global__ void store_kv_kernel(KvLayout kv, const float* __restrict__ k, int ldk, const float* __restrict__ v,
                                 int ldv, const DevRowRef* __restrict__ rows) {
   pdl_trigger();
@@ -39,9 +43,11 @@ __global__ void store_kv_kernel(KvLayout kv, const float* __restrict__ k, int ld
                      static_cast<size_t>(rows[r].pos % kv.ring) * width;
   const float* kr = k + static_cast<size_t>(r) * ldk;
   const float* vr = v + static_cast<size_t>(r) * ldv;
+  T* keys = static_cast<T*>(kv.keys) + off;
+  T* values = static_cast<T*>(kv.values) + off;
   for (int c = threadIdx.x; c < width; c += blockDim.x) {
-    kv.keys[off + c] = kr[c];
-    kv.values[off + c] = vr[c];
+    KvElem<T>::store(keys + c, kr[c]);
+    KvElem<T>::store(values + c, vr[c]);
   }
 }
 
@@ -68,9 +74,11 @@ __device__ __forceinline__ void key_range(const SplitParams& p, int r, long long
 
 __device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
 
-// One (row, kv head, head block, key chunk): see the file comment. HD is the head dimension.
-template <int HD>
+// One (row, kv head, head block, key chunk): see the file comment. HD is the head dimension, T the
+// cache's element type.
+template <int HD, typename T>
 __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p) {
+  using E = KvElem<T>;
   pdl_trigger();
   pdl_wait();
   constexpr int GB = kHeadsPerBlock;
@@ -103,8 +111,8 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   const int width = a.kv.kv_heads * HD;
   const size_t base = static_cast<size_t>(a.rows[r].slot) * a.kv.per_slot +
                       static_cast<size_t>(a.kv.layer) * a.kv.per_layer + static_cast<size_t>(kvh) * HD;
-  const float* kbase = a.kv.keys + base;
-  const float* vbase = a.kv.values + base;
+  const T* kbase = static_cast<const T*>(a.kv.keys) + base;
+  const T* vbase = static_cast<const T*>(a.kv.values) + base;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int sub = lane / LPK, part = lane % LPK;
@@ -125,33 +133,36 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
 
   // 1. Scores: s[g][j] = (q_g . k_j) * scale. The loop bound is warp-uniform (shuffles below).
   // Each warp loads SU keys' slices before using any, so SU loads are in flight at once (the loads
-  // are what this phase waits for).
-  constexpr int SU = VPL >= 4 ? 1 : 8 / VPL;
+  // are what this phase waits for); twice as many keys for bf16, whose loads are half the size.
+  constexpr int SU = (VPL >= 4 ? 1 : 8 / VPL) * (4 / static_cast<int>(sizeof(T)));
   for (int jb = warp * KPW; jb < cnt; jb += NW * KPW * SU) {
-    float4 kv[SU][VPL];
+    typename E::Raw kv[SU][VPL];
 #pragma unroll
     for (int u = 0; u < SU; ++u) {
       const int j = jb + u * NW * KPW + sub;
       if (j < cnt) {
         int e = e0 + j;
         if (e >= ring) e %= ring;
-        const float4* kp = reinterpret_cast<const float4*>(kbase + static_cast<size_t>(e) * width);
+        const T* kp = kbase + static_cast<size_t>(e) * width;
 #pragma unroll
-        for (int i = 0; i < VPL; ++i) kv[u][i] = kp[part + i * LPK];
+        for (int i = 0; i < VPL; ++i) kv[u][i] = E::load4(kp + 4 * (part + i * LPK));
       } else {
 #pragma unroll
-        for (int i = 0; i < VPL; ++i) kv[u][i] = float4{0, 0, 0, 0};
+        for (int i = 0; i < VPL; ++i) kv[u][i] = E::zero();
       }
     }
 #pragma unroll
     for (int u = 0; u < SU; ++u) {
       const int j = jb + u * NW * KPW + sub;
+      float4 kf[VPL];
+#pragma unroll
+      for (int i = 0; i < VPL; ++i) kf[i] = E::widen(kv[u][i]);
 #pragma unroll
       for (int g = 0; g < GB; ++g) {
         if (g < gcount) {
           float d = 0;
 #pragma unroll
-          for (int i = 0; i < VPL; ++i) d += dot4(qv[g][i], kv[u][i]);
+          for (int i = 0; i < VPL; ++i) d += dot4(qv[g][i], kf[i]);
 #pragma unroll
           for (int o = LPK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
           if (j < cnt && part == 0) smem[g * p.chunk + j] = d * a.scale;
@@ -186,11 +197,11 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   float4 acc[GB];
 #pragma unroll
   for (int g = 0; g < GB; ++g) acc[g] = float4{0, 0, 0, 0};
-#pragma unroll 8
+#pragma unroll 16
   for (int j = ks; j < cnt; j += KS) {
     int e = e0 + j;
     if (e >= ring) e %= ring;
-    const float4 v = reinterpret_cast<const float4*>(vbase + static_cast<size_t>(e) * width)[dd];
+    const float4 v = E::widen(E::load4(vbase + static_cast<size_t>(e) * width + 4 * dd));
 #pragma unroll
     for (int g = 0; g < GB; ++g) {
       if (g < gcount) {
@@ -318,15 +329,21 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
   }
 }
 
-template <int HD>
-void launch_chunks(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
+template <int HD, typename T>
+void launch_chunks_typed(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
   constexpr int TPK = HD / 4, KS = kThreads / TPK;
   // Scores [gstride][chunk], or the slice reduction [KS - 1][gstride][HD], whichever is larger
   // (at most 8 * 1024 floats = 32 KiB, within the default 48 KiB).
   const size_t floats = std::max(static_cast<size_t>(sp.gstride) * sp.chunk, static_cast<size_t>(KS - 1) * sp.gstride * HD);
   const dim3 grid(static_cast<unsigned>(static_cast<size_t>(sp.a.n_rows) * sp.nsplit),
                   static_cast<unsigned>(n_kv_heads * sp.head_blocks));
-  launch_kernel("attention_chunk", attention_chunk_kernel<HD>, grid, dim3(kThreads), floats * sizeof(float), s, sp);
+  launch_kernel("attention_chunk", attention_chunk_kernel<HD, T>, grid, dim3(kThreads), floats * sizeof(float), s, sp);
+}
+
+template <int HD>
+void launch_chunks(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
+  if (sp.a.kv.bf16) launch_chunks_typed<HD, __nv_bfloat16>(sp, n_kv_heads, s);
+  else launch_chunks_typed<HD, float>(sp, n_kv_heads, s);
 }
 
 }  // namespace
@@ -335,8 +352,9 @@ void launch_store_kv(const KvLayout& kv, const float* k, int ldk, const float* v
                      int n_rows, cudaStream_t s) {
   const int width = kv.kv_heads * kv.head_dim;
   if (n_rows <= 0 || width <= 0) return;
-  launch_kernel("store_kv", store_kv_kernel, dim3(n_rows), dim3(std::min(1024, (width + 31) / 32 * 32)), 0, s, kv, k, ldk,
-                v, ldv, rows);
+  const dim3 grid(n_rows), block(std::min(1024, (width + 31) / 32 * 32));
+  if (kv.bf16) launch_kernel("store_kv", store_kv_kernel<__nv_bfloat16>, grid, block, 0, s, kv, k, ldk, v, ldv, rows);
+  else launch_kernel("store_kv", store_kv_kernel<float>, grid, block, 0, s, kv, k, ldk, v, ldv, rows);
 }
 
 bool attention_head_dim_supported(int head_dim) {
@@ -344,18 +362,26 @@ bool attention_head_dim_supported(int head_dim) {
 }
 
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int max_keys, int window,
-                             int sm_count) {
+                             int step_rows, int sm_count) {
   AttentionPlan plan;
   const int group = n_heads / n_kv_heads;
   // The chunk size depends on the model alone (one row over a full window), never on the batch:
   // a row's result then does not depend on which other rows share the launch, so a live session
   // (a few rows per step) computes exactly what an offline pass (many rows) computes.
-  // It is the largest chunk that still gives a single row at least two blocks per SM, and no
-  // smaller than kMinChunk keys (below that the partial results outweigh the keys themselves).
-  const long long blocks_per_split = static_cast<long long>(n_kv_heads) * cdiv(group, kHeadsPerBlock);
+  // It is the largest chunk that still gives a live step (step_rows rows over a full window) at
+  // least VOXRT_CUDA_ATTN_BLOCKS_PER_SM (default 2) blocks per SM, and no smaller than kMinChunk
+  // keys (below that the partial results outweigh the keys themselves). Measured on the H200: a
+  // decoder step (1 row, 8 kv heads) runs best at 128-key chunks; the encoder's (4 rows, 32 kv
+  // heads) at 256, where a rule for one row would give 64 (2.87 -> 2.57 ms per encoder step).
+  const long long blocks_per_split =
+      static_cast<long long>(std::max(1, step_rows)) * n_kv_heads * cdiv(group, kHeadsPerBlock);
   const int basis = std::max(1, window);
+  static const double per_sm = [] {
+    const char* e = std::getenv("VOXRT_CUDA_ATTN_BLOCKS_PER_SM");
+    return e ? std::clamp(std::atof(e), 0.0, 64.0) : 2.0;
+  }();
   int chunk = kMaxChunk;
-  while (chunk > kMinChunk && blocks_per_split * cdiv(basis, chunk) < 2LL * sm_count) chunk /= 2;
+  while (chunk > kMinChunk && blocks_per_split * cdiv(basis, chunk) < per_sm * sm_count) chunk /= 2;
   plan.chunk = chunk;
   plan.nsplit = std::max(1, cdiv(max_keys, chunk));
   if (plan.nsplit > 1)

@@ -170,7 +170,8 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 }  // namespace
 
 // Defined in kernels_gemv_mma.cu.
-void launch_gemv_mma(const gemv::Params& p, bool x_bf16, bool gated, cudaStream_t s);
+void launch_gemv_mma(const gemv::Params& p, bool x_bf16, bool gated, const GemvWorkspace& ws, cudaStream_t s);
+GemvWorkspaceSize gemv_mma_workspace(const gemv::Params& p, int sm_count);
 
 bool gemv_on_tensor_cores() {
   static const bool mma = [] {
@@ -186,26 +187,39 @@ bool gemv_supported(int M, int K) { return M >= 1 && M <= gemv_max_rows() && K >
 
 bool gemv_reads_f32(const float* x, size_t ldx) { return aligned16(x) && ldx % 4 == 0; }
 
-void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
-                 cudaStream_t s) {
-  check(gemv_supported(M, K) && n_outs >= 1 && n_outs <= kGemvMaxOutputs && (!gated || n_outs == 2), "cuda gemv",
+namespace {
+
+Params make_params(const void* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated) {
+  check(K > 0 && K % 8 == 0 && n_outs >= 1 && n_outs <= kGemvMaxOutputs && (!gated || n_outs == 2), "cuda gemv",
         "unsupported shape");
-  check(aligned16(x) && (x_bf16 ? ldx % 8 == 0 : ldx % 4 == 0), "cuda gemv", "x must be 16-byte aligned per row");
   Params p{};
   p.x = x;
   p.ldx = static_cast<long long>(ldx);
   p.K8 = K / 8;
   p.n_outs = gated ? 1 : n_outs;  // gated: one output range, the up weight rides along in out[1]
-  for (int i = 0; i < n_outs; ++i) {
-    check(aligned16(outs[i].w), "cuda gemv", "weights must be 16-byte aligned");
-    p.out[i] = outs[i];
-  }
+  for (int i = 0; i < n_outs; ++i) p.out[i] = outs[i];
   p.n_total = 0;
   for (int i = 0; i < p.n_outs; ++i) p.n_total += outs[i].n;
   p.M = M;
+  return p;
+}
+
+}  // namespace
+
+GemvWorkspaceSize gemv_workspace_size(int K, const GemvOut* outs, int n_outs, bool gated, int sm_count) {
+  if (!gemv_on_tensor_cores()) return {};
+  return gemv_mma_workspace(make_params(nullptr, 0, 1, K, outs, n_outs, gated), sm_count);
+}
+
+void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
+                 const GemvWorkspace& ws, cudaStream_t s) {
+  check(gemv_supported(M, K), "cuda gemv", "unsupported shape");
+  check(aligned16(x) && (x_bf16 ? ldx % 8 == 0 : ldx % 4 == 0), "cuda gemv", "x must be 16-byte aligned per row");
+  for (int i = 0; i < n_outs; ++i) check(aligned16(outs[i].w), "cuda gemv", "weights must be 16-byte aligned");
+  const Params p = make_params(x, ldx, M, K, outs, n_outs, gated);
   if (p.n_total == 0) return;
   if (gemv_on_tensor_cores()) {
-    launch_gemv_mma(p, x_bf16, gated, s);
+    launch_gemv_mma(p, x_bf16, gated, ws, s);
     return;
   }
   if (gated) {

@@ -1,24 +1,33 @@
 // The GEMV on the tensor cores: up to 32 rows of x against a bf16 weight, bound by reading the
-// weight once. A block owns 16 output features; its 8 warps split K (warp w takes the 32-element
-// chunks w, w + 8, ...), each multiplying its 16 x 32 weight pieces with the x rows by
-// mma.sync.m16n8k16 (bf16 in, fp32 accumulate), and the warps' partial sums are added in warp order
-// at the end. On the CUDA cores (kernels_gemv.cu) every weight element costs an unpack and one FMA
-// per row of x, which for 4 encoder rows is more than the memory system delivers; here one mma
-// covers 16 features x 16 K x 8 rows.
+// weight once. A block owns 16 output features (a tile) and one piece of K; its 8 warps split the
+// piece (warp w takes the 32-element chunks w, w + 8, ... of it), each multiplying its 16 x 32
+// weight pieces with the x rows by mma.sync.m16n8k16 (bf16 in, fp32 accumulate), and the warps'
+// partial sums are added in warp order at the end. On the CUDA cores (kernels_gemv.cu) every
+// weight element costs an unpack and one FMA per row of x, which for 4 encoder rows is more than
+// the memory system delivers; here one mma covers 16 features x 16 K x 8 rows.
+//
+// Split K. A product with fewer 16-feature tiles than the SMs can hold two blocks of (a decoder
+// w2 has 192 tiles for 132 SMs) leaves the SMs unevenly loaded. So a long row's K (>= 4096) is
+// cut into S pieces, S chosen per weight (from its tiles, its K and the SM count) for about
+// VOXRT_CUDA_GEMV_SPLIT (default 2) blocks per SM, each piece at least VOXRT_CUDA_GEMV_MIN_UNITS
+// (default 4) units of 256 elements. Each piece's block writes its 16 x M partial sums to the
+// workspace and counts itself in on the tile's counter; the last to arrive adds the S partials in
+// piece order, applies the epilogue and resets the counter. The order of every addition is fixed
+// by (K, the weight's tiles, the SM count): a row's result never depends on M, on the other rows
+// in the launch or on which block finishes last (batch invariance, cuda_backend.cpp), and a
+// weight gives the same result alone or in a fused launch. Smaller pieces or more blocks measured
+// slower: each block pays the round trip (bench --figures products, bench/README.md).
 //
 // Loads go straight from global memory to the mma fragments. Within each 32-element chunk, lane
 // (g, t) = (lane / 4, lane % 4) loads elements 8t .. 8t+7 of weight rows g and g + 8 (16 bytes each)
 // and of x row g, and uses them as fragment k-slots {2t, 2t+1, 2t+8, 2t+9} of the chunk's two
 // k16 halves. The same permutation of K on both operands leaves every dot product unchanged, and
 // keeps each weight load a full 16-byte vector.
-//
-// A row's result depends only on K (the chunk split, the mma order, the warp order), never on M or
-// on the other rows in the launch: batch invariance (cuda_backend.cpp).
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
@@ -32,6 +41,11 @@ using gemv::load_x8;
 using gemv::Params;
 
 constexpr int kWarps = 8;
+constexpr int kChunk8 = 4;                    // a warp's chunk: 32 elements = 4 loads of 8
+constexpr int kUnitK8 = kWarps * kChunk8;     // a split unit: one chunk per warp, 256 elements
+constexpr int kMaxTiles8 = 4;                 // tiles of 8 x rows: 32 rows
+constexpr int kPartialFloats = 2 * kMaxTiles8 * 4 * 32;  // one block's partials, gated, 32 rows
+constexpr int kMinSplitUnits = 16;                       // K >= 4096
 
 __device__ __forceinline__ void mma16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                          uint32_t b0, uint32_t b1) {
@@ -50,23 +64,24 @@ __device__ __forceinline__ void mma_chunk(float (&acc)[4], uint4 wa, uint4 wb, u
 
 // NT: tiles of 8 x rows (M <= 8 NT). GATED: out[0] is the gate weight and the destination, out[1].w
 // the up weight, y = silu(gate) * up.
-template <int NT, typename XT, bool GATED, bool PIPE>
+template <int NT, typename XT, bool GATED>
 __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   pdl_trigger();
   constexpr int NV = GATED ? 2 : 1;  // weights multiplied
-  // Chunks loaded per round. PIPE (VOXRT_CUDA_GEMV_PIPELINE=1, one tile of x only): the next
-  // round's weights are loaded before this round's are used (two register sets), so a warp always
-  // has a round in flight, at the cost of registers and so of resident blocks.
-  constexpr bool kPipelined = PIPE && NT == 1;
-  constexpr int U = NT >= 4 ? 2 : (kPipelined && GATED ? 2 : 4);
-  constexpr int kSets = kPipelined ? 2 : 1;
+  constexpr int U = NT >= 4 ? 2 : 4;  // units loaded per round (registers: U * NV * 2 uint4 per lane)
+  constexpr int kAcc = NV * NT * 4;   // accumulators per lane
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
+  // Which output, tile and piece of K this block computes (blocks: output-major, then tile, then piece).
   int seg = 0;
-  while (seg + 1 < p.n_outs && static_cast<int>(blockIdx.x) >= p.tile_end[seg]) ++seg;
-  const int f0 = (blockIdx.x - (seg ? p.tile_end[seg - 1] : 0)) * 16;
+  while (seg + 1 < p.n_outs && static_cast<int>(blockIdx.x) >= p.block_end[seg]) ++seg;
+  const int S = p.pieces[seg];
+  const int local = blockIdx.x - (seg ? p.block_end[seg - 1] : 0);
+  const int tile = local / S, piece = local % S;
+  const int f0 = tile * 16;
   const GemvOut& o = p.out[seg];
-  const int n = o.n, K8 = p.K8, chunks = (K8 + 3) / 4;
+  const int n = o.n, K8 = p.K8, units = (K8 + kUnitK8 - 1) / kUnitK8;
+  const int u0 = piece * units / S, u1 = (piece + 1) * units / S;
   const uint4* w[NV][2];  // [weight][row g or g + 8], null past the last feature
 #pragma unroll
   for (int v = 0; v < NV; ++v) {
@@ -81,48 +96,42 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) acc[v][j][0] = acc[v][j][1] = acc[v][j][2] = acc[v][j][3] = 0;
 
-  uint4 wv[kSets][U][NV][2];
-  auto load_weights = [&](uint4 (&dst)[U][NV][2], int c0) {
+  // This warp's chunk of unit u starts at 8-element index k_of(u); loads past the piece or past K are zeros.
+  auto k_of = [&](int u) { return u * kUnitK8 + warp * kChunk8 + t; };
+  auto in_piece = [&](int u, int k) { return u < u1 && k < K8; };
+  uint4 wv[U][NV][2];
+  auto load_weights = [&](int ubase) {
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int k = (c0 + u * kWarps) * 4 + t;  // in 8-element units
+    for (int i = 0; i < U; ++i) {
+      const int k = k_of(ubase + i);
 #pragma unroll
       for (int v = 0; v < NV; ++v)
 #pragma unroll
         for (int r = 0; r < 2; ++r)
-          dst[u][v][r] = (k < K8 && w[v][r]) ? __ldcs(w[v][r] + k) : uint4{0, 0, 0, 0};  // streamed once
+          wv[i][v][r] = (in_piece(ubase + i, k) && w[v][r]) ? __ldcs(w[v][r] + k) : uint4{0, 0, 0, 0};  // read once
     }
   };
   // The first weights are in flight before waiting for the previous kernel (launch.cuh).
-  load_weights(wv[0], warp);
+  load_weights(u0);
   pdl_wait();
-  for (int c0 = warp; c0 < chunks; c0 += kWarps * U) {
-    if constexpr (kPipelined) {
-      if (c0 + kWarps * U < chunks) load_weights(wv[1], c0 + kWarps * U);
-    } else {
-      if (c0 != warp) load_weights(wv[0], c0);
-    }
+  for (int ubase = u0; ubase < u1; ubase += U) {
+    if (ubase != u0) load_weights(ubase);
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int k = (c0 + u * kWarps) * 4 + t;
+    for (int i = 0; i < U; ++i) {
+      const int k = k_of(ubase + i);
+      const bool live = in_piece(ubase + i, k);
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         const int m = 8 * j + g;
-        const uint4 xv = (k < K8 && m < p.M) ? load_x8<XT>(p, m, k) : uint4{0, 0, 0, 0};
+        const uint4 xv = (live && m < p.M) ? load_x8<XT>(p, m, k) : uint4{0, 0, 0, 0};
 #pragma unroll
-        for (int v = 0; v < NV; ++v) mma_chunk(acc[v][j], wv[0][u][v][0], wv[0][u][v][1], xv);
+        for (int v = 0; v < NV; ++v) mma_chunk(acc[v][j], wv[i][v][0], wv[i][v][1], xv);
       }
-    }
-    if constexpr (kPipelined) {
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-#pragma unroll
-        for (int v = 0; v < NV; ++v) wv[0][u][v][0] = wv[1][u][v][0], wv[0][u][v][1] = wv[1][u][v][1];
     }
   }
 
   // Partial sums of the 8 warps, added in warp order by warp 0.
-  __shared__ float part[kWarps][NV * NT * 4][32];
+  __shared__ float part[kWarps][kAcc][32];
 #pragma unroll
   for (int v = 0; v < NV; ++v)
 #pragma unroll
@@ -131,17 +140,41 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
       for (int e = 0; e < 4; ++e) part[warp][(v * NT + j) * 4 + e][lane] = acc[v][j][e];
   __syncthreads();
   if (warp != 0) return;
+  float* sum = &acc[0][0][0];  // acc viewed as kAcc floats, index (v * NT + j) * 4 + e
 #pragma unroll
-  for (int v = 0; v < NV; ++v)
+  for (int a = 0; a < kAcc; ++a) {
+    float s = part[0][a][lane];
 #pragma unroll
-    for (int j = 0; j < NT; ++j)
+    for (int ww = 1; ww < kWarps; ++ww) s += part[ww][a][lane];
+    sum[a] = s;
+  }
+
+  if (S > 1) {
+    // Publish this piece; the tile's last piece to arrive adds all S in piece order.
+    float* mine = p.partials + static_cast<size_t>(blockIdx.x) * kPartialFloats;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float s = part[0][(v * NT + j) * 4 + e][lane];
+    for (int a = 0; a < kAcc; ++a) mine[a * 32 + lane] = sum[a];
+    __threadfence();
+    __syncwarp();
+    const int tile_id = (seg ? p.tile_end[seg - 1] : 0) + tile;
+    int arrived = 0;
+    if (lane == 0) arrived = atomicAdd(&p.counters[tile_id], 1);
+    arrived = __shfl_sync(0xffffffffu, arrived, 0);
+    if (arrived != S - 1) return;
+    __threadfence();
+    const float* first = p.partials + static_cast<size_t>(blockIdx.x - piece) * kPartialFloats;
 #pragma unroll
-        for (int ww = 1; ww < kWarps; ++ww) s += part[ww][(v * NT + j) * 4 + e][lane];
-        acc[v][j][e] = s;
+    for (int a = 0; a < kAcc; ++a) {
+      float s = 0;
+      for (int q = 0; q < S; ++q) {
+        const float val = q == piece ? sum[a] : __ldcg(first + static_cast<size_t>(q) * kPartialFloats + a * 32 + lane);
+        s = q == 0 ? val : s + val;
       }
+      sum[a] = s;
+    }
+    if (lane == 0) p.counters[tile_id] = 0;  // ready for the next launch
+  }
+
   // Fragment element e of tile j: feature f0 + g (+ 8 for e >= 2), x row 8j + 2t (+ 1 for odd e).
 #pragma unroll
   for (int j = 0; j < NT; ++j) {
@@ -150,9 +183,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
       const int f = f0 + g + (e >= 2 ? 8 : 0), m = 8 * j + 2 * t + (e & 1);
       if (f >= n || m >= p.M) continue;
       float* out = o.y + static_cast<size_t>(m) * o.ldy + f;
-      float val = acc[0][j][e];
+      float val = sum[j * 4 + e];
       if constexpr (GATED) {
-        val = val / (1.0f + expf(-val)) * acc[NV - 1][j][e];  // as the silu_mul kernel
+        val = val / (1.0f + expf(-val)) * sum[(NT + j) * 4 + e];  // as the silu_mul kernel
       } else {
         if (o.accumulate) val += *out;  // as sgemv: (W x + beta y), then the bias
         if (o.bias.data) val += vec_at(o.bias, f);
@@ -162,25 +195,11 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   }
 }
 
-bool pipelined() {
-  static const bool on = [] {
-    const char* e = std::getenv("VOXRT_CUDA_GEMV_PIPELINE");
-    return e && std::strcmp(e, "1") == 0;
-  }();
-  return on;
-}
-
-template <int NT, typename XT, bool PIPE>
-void launch_pipe(const Params& p, bool gated, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>(p.tile_end[p.n_outs - 1]));
-  if (gated) launch_kernel("gemv_mma", gemv_mma_kernel<NT, XT, true, PIPE>, grid, dim3(kWarps * 32), 0, s, p);
-  else launch_kernel("gemv_mma", gemv_mma_kernel<NT, XT, false, PIPE>, grid, dim3(kWarps * 32), 0, s, p);
-}
-
 template <int NT, typename XT>
 void launch_nt(const Params& p, bool gated, cudaStream_t s) {
-  if (NT == 1 && pipelined()) launch_pipe<NT, XT, true>(p, gated, s);
-  else launch_pipe<NT, XT, false>(p, gated, s);
+  const dim3 grid(static_cast<unsigned>(p.block_end[p.n_outs - 1]));
+  if (gated) launch_kernel("gemv_mma", gemv_mma_kernel<NT, XT, true>, grid, dim3(kWarps * 32), 0, s, p);
+  else launch_kernel("gemv_mma", gemv_mma_kernel<NT, XT, false>, grid, dim3(kWarps * 32), 0, s, p);
 }
 
 template <typename XT>
@@ -190,16 +209,70 @@ void launch_typed(const Params& p, bool gated, cudaStream_t s) {
   else launch_nt<4, XT>(p, gated, s);
 }
 
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* e = std::getenv(name);
+  return e ? std::clamp(std::atoi(e), lo, hi) : fallback;
+}
+
+// Blocks per SM a split launch aims for, and the fewest 256-element units of K a piece gets.
+int split_blocks_per_sm() {
+  static const int blocks = env_int("VOXRT_CUDA_GEMV_SPLIT", 2, 0, 64);
+  return blocks;
+}
+int min_piece_units() {
+  static const int units = env_int("VOXRT_CUDA_GEMV_MIN_UNITS", 4, 1, 64);
+  return units;
+}
+
 }  // namespace
 
-void launch_gemv_mma(const gemv::Params& params, bool x_bf16, bool gated, cudaStream_t s) {
-  gemv::Params p = params;
-  int tiles = 0;
+// Pieces of K per tile for a weight of n features: enough blocks to fill the SMs several times
+// over, at least VOXRT_CUDA_GEMV_MIN_UNITS 256-element units per piece. Depends on the weight and
+// the device only.
+int gemv_mma_pieces(int n, int K, int sm_count) {
+  const int tiles = (n + 15) / 16, units = (K / 8 + kUnitK8 - 1) / kUnitK8;
+  const int target = split_blocks_per_sm() * sm_count;
+  // Splitting costs each block a round trip through the workspace; it pays only for long rows
+  // (measured on the H200: K >= 4096, fewer tiles than 2 blocks per SM; bench --figures products).
+  if (tiles == 0 || target <= tiles || units < kMinSplitUnits) return 1;
+  return std::clamp((target + tiles - 1) / tiles, 1, std::max(units / min_piece_units(), 1));
+}
+
+GemvWorkspaceSize gemv_mma_workspace(const Params& p, int sm_count) {
+  GemvWorkspaceSize need;
+  size_t blocks = 0, tiles = 0;
+  bool split = false;
   for (int i = 0; i < p.n_outs; ++i) {
+    const int S = gemv_mma_pieces(p.out[i].n, p.K8 * 8, sm_count);
+    blocks += static_cast<size_t>((p.out[i].n + 15) / 16) * S;
     tiles += (p.out[i].n + 15) / 16;
-    p.tile_end[i] = tiles;
+    split = split || S > 1;
   }
-  if (tiles == 0) return;
+  if (split) {
+    need.partial_floats = blocks * kPartialFloats;
+    need.counters = tiles;
+  }
+  return need;
+}
+
+void launch_gemv_mma(const gemv::Params& params, bool x_bf16, bool gated, const GemvWorkspace& ws,
+                     cudaStream_t s) {
+  gemv::Params p = params;
+  const GemvWorkspaceSize need = gemv_mma_workspace(p, ws.sm_count);
+  check(ws.partial_floats >= need.partial_floats && ws.counter_count >= need.counters, "cuda gemv",
+        "split-K workspace too small");
+  p.partials = ws.partials;
+  p.counters = ws.counters;
+  int tiles = 0, blocks = 0;
+  for (int i = 0; i < p.n_outs; ++i) {
+    const int t = (p.out[i].n + 15) / 16;
+    p.pieces[i] = gemv_mma_pieces(p.out[i].n, p.K8 * 8, ws.sm_count);
+    tiles += t;
+    blocks += t * p.pieces[i];
+    p.tile_end[i] = tiles;
+    p.block_end[i] = blocks;
+  }
+  if (blocks == 0) return;
   if (x_bf16) launch_typed<__nv_bfloat16>(p, gated, s);
   else launch_typed<float>(p, gated, s);
 }

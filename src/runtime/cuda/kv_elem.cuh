@@ -1,0 +1,38 @@
+// How kernels read and write K/V cache elements, stored as fp32 or bf16 (KvLayout::bf16): groups
+// of 4 consecutive elements move as one load (16 bytes fp32, 8 bytes bf16) and are computed on as
+// float4; a store rounds to nearest even, as the reference's bf16 cache does.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace voxrt::cuda {
+
+template <typename T>
+struct KvElem;
+
+template <>
+struct KvElem<float> {
+  using Raw = float4;
+  __device__ __forceinline__ static Raw load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+  __device__ __forceinline__ static float4 widen(Raw r) { return r; }
+  __device__ __forceinline__ static float4 zero() { return float4{0, 0, 0, 0}; }
+  __device__ __forceinline__ static void store(float* p, float v) { *p = v; }
+  __device__ __forceinline__ static float load(const float* p) { return *p; }
+};
+
+template <>
+struct KvElem<__nv_bfloat16> {
+  using Raw = uint2;  // 4 bf16
+  __device__ __forceinline__ static Raw load4(const __nv_bfloat16* p) { return *reinterpret_cast<const uint2*>(p); }
+  __device__ __forceinline__ static float4 widen(Raw r) {
+    return float4{__uint_as_float(r.x << 16), __uint_as_float(r.x & 0xffff0000u), __uint_as_float(r.y << 16),
+                  __uint_as_float(r.y & 0xffff0000u)};
+  }
+  __device__ __forceinline__ static Raw zero() { return uint2{0, 0}; }
+  __device__ __forceinline__ static void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+  __device__ __forceinline__ static float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+};
+
+}  // namespace voxrt::cuda
