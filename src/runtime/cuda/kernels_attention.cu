@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   float4 acc[GB];
 #pragma unroll
   for (int g = 0; g < GB; ++g) acc[g] = float4{0, 0, 0, 0};
-#pragma unroll 16
+#pragma unroll 8
   for (int j = ks; j < cnt; j += KS) {
     int e = e0 + j;
     if (e >= ring) e %= ring;

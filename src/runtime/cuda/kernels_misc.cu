@@ -15,6 +15,7 @@ namespace voxrt::cuda {
 namespace {
 
 constexpr int kArgmaxThreads = 1024;
+constexpr int kArgmaxWave = 16;
 
 // y[r] = table[ids[r]], one block per row; bf16 rows are read 8 values (16 bytes) at a time when
 // the row length allows it.
@@ -70,17 +71,28 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* __r
   __shared__ Top2 warp_best[kArgmaxThreads / 32];
   const float* xr = x + static_cast<size_t>(blockIdx.x) * cols;
   Top2 t{-INFINITY, -INFINITY, INT_MAX};
-  if (static_cast<int>(threadIdx.x) < cols) {
-    t.v1 = xr[threadIdx.x];
-    t.i1 = threadIdx.x;
-    for (int c = threadIdx.x + kArgmaxThreads; c < cols; c += kArgmaxThreads) {
-      const float v = xr[c];
-      if (v > t.v1) {
-        t.v2 = t.v1;
-        t.v1 = v;
+  // A thread's columns c = tid, tid + 1024, ... are loaded kArgmaxWave at a time, all before any is
+  // compared, so a 131072-entry row costs a few memory round trips rather than one per column.
+  for (int base = threadIdx.x; base < cols; base += kArgmaxThreads * kArgmaxWave) {
+    float v[kArgmaxWave];
+#pragma unroll
+    for (int i = 0; i < kArgmaxWave; ++i) {
+      const int c = base + i * kArgmaxThreads;
+      v[i] = c < cols ? xr[c] : -INFINITY;
+    }
+#pragma unroll
+    for (int i = 0; i < kArgmaxWave; ++i) {
+      const int c = base + i * kArgmaxThreads;
+      if (c >= cols) break;
+      if (t.i1 == INT_MAX) {  // the thread's first column
+        t.v1 = v[i];
         t.i1 = c;
-      } else if (v > t.v2) {
-        t.v2 = v;
+      } else if (v[i] > t.v1) {
+        t.v2 = t.v1;
+        t.v1 = v[i];
+        t.i1 = c;
+      } else if (v[i] > t.v2) {
+        t.v2 = v[i];
       }
     }
   }
