@@ -216,6 +216,7 @@ TEST(Cli, BenchWritesEveryFigureWithItsFloor) {
   EXPECT_EQ(j["offline"][1]["audio_s"].get<double>(), 4.0);
   EXPECT_GT(j["offline"][1]["rtfx"].get<double>(), 0);
   EXPECT_GT(j["memory_in_use_bytes"].get<double>(), 0);
+  EXPECT_GT(j["memory_after_step_figures_bytes"].get<double>(), 0);
 }
 
 // The products figure times each of a step's matrix products alone, with its floor.

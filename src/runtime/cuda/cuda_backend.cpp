@@ -9,18 +9,19 @@
 //    device on every free, the pool reuses memory in stream order without synchronising. The pool
 //    keeps freed memory cached (its high-water mark).
 //  - K/V caches: the same pool, stored bf16 as in the reference's bf16 model (K and V are rounded as
-//    they are stored; attention computes in fp32). Half the bytes a decode step's attention reads,
-//    and half the memory. VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements).
+//    they are stored; attention computes in fp32): half the memory (0.87 GB less at a full decoder
+//    window). Not faster: the attention kernels wait on round trips, not bytes (bench/README.md).
+//    VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements).
 //  - Weight matrices (cols > 1): bf16 (round to nearest even on the host, or a BF16 checkpoint's
 //    own bits), cudaMalloc'ed once. Vectors (cols == 1: norm weights, biases) stay fp32.
 //    Weight::storage points to a host-side DeviceWeight that records the format and frees the
 //    device memory with the last reference.
 //
 // linear: y = x W^T with x rounded to bf16 and fp32 accumulation, by the GEMV kernels (tensor
-// cores: kernels_gemv_mma.cu, 32 rows per launch, K split across blocks with a fixed-order sum;
-// or kernels_gemv.cu) when K % 8 == 0, which keeps
-// every row's result independent of the batch; otherwise x is rounded into a bf16 scratch copy
-// and cublasGemmEx (bf16 A and B, fp32 C, CUBLAS_COMPUTE_32F) runs with a small bias kernel.
+// cores: kernels_gemv_mma.cu, 32 rows per launch, long rows split across blocks with a fixed-order
+// sum; or kernels_gemv.cu) when K % 8 == 0, which keeps every row's result independent of the
+// batch; otherwise x is rounded into a bf16 scratch copy and cublasGemmEx (bf16 A and B, fp32 C,
+// CUBLAS_COMPUTE_32F) runs with a small bias kernel.
 // VOXRT_CUDA_GEMV_MAX_ROWS=0 sends everything to cuBLAS (for measurements). linears() runs a
 // layer's q, k and v in one GEMV launch and gated_linear() the SwiGLU gate and up products with
 // the silu product fused.
