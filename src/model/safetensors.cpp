@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/bf16.h"
 #include "common/error.h"
 
 namespace voxrt {
@@ -264,7 +265,7 @@ void bf16_to_f32(const uint8_t* src, float* dst, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     uint16_t h;
     std::memcpy(&h, src + 2 * i, 2);
-    dst[i] = std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+    dst[i] = bf16_to_float(h);
   }
 }
 

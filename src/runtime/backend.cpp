@@ -1,12 +1,12 @@
 // Buffer and KvCache: RAII owners of backend memory.
 #include "runtime/backend.h"
 
-#include "common/error.h"
-
-#include <bit>
 #include <cstdint>
 #include <utility>
 #include <vector>
+
+#include "common/bf16.h"
+#include "common/error.h"
 
 namespace voxrt {
 
@@ -34,8 +34,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
 
 Weight Backend::upload_weight_bf16(std::vector<uint16_t>&& bits, int rows, int cols) {
   std::vector<float> values(bits.size());
-#pragma omp parallel for schedule(static) if (bits.size() > (size_t{1} << 20))
-  for (size_t i = 0; i < bits.size(); ++i) values[i] = std::bit_cast<float>(static_cast<uint32_t>(bits[i]) << 16);
+  bf16_to_float(bits.data(), values.data(), bits.size());
   std::vector<uint16_t>().swap(bits);
   return upload_weight(std::move(values), rows, cols);
 }

@@ -37,7 +37,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -50,6 +49,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/bf16.h"
 #include "common/error.h"
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_check.h"
@@ -255,7 +255,7 @@ class CudaBackend final : public Backend {
     } else if (n > 0) {
       // Rounded to bf16 on the host (all cores) on the way into the pinned chunks.
       upload_bf16_chunks(static_cast<uint16_t*>(d.data), n, [&](uint16_t* host, size_t off, size_t len) {
-        round_to_bf16(values.data() + off, host, len);
+        float_to_bf16(values.data() + off, host, len);
       });
     }
     std::vector<float>().swap(values);  // the host copy is not needed any more
@@ -361,19 +361,10 @@ class CudaBackend final : public Backend {
           "cuda rope", "shape mismatch");
     if (x.rows == 0 || n_heads == 0 || head_dim < 2) return;
     use_device();
-    // shift_positions rotates a whole cache slot by one position: send one number, not a RowRef per
-    // row (outside steps only: in a step positions are data, never launch parameters).
-    const bool uniform = !steps_->recording() && std::all_of(rows.begin(), rows.begin() + x.rows,
-                                     [&](const RowRef& r) { return r.pos == rows[0].pos; });
     const size_t half_bytes = static_cast<size_t>(head_dim / 2) * sizeof(float);
-    std::vector<void*> d;
-    if (uniform)
-      d = upload_args({{inv_freq.data(), half_bytes}});
-    else
-      d = upload_args({{inv_freq.data(), half_bytes}, {rows.data(), x.rows * sizeof(RowRef)}});
-    if (steps_->recorded(15, x.data, x.rows, x.cols, n_heads, head_dim, d[0], uniform ? nullptr : d[1])) return;
-    cuda::launch_rope(x.data, x.rows, x.cols, n_heads, head_dim,
-                      uniform ? nullptr : static_cast<const DevRowRef*>(d[1]), rows[0].pos,
+    const auto d = upload_args({{inv_freq.data(), half_bytes}, {rows.data(), x.rows * sizeof(RowRef)}});
+    if (steps_->recorded(15, x.data, x.rows, x.cols, n_heads, head_dim, d[0], d[1])) return;
+    cuda::launch_rope(x.data, x.rows, x.cols, n_heads, head_dim, static_cast<const DevRowRef*>(d[1]),
                       static_cast<const float*>(d[0]), stream_);
   }
 
@@ -396,13 +387,10 @@ class CudaBackend final : public Backend {
     if (cache.element_bytes() == sizeof(float)) return Backend::upload_kv(cache, keys, values);
     check(!steps_->in_step(), "cuda upload_kv", "not allowed inside a step");
     use_device();
-    const size_t n = cache.shape().elements();
-    std::vector<uint16_t> bits(n);
-    for (auto [src, dst] : {std::pair{keys, cache.key_data()}, std::pair{values, cache.value_data()}}) {
-      round_to_bf16(src, bits.data(), n);
-      VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, bits.data(), n * 2, cudaMemcpyHostToDevice, stream_));
-      sync_stream();  // bits is reused
-    }
+    // Rounded on the way into the weight upload's pinned chunks.
+    for (auto [src, dst] : {std::pair{keys, cache.key_data()}, std::pair{values, cache.value_data()}})
+      upload_bf16_chunks(static_cast<uint16_t*>(dst), cache.shape().elements(),
+                         [&](uint16_t* host, size_t off, size_t len) { float_to_bf16(src + off, host, len); });
   }
 
   void download_kv(const KvCache& cache, float* keys, float* values) override {
@@ -414,7 +402,7 @@ class CudaBackend final : public Backend {
     for (auto [src, dst] : {std::pair{cache.key_data(), keys}, std::pair{cache.value_data(), values}}) {
       VOXRT_CUDA_CHECK(cudaMemcpyAsync(bits.data(), src, n * 2, cudaMemcpyDeviceToHost, stream_));
       sync_stream();
-      for (size_t i = 0; i < n; ++i) dst[i] = std::bit_cast<float>(static_cast<uint32_t>(bits[i]) << 16);
+      bf16_to_float(bits.data(), dst, n);
     }
   }
 
@@ -612,21 +600,6 @@ class CudaBackend final : public Backend {
       VOXRT_CUDA_CHECK(cudaEventSynchronize(weight_chunk_copied_[turn]));
     }
     return weight_chunk_[turn];
-  }
-
-  // Round to nearest even, as __float2bfloat16_rn (NaN stays a quiet NaN).
-  static void round_to_bf16(const float* src, uint16_t* dst, size_t n) {
-#pragma omp parallel for schedule(static) if (n > (size_t{1} << 18))
-    for (size_t i = 0; i < n; ++i) {
-      uint32_t u;
-      std::memcpy(&u, &src[i], 4);
-      if ((u & 0x7fffffffu) > 0x7f800000u) {
-        dst[i] = static_cast<uint16_t>((u >> 16) | 0x40u);
-      } else {
-        u += 0x7fffu + ((u >> 16) & 1u);
-        dst[i] = static_cast<uint16_t>(u >> 16);
-      }
-    }
   }
 
   // Frees everything init() made (also after a partial init); never throws.

@@ -45,10 +45,10 @@ void launch_rms_norm(const float* x, int rows, int cols, DevVec w, float eps, fl
 // The same, then y[r] *= scales[scale_row[r]] (scales row stride scales_ld; scale_row on the device).
 void launch_rms_norm_scaled(const float* x, int rows, int cols, DevVec w, float eps, float* y, const float* scales,
                             int scales_ld, const int* scale_row, cudaStream_t s);
-// Rotate-half RoPE in place over n_heads heads of head_dim in each row of x (row stride ld). Positions
-// come from rows[r].pos, or are all uniform_pos when rows == nullptr. inv_freq: head_dim/2 floats.
+// Rotate-half RoPE in place over n_heads heads of head_dim in each row of x (row stride ld), at
+// positions rows[r].pos. inv_freq: head_dim/2 floats.
 void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const DevRowRef* rows,
-                 long long uniform_pos, const float* inv_freq, cudaStream_t s);
+                 const float* inv_freq, cudaStream_t s);
 
 // ---- kernels_attention.cu ----
 struct KvLayout {

@@ -39,8 +39,7 @@ __global__ void store_kv_kernel(KvLayout kv, const float* __restrict__ k, int ld
   pdl_wait();
   const int r = blockIdx.x;
   const int width = kv.kv_heads * kv.head_dim;
-  const size_t off = static_cast<size_t>(rows[r].slot) * kv.per_slot + static_cast<size_t>(kv.layer) * kv.per_layer +
-                     static_cast<size_t>(rows[r].pos % kv.ring) * width;
+  const size_t off = kv_row_offset(kv, rows[r]);
   const float* kr = k + static_cast<size_t>(r) * ldk;
   const float* vr = v + static_cast<size_t>(r) * ldv;
   T* keys = static_cast<T*>(kv.keys) + off;

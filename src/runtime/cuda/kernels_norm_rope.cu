@@ -84,6 +84,7 @@ __global__ void __launch_bounds__(kNormThreads) rms_norm_kernel(const float* x, 
 // One block per row: the row's cos/sin table (angle = float(pos) * inv_freq[i] in fp32, as the
 // reference) goes to shared memory once, then every head of the row is rotated with it. T: x's
 // element type (fp32 activations, or a bf16 cache's keys, rotated in fp32 and rounded back).
+// Positions are rows[r].pos, or uniform_pos for every row when rows is null (a cache re-base).
 template <typename T>
 __global__ void rope_kernel(T* x, int ld, int n_heads, int head_dim, const DevRowRef* rows, long long uniform_pos,
                             const float* __restrict__ inv_freq) {
@@ -160,8 +161,7 @@ __global__ void rope_store_kernel(float* q, int ldq, int n_heads, float* k, int 
     table[half + i] = sinf(ang);
   }
   __syncthreads();
-  const size_t off = static_cast<size_t>(row.slot) * kv.per_slot + static_cast<size_t>(kv.layer) * kv.per_layer +
-                     static_cast<size_t>(row.pos % kv.ring) * width;
+  const size_t off = kv_row_offset(kv, row);
   for (int base = 0; base < total; base += wave) {
     if (base > 0) load_wave(base);
 #pragma unroll
@@ -227,12 +227,12 @@ void launch_rms_norm_scaled(const float* x, int rows, int cols, DevVec w, float 
 }
 
 void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const DevRowRef* rows,
-                 long long uniform_pos, const float* inv_freq, cudaStream_t s) {
+                 const float* inv_freq, cudaStream_t s) {
   const int half = head_dim / 2;
   if (n_rows <= 0 || n_heads <= 0 || half <= 0) return;
   const int threads = std::min(256, std::max(32, (n_heads * half + 31) / 32 * 32));
   launch_kernel("rope", rope_kernel<float>, dim3(n_rows), dim3(threads), 2 * half * sizeof(float), s, x, ld, n_heads,
-                head_dim, rows, uniform_pos, inv_freq);
+                head_dim, rows, 0LL, inv_freq);
 }
 
 void launch_shift_cached_keys(const KvLayout& kv, int layers, int slot, long long shift, const float* inv_freq,

@@ -5,9 +5,19 @@
 
 #include <cuda_bf16.h>
 
+#include <cstddef>
 #include <cstdint>
 
+#include "runtime/cuda/cuda_kernels.h"
+
 namespace voxrt::cuda {
+
+// The first element of a row's K (or V) in the cache: its slot, the layout's layer, ring entry
+// pos % ring.
+__device__ __forceinline__ size_t kv_row_offset(const KvLayout& kv, DevRowRef row) {
+  return static_cast<size_t>(row.slot) * kv.per_slot + static_cast<size_t>(kv.layer) * kv.per_layer +
+         static_cast<size_t>(row.pos % kv.ring) * kv.kv_heads * kv.head_dim;
+}
 
 template <typename T>
 struct KvElem;
