@@ -1,6 +1,7 @@
 #include "voxtral/decoder_step.h"
 
 #include <atomic>
+#include <vector>
 
 #include "common/error.h"
 
@@ -26,6 +27,20 @@ DecoderStepResult DecoderStep::run(int32_t input, Mat audio, int64_t pos, int n_
                              std::span<const int>(&n_delay, 1), cache, std::span<const int>(&zero, 1));
   });
   be.argmax(r.logits, std::span<int32_t>(&r.id, 1), std::span<float>(&r.margin, 1));
+  return r;
+}
+
+DecoderStepResult decode_prompt(VoxtralModel& model, const Protocol& protocol, const ProtocolIds& ids, Mat audio,
+                                KvCache& cache) {
+  const int P = protocol.prompt_len();
+  check(audio.rows == P, "prompt", "one adapter vector per prompt position expected");
+  std::vector<RowRef> rows(P);
+  for (int i = 0; i < P; ++i) rows[i] = {0, i};
+  const std::vector<int> delays(P, protocol.n_delay);
+  const int last = P - 1;
+  DecoderStepResult r;
+  r.logits = model.decode(protocol.prompt(ids), audio, rows, delays, cache, std::span<const int>(&last, 1));
+  model.backend().argmax(r.logits, std::span<int32_t>(&r.id, 1), std::span<float>(&r.margin, 1));
   return r;
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "voxtral/model.h"
+#include "voxtral/protocol.h"
 
 namespace voxrt {
 
@@ -33,6 +34,12 @@ class DecoderStep {
   std::string key_;
   Buffer audio_;
 };
+
+// The prompt's prefill, in one pass: the prompt tokens with the first prompt_len() adapter vectors
+// `audio` at positions 0 .. P-1 of the cache's slot 0; the result is the argmax of the last
+// position (the first token) and its logits.
+DecoderStepResult decode_prompt(VoxtralModel& model, const Protocol& protocol, const ProtocolIds& ids, Mat audio,
+                                KvCache& cache);
 
 // A step key no other caller uses ("<what> #<n>"), so that sessions sharing a backend each keep
 // their own recorded step.

@@ -25,7 +25,7 @@ std::vector<RowRef> positions(int64_t first, int count) {
 // opts.encoder_chunk frames (the conv stem carries its causal context across chunks exactly as a
 // live session does). Returns the adapter vectors, [positions, dim].
 Buffer encode_audio(VoxtralModel& model, const LogMel& logmel, const std::vector<float>& padded,
-                                const OfflineOptions& opts) {
+                    const OfflineOptions& opts) {
   Backend& be = model.backend();
   const ModelConfig& cfg = model.config();
   const std::vector<float> mel = logmel.compute(padded.data(), padded.size());
@@ -92,15 +92,15 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
     opts.trace->logits.clear();
   }
 
-  auto take = [&](Mat logits, int32_t id, float margin, int step) -> int32_t {
+  auto take = [&](const DecoderStepResult& r, int step) -> int32_t {
     if (opts.trace && step < opts.trace_logit_steps) {
-      const auto host = to_host(be, logits);
+      const auto host = to_host(be, r.logits);
       opts.trace->logits.insert(opts.trace->logits.end(), host.begin(), host.end());
       opts.trace->logit_steps = step + 1;
     }
-    result.tokens.push_back(id);
-    result.margins.push_back(margin);
-    return id;
+    result.tokens.push_back(r.id);
+    result.margins.push_back(r.margin);
+    return r.id;
   };
   auto next_input = [&](int step, int32_t own) {
     if (opts.teacher_tokens && step < static_cast<int>(opts.teacher_tokens->size())) return (*opts.teacher_tokens)[step];
@@ -108,14 +108,7 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
   };
 
   // Prefill the prompt in one pass; its last position gives the first token.
-  const std::vector<int32_t> prompt = proto.prompt(opts.ids);
-  const std::vector<int> delays(P, proto.n_delay);
-  const int last = P - 1;
-  const Mat logits = model.decode(prompt, adapter.view(0, P), positions(0, P), delays, cache, std::span<const int>(&last, 1));
-  int32_t id = 0;
-  float margin = 0;
-  be.argmax(logits, std::span<int32_t>(&id, 1), std::span<float>(&margin, 1));
-  int32_t tok = take(logits, id, margin, 0);
+  int32_t tok = take(decode_prompt(model, proto, opts.ids, adapter.view(0, P), cache), 0);
 
   DecoderStep decoder(model, unique_step_key("offline decoder"));
   for (int step = 1; step < total_steps; ++step) {
@@ -124,8 +117,7 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
       break;
     }
     const int pos = P + step - 1;
-    const DecoderStepResult r = decoder.run(next_input(step - 1, tok), adapter.view(pos, 1), pos, proto.n_delay, cache);
-    tok = take(r.logits, r.id, r.margin, step);
+    tok = take(decoder.run(next_input(step - 1, tok), adapter.view(pos, 1), pos, proto.n_delay, cache), step);
   }
   if (opts.stop_at_eos && !opts.teacher_tokens && !result.tokens.empty() && result.tokens.back() == opts.ids.eos)
     result.eos_stopped = true;

@@ -139,7 +139,6 @@ void StreamDecoder::encode_positions(int count, double& seconds) {
 }
 
 void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_per_position) {
-  Backend& be = model_.backend();
   const int P = opts_.protocol.prompt_len();
   const int n_delay = opts_.protocol.n_delay;
   auto queued = [&]() { return static_cast<int64_t>(queue_write_ - queue_read_); };
@@ -156,15 +155,7 @@ void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_
   if (next_decode_ == 0) {  // prefill the prompt once all its positions exist
     if (queued() < P) return;
     const auto t0 = std::chrono::steady_clock::now();
-    std::vector<RowRef> rows(P);
-    for (int i = 0; i < P; ++i) rows[i] = {0, i};
-    const std::vector<int> delays(P, n_delay);
-    const int last = P - 1;
-    const std::vector<int32_t> prompt = opts_.protocol.prompt(opts_.ids);
-    const Mat logits = model_.decode(prompt, queue_.view(queue_read_, P), rows, delays, dec_cache_,
-                                     std::span<const int>(&last, 1));
-    int32_t id = 0;
-    be.argmax(logits, std::span<int32_t>(&id, 1), {});
+    const int32_t id = decode_prompt(model_, opts_.protocol, opts_.ids, queue_.view(queue_read_, P), dec_cache_).id;
     pop(P);
     emit(id, seconds_since(t0) + P * enc_seconds_per_position);
   }
