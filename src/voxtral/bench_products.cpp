@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "voxtral/benchmark.h"
 #include "voxtral/decoder_step.h"
 
 namespace voxrt {
@@ -15,14 +15,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kRepeats = 10;  // products per recorded step (launch overheads amortised as in a step)
 constexpr int kRuns = 30;     // timed steps (after 5 warm-up runs)
-
-Weight random_weight(Backend& b, int rows, int cols, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-0.05f, 0.05f);
-  std::vector<float> v(static_cast<size_t>(rows) * cols);
-  for (float& x : v) x = d(rng);
-  return b.upload_weight(std::move(v), rows, cols);
-}
 
 struct Product {
   std::string name;
@@ -36,7 +28,7 @@ nlohmann::json time_one(Backend& b, const Product& p, double read_bps) {
   std::vector<Buffer> y;
   double bytes = 0;
   for (size_t i = 0; i < p.n.size(); ++i) {
-    w.push_back(random_weight(b, p.n[i], p.K, static_cast<unsigned>(i + 1)));
+    w.push_back(b.upload_weight(random_rows(p.n[i], p.K, static_cast<unsigned>(i + 1)), p.n[i], p.K));
     y.emplace_back(&b, p.M, p.n[i]);
     b.fill(y.back().data(), 0.0f, y.back().size());
     bytes += static_cast<double>(p.n[i]) * p.K * b.weight_element_bytes();

@@ -50,13 +50,6 @@ Costs costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes) {
           2.0 * (dec_w + head_w)};
 }
 
-std::vector<float> random_rows(int rows, int cols, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(rows) * cols);
-  for (float& x : v) x = n(rng);
-  return v;
-}
 
 // Steady-state encoder step as a live session runs it (one Backend step, then the adapter vector
 // downloaded): 8 mel rows -> conv stem -> 4 encoder frames -> 1 adapter vector, at positions past
@@ -113,6 +106,14 @@ std::vector<double> time_decoder_steps(VoxtralModel& m, const Protocol& proto, i
 }
 
 }  // namespace
+
+std::vector<float> random_rows(int rows, int cols, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(rows) * cols);
+  for (float& x : v) x = n(rng);
+  return v;
+}
 
 nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
                              const BenchOptions& o) {

@@ -25,6 +25,9 @@ struct BenchOptions {
   std::function<int64_t(std::span<const float>)> transcribe;
 };
 
+// rows x cols standard-normal values from a fixed seed: the benchmarks' inputs and test weights.
+std::vector<float> random_rows(int rows, int cols, unsigned seed);
+
 // Runs every measurement; `audio` (16 kHz mono) is tiled to the offline lengths.
 nlohmann::json run_benchmark(VoxtralModel& model, std::span<const float> audio,
                              const BenchOptions& opts);

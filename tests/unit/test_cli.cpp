@@ -193,6 +193,14 @@ TEST(Cli, PullWithoutNetworkFailsFastWithAMessage) {
 namespace voxrt::test {
 namespace {
 
+// The one file a bench run wrote to `dir`, parsed into out (fatal failure if there is not exactly one).
+void read_only_json_in(const fs::path& dir, nlohmann::json& out) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  out = nlohmann::json::parse(slurp(files[0]));
+}
+
 // voxrt bench runs and records every figure with its floor (the figures themselves are not
 // checked: timing never goes in a test).
 TEST(Cli, BenchWritesEveryFigureWithItsFloor) {
@@ -201,10 +209,8 @@ TEST(Cli, BenchWritesEveryFigureWithItsFloor) {
                                 audio("speech_short") + " --out " + tmp.path().string());
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("decoder_step"), std::string::npos) << r.out;
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(tmp.path())) files.push_back(e.path());
-  ASSERT_EQ(files.size(), 1u);
-  const auto j = nlohmann::json::parse(slurp(files[0]));
+  nlohmann::json j;
+  ASSERT_NO_FATAL_FAILURE(read_only_json_in(tmp.path(), j));
   EXPECT_EQ(j["backend"], "cpu");
   EXPECT_GT(j["ceilings"]["copy_GBps"].get<double>(), 0);
   EXPECT_GT(j["ceilings"]["matmul_TFLOPs"].get<double>(), 0);
@@ -226,10 +232,8 @@ TEST(Cli, BenchProductsFigureListsEveryProductOfAStep) {
                                 audio("speech_short") + " --out " + tmp.path().string());
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("decoder gate+up"), std::string::npos) << r.out;
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(tmp.path())) files.push_back(e.path());
-  ASSERT_EQ(files.size(), 1u);
-  const auto j = nlohmann::json::parse(slurp(files[0]));
+  nlohmann::json j;
+  ASSERT_NO_FATAL_FAILURE(read_only_json_in(tmp.path(), j));
   ASSERT_EQ(j["products"].size(), 11u);
   for (const auto& p : j["products"]) {
     EXPECT_GT(p["p50_us"].get<double>(), 0) << p["name"];
