@@ -452,6 +452,14 @@ class CudaBackend final : public Backend {
     check(layer >= 0 && layer < s.layers, "cuda attention", "layer out of range");
     if (q.rows == 0) return;
     check_rows(s, rows.first(q.rows), "cuda attention");
+    // A row attends min(pos + 1, window) keys; more than the ring holds would read overwritten
+    // entries (and the kernel's ring index assumes at most one wrap per chunk).
+    for (const RowRef& r : rows.first(q.rows))
+      check_with(std::min<int64_t>(r.pos + 1, p.window) <= s.ring, "cuda attention", [&] {
+        return "row at position " + std::to_string(r.pos) + " attends " +
+               std::to_string(std::min<int64_t>(r.pos + 1, p.window)) + " keys, more than the ring's " +
+               std::to_string(s.ring);
+      });
     check((reinterpret_cast<uintptr_t>(cache.key_data()) & 15) == 0 && (reinterpret_cast<uintptr_t>(cache.value_data()) & 15) == 0,
           "cuda attention", "cache not 16-byte aligned");
     use_device();

@@ -1,14 +1,14 @@
 // The key/value ring caches: storing rows, and sliding-window attention over them.
 //
-// Attention is split flash-decoding style. A block owns one (row, kv head, key chunk): it loads the
-// query heads that share the kv head (GQA: up to 8 per block), scores the chunk's keys into shared
-// memory, takes the chunk's softmax max and sum, and accumulates the probability-weighted values.
-// With one chunk per row (short windows, many rows) it normalises and writes the output directly;
-// otherwise each block writes (max, sum, unnormalised accumulator) and a combine kernel rescales
-// and merges the chunks. The chunk size is chosen so that even a single decode row over 8192 keys
-// launches several blocks per SM. K and V are stored fp32 or bf16 (kv_elem.cuh) and read 4
-// elements per load; arithmetic is fp32 (expf, not __expf), so results match the CPU's
-// double-accumulated reference on the same K and V to ~1e-6 of max|V|.
+// Attention is split flash-decoding style. A block owns one (row, kv head, key chunk): it puts the
+// query heads that share the kv head (GQA: up to 8 per block) in shared memory, scores the chunk's
+// keys (one thread per key, reading the key's row in 16-byte loads), takes the chunk's softmax max
+// and sum, and accumulates the probability-weighted values. With one chunk per row (short windows,
+// many rows) it normalises and writes the output directly; otherwise each block writes (max, sum,
+// unnormalised accumulator) and a combine kernel rescales and merges the chunks. The chunk size is
+// chosen so that even a single decode row over 8192 keys launches several blocks per SM. K and V
+// are stored fp32 or bf16 (kv_elem.cuh); arithmetic is fp32 (expf, not __expf), so results match
+// the CPU's double-accumulated reference on the same K and V to ~1e-6 of max|V|.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -54,8 +54,8 @@ struct SplitParams {
   AttentionArgs a;
   int chunk, nsplit;
   int group;        // query heads per kv head
-  int head_blocks;  // blocks per kv head along the group (group > kHeadsPerBlock)
-  int gstride;      // min(group, kHeadsPerBlock): heads per block as laid out in shared memory
+  int head_blocks;      // blocks per kv head along the group (group > kHeadsPerBlock)
+  int heads_per_block;  // the kernel's G: min(group, kHeadsPerBlock) rounded up to a power of two
 };
 
 // The partial results: (max, sum) per (row, head, chunk), then the accumulators, 16-byte aligned.
@@ -71,34 +71,50 @@ __device__ __forceinline__ void key_range(const SplitParams& p, int r, long long
   n = static_cast<int>(pos - first + 1);
 }
 
-__device__ __forceinline__ float dot4(float4 a, float4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+// The ring entry of key j of a chunk starting at entry e0 < ring: no more than a ring's worth of
+// keys is attended (the backend checks), so e0 + j < 2 * ring and one conditional subtraction
+// (a select) replaces the modulo.
+__device__ __forceinline__ int ring_entry(int e0, int j, int ring) {
+  const int e = e0 + j;
+  return e >= ring ? e - ring : e;
+}
 
 // One (row, kv head, head block, key chunk): see the file comment. HD is the head dimension, T the
-// cache's element type.
-template <int HD, typename T>
+// cache's element type, G the query heads per block (the group, rounded up to a power of two, at
+// most kHeadsPerBlock; padding heads get a zero query and are never written). G is a template
+// argument so that no instruction is spent on heads a block does not have: with a runtime head
+// count the loops ran predicated over 8 heads, and a decoder block (4 heads) or an encoder block
+// (1 head) issued 2x or 8x the instructions it needed. A block here is latency-bound (few blocks
+// hold keys in a short window), so instructions per key are what its time is made of.
+template <int HD, typename T, int G>
 __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p) {
   using E = KvElem<T>;
   pdl_trigger();
   pdl_wait();
-  constexpr int GB = kHeadsPerBlock;
   constexpr int NW = kThreads / 32;
-  // Score phase: LPK lanes per key, each holding VPL float4s of it; KPW keys per warp step.
-  constexpr int LPK = HD / 4 < 32 ? HD / 4 : 32;
-  constexpr int VPL = HD / 4 / LPK;
-  constexpr int KPW = 32 / LPK;
-  // Value phase: TPK threads per key row (one float4 each), KS key slices across the block.
-  constexpr int TPK = HD / 4;
-  constexpr int KS = kThreads / TPK;
-  static_assert(KS >= 1 && kThreads % TPK == 0 && VPL * LPK * 4 == HD, "unsupported head_dim");
+  // Score phase: one thread per key, its row read in 16-byte loads (kVec elements each); up to 16
+  // loads in flight per thread: several short keys at once (while the accumulators, two per key and
+  // head, stay at 16 or fewer), or a long key in pieces.
+  constexpr int kVec = E::kPer16;
+  constexpr int kLoadsPerKey = HD / kVec;
+  constexpr int kPiece = kLoadsPerKey < 16 ? kLoadsPerKey : 16;
+  constexpr int kKeysByLoads = kLoadsPerKey < 16 ? 16 / kLoadsPerKey : 1;
+  constexpr int kKeysByAccumulators = G < 8 ? 8 / G : 1;
+  constexpr int kKeysPerPass = kKeysByLoads < kKeysByAccumulators ? kKeysByLoads : kKeysByAccumulators;
+  static_assert(kLoadsPerKey * kVec == HD && kLoadsPerKey % kPiece == 0, "unsupported head_dim");
 
-  extern __shared__ float smem[];  // scores/probabilities [gstride][chunk], reused for the slice reduction
-  __shared__ float s_m[GB], s_l[GB];
+  // Shared memory: the queries [G][HD], then the scores/probabilities [G][chunk], whose space the
+  // slice reduction reuses.
+  extern __shared__ float4 smem4[];
+  float* qs = reinterpret_cast<float*>(smem4);
+  float* smem = qs + G * HD;
+  __shared__ float s_m[G], s_l[G];
 
   const AttentionArgs& a = p.a;
   const int r = blockIdx.x / p.nsplit, split = blockIdx.x % p.nsplit;
   const int kvh = blockIdx.y / p.head_blocks, hb = blockIdx.y % p.head_blocks;
-  const int h0 = kvh * p.group + hb * GB;
-  const int gcount = min(GB, p.group - hb * GB);
+  const int h0 = kvh * p.group + hb * G;
+  const int gcount = min(G, p.group - hb * G);
   long long first;
   int n;
   key_range(p, r, first, n);
@@ -112,67 +128,68 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
                       static_cast<size_t>(a.kv.layer) * a.kv.per_layer + static_cast<size_t>(kvh) * HD;
   const T* kbase = static_cast<const T*>(a.kv.keys) + base;
   const T* vbase = static_cast<const T*>(a.kv.values) + base;
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int sub = lane / LPK, part = lane % LPK;
+  // 0. The queries into shared memory (scalar loads: q rows need not be aligned).
+  const float* qrow = a.q + static_cast<size_t>(r) * a.ldq + static_cast<size_t>(h0) * HD;
+#pragma unroll
+  for (int i = tid; i < G * HD; i += kThreads) qs[i] = i / HD < gcount ? qrow[i] : 0.0f;
+  __syncthreads();
 
-  // The query heads' slices this lane multiplies with (scalar loads: q rows need not be aligned).
-  float4 qv[GB][VPL];
+  // 1. Scores: s[g][j] = (q_g . k_j) * scale, thread tid taking keys tid, tid + kThreads, ...
+  // Two accumulators per (key, head), alternating by load, give each chain half the length.
+  const float4* q4 = reinterpret_cast<const float4*>(qs);
+  for (int jb = 0; jb < cnt; jb += kThreads * kKeysPerPass) {
+    float d[kKeysPerPass][G][2];
 #pragma unroll
-  for (int g = 0; g < GB; ++g) {
+    for (int u = 0; u < kKeysPerPass; ++u)
 #pragma unroll
-    for (int i = 0; i < VPL; ++i) {
-      qv[g][i] = float4{0, 0, 0, 0};
-      if (g < gcount) {
-        const float* qp = a.q + static_cast<size_t>(r) * a.ldq + static_cast<size_t>(h0 + g) * HD + 4 * (part + i * LPK);
-        qv[g][i] = float4{qp[0], qp[1], qp[2], qp[3]};
+      for (int g = 0; g < G; ++g) d[u][g][0] = d[u][g][1] = 0.0f;
+#pragma unroll
+    for (int piece = 0; piece < kLoadsPerKey; piece += kPiece) {
+      uint4 raw[kKeysPerPass][kPiece];
+#pragma unroll
+      for (int u = 0; u < kKeysPerPass; ++u) {
+        const int j = jb + u * kThreads + tid;
+        const int e = ring_entry(e0, j, ring);
+        const uint4* kp = reinterpret_cast<const uint4*>(kbase + static_cast<size_t>(e) * width) + piece;
+#pragma unroll
+        for (int i = 0; i < kPiece; ++i) raw[u][i] = j < cnt ? kp[i] : uint4{0, 0, 0, 0};
       }
-    }
-  }
-
-  // 1. Scores: s[g][j] = (q_g . k_j) * scale. The loop bound is warp-uniform (shuffles below).
-  // Each warp loads SU keys' slices before using any, so SU loads are in flight at once (the loads
-  // are what this phase waits for); twice as many keys for bf16, whose loads are half the size.
-  constexpr int SU = (VPL >= 4 ? 1 : 8 / VPL) * (4 / static_cast<int>(sizeof(T)));
-  for (int jb = warp * KPW; jb < cnt; jb += NW * KPW * SU) {
-    typename E::Raw kv[SU][VPL];
 #pragma unroll
-    for (int u = 0; u < SU; ++u) {
-      const int j = jb + u * NW * KPW + sub;
-      if (j < cnt) {
-        int e = e0 + j;
-        if (e >= ring) e %= ring;
-        const T* kp = kbase + static_cast<size_t>(e) * width;
+      for (int u = 0; u < kKeysPerPass; ++u) {
 #pragma unroll
-        for (int i = 0; i < VPL; ++i) kv[u][i] = E::load4(kp + 4 * (part + i * LPK));
-      } else {
+        for (int i = 0; i < kPiece; ++i) {
+          float x[kVec];
+          E::widen16(raw[u][i], x);
 #pragma unroll
-        for (int i = 0; i < VPL; ++i) kv[u][i] = E::zero();
-      }
-    }
+          for (int g = 0; g < G; ++g) {
+            float& acc = d[u][g][i & 1];
 #pragma unroll
-    for (int u = 0; u < SU; ++u) {
-      const int j = jb + u * NW * KPW + sub;
-      float4 kf[VPL];
-#pragma unroll
-      for (int i = 0; i < VPL; ++i) kf[i] = E::widen(kv[u][i]);
-#pragma unroll
-      for (int g = 0; g < GB; ++g) {
-        if (g < gcount) {
-          float d = 0;
-#pragma unroll
-          for (int i = 0; i < VPL; ++i) d += dot4(qv[g][i], kf[i]);
-#pragma unroll
-          for (int o = LPK / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-          if (j < cnt && part == 0) smem[g * p.chunk + j] = d * a.scale;
+            for (int t = 0; t < kVec; t += 4) {
+              const float4 qv = q4[(g * HD + (piece + i) * kVec + t) / 4];
+              acc = fmaf(qv.x, x[t], acc);
+              acc = fmaf(qv.y, x[t + 1], acc);
+              acc = fmaf(qv.z, x[t + 2], acc);
+              acc = fmaf(qv.w, x[t + 3], acc);
+            }
+          }
         }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kKeysPerPass; ++u) {
+      const int j = jb + u * kThreads + tid;
+      if (j < cnt) {
+#pragma unroll
+        for (int g = 0; g < G; ++g) smem[g * p.chunk + j] = (d[u][g][0] + d[u][g][1]) * a.scale;
       }
     }
   }
   __syncthreads();
 
   // 2. Softmax statistics of the chunk, one warp per head; scores become exp(s - max).
-  for (int g = warp; g < gcount; g += NW) {
+  for (int g = warp; g < G; g += NW) {
     float* s = smem + g * p.chunk;
     float m = -INFINITY;
     for (int j = lane; j < cnt; j += 32) m = fmaxf(m, s[j]);
@@ -191,46 +208,64 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   }
   __syncthreads();
 
-  // 3. Weighted values: slice ks of the block takes keys ks, ks + KS, ...; thread dd owns dims 4dd..4dd+3.
-  const int ks = threadIdx.x / TPK, dd = threadIdx.x % TPK;
-  float4 acc[GB];
+  // 3. Weighted values: slice ks of the block takes keys ks, ks + KS, ...; thread dd owns the kVec
+  // dims of one 16-byte load. The ring index is a select, not a branch, so the unrolled loads are
+  // all issued before the first is used (a branch per key made each load a round trip of its own).
+  constexpr int TPK = HD / kVec;
+  constexpr int KS = kThreads / TPK;
+  static_assert(KS >= 1 && kThreads % TPK == 0, "unsupported head_dim");
+  const int ks = tid / TPK, dd = tid % TPK;
+  float acc[G][kVec];
 #pragma unroll
-  for (int g = 0; g < GB; ++g) acc[g] = float4{0, 0, 0, 0};
-#pragma unroll 8
-  for (int j = ks; j < cnt; j += KS) {
-    int e = e0 + j;
-    if (e >= ring) e %= ring;
-    const float4 v = E::widen(E::load4(vbase + static_cast<size_t>(e) * width + 4 * dd));
+  for (int g = 0; g < G; ++g)
 #pragma unroll
-    for (int g = 0; g < GB; ++g) {
-      if (g < gcount) {
-        const float w = smem[g * p.chunk + j];
-        acc[g].x = fmaf(w, v.x, acc[g].x);
-        acc[g].y = fmaf(w, v.y, acc[g].y);
-        acc[g].z = fmaf(w, v.z, acc[g].z);
-        acc[g].w = fmaf(w, v.w, acc[g].w);
+    for (int t = 0; t < kVec; ++t) acc[g][t] = 0.0f;
+  constexpr int kValueLoads = 16;  // 16-byte loads in flight per thread
+  for (int jb = ks; jb < cnt; jb += KS * kValueLoads) {
+    uint4 raw[kValueLoads];
+#pragma unroll
+    for (int u = 0; u < kValueLoads; ++u) {
+      const int j = jb + u * KS;
+      const uint4* vp = reinterpret_cast<const uint4*>(vbase + static_cast<size_t>(ring_entry(e0, j, ring)) * width);
+      raw[u] = j < cnt ? vp[dd] : uint4{0, 0, 0, 0};
+    }
+#pragma unroll
+    for (int u = 0; u < kValueLoads; ++u) {
+      const int j = jb + u * KS;
+      float x[kVec];
+      E::widen16(raw[u], x);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float w = j < cnt ? smem[g * p.chunk + j] : 0.0f;
+#pragma unroll
+        for (int t = 0; t < kVec; ++t) acc[g][t] = fmaf(w, x[t], acc[g][t]);
       }
     }
   }
   if constexpr (KS > 1) {
     __syncthreads();  // the probabilities are no longer needed: reuse the space
-    float4* red = reinterpret_cast<float4*>(smem);  // [KS - 1][gstride][TPK]
+    float4* red = reinterpret_cast<float4*>(smem);  // [KS - 1][G][HD / 4]
+    constexpr int kQuads = kVec / 4;
     if (ks > 0) {
 #pragma unroll
-      for (int g = 0; g < GB; ++g)
-        if (g < gcount) red[((ks - 1) * p.gstride + g) * TPK + dd] = acc[g];
+      for (int g = 0; g < G; ++g)
+#pragma unroll
+        for (int t = 0; t < kQuads; ++t)
+          red[((ks - 1) * G + g) * (HD / 4) + dd * kQuads + t] =
+              float4{acc[g][4 * t], acc[g][4 * t + 1], acc[g][4 * t + 2], acc[g][4 * t + 3]};
     }
     __syncthreads();
     if (ks == 0) {
       for (int k = 1; k < KS; ++k) {
 #pragma unroll
-        for (int g = 0; g < GB; ++g) {
-          if (g < gcount) {
-            const float4 o = red[((k - 1) * p.gstride + g) * TPK + dd];
-            acc[g].x += o.x;
-            acc[g].y += o.y;
-            acc[g].z += o.z;
-            acc[g].w += o.w;
+        for (int g = 0; g < G; ++g) {
+#pragma unroll
+          for (int t = 0; t < kQuads; ++t) {
+            const float4 o = red[((k - 1) * G + g) * (HD / 4) + dd * kQuads + t];
+            acc[g][4 * t] += o.x;
+            acc[g][4 * t + 1] += o.y;
+            acc[g][4 * t + 2] += o.z;
+            acc[g][4 * t + 3] += o.w;
           }
         }
       }
@@ -239,21 +274,22 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   if (ks != 0) return;
 
 #pragma unroll
-  for (int g = 0; g < GB; ++g) {
+  for (int g = 0; g < G; ++g) {
     if (g >= gcount) continue;
     const int h = h0 + g;
     if (p.nsplit == 1) {
       const float inv = s_l[g];
-      float* o = a.out + static_cast<size_t>(r) * a.ldo + static_cast<size_t>(h) * HD + 4 * dd;
-      o[0] = acc[g].x / inv;
-      o[1] = acc[g].y / inv;
-      o[2] = acc[g].z / inv;
-      o[3] = acc[g].w / inv;
+      float* o = a.out + static_cast<size_t>(r) * a.ldo + static_cast<size_t>(h) * HD + dd * kVec;
+#pragma unroll
+      for (int t = 0; t < kVec; ++t) o[t] = acc[g][t] / inv;
     } else {
       const size_t cell = (static_cast<size_t>(r) * a.n_heads + h) * p.nsplit + split;
       float* part_ml = a.scratch;
-      float4* part_acc = reinterpret_cast<float4*>(a.scratch + ml_floats(a.n_rows, a.n_heads, p.nsplit));
-      part_acc[cell * TPK + dd] = acc[g];
+      float4* part_acc = reinterpret_cast<float4*>(a.scratch + ml_floats(a.n_rows, a.n_heads, p.nsplit) + cell * HD) +
+                         dd * (kVec / 4);
+#pragma unroll
+      for (int t = 0; t < kVec / 4; ++t)
+        part_acc[t] = float4{acc[g][4 * t], acc[g][4 * t + 1], acc[g][4 * t + 2], acc[g][4 * t + 3]};
       if (dd == 0) {
         part_ml[cell * 2] = s_m[g];
         part_ml[cell * 2 + 1] = s_l[g];
@@ -328,15 +364,27 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
   }
 }
 
-template <int HD, typename T>
-void launch_chunks_typed(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
-  constexpr int TPK = HD / 4, KS = kThreads / TPK;
-  // Scores [gstride][chunk], or the slice reduction [KS - 1][gstride][HD], whichever is larger
-  // (at most 8 * 1024 floats = 32 KiB, within the default 48 KiB).
-  const size_t floats = std::max(static_cast<size_t>(sp.gstride) * sp.chunk, static_cast<size_t>(KS - 1) * sp.gstride * HD);
+template <int HD, typename T, int G>
+void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
+  constexpr int TPK = HD / KvElem<T>::kPer16, KS = kThreads / TPK;
+  // The queries [G][HD], then the scores [G][chunk] or the slice reduction [KS - 1][G][HD],
+  // whichever is larger: at most 8 KiB + 32 KiB, within the default 48 KiB.
+  const size_t floats = static_cast<size_t>(G) * HD +
+                        std::max(static_cast<size_t>(G) * sp.chunk, static_cast<size_t>(KS - 1) * G * HD);
   const dim3 grid(static_cast<unsigned>(static_cast<size_t>(sp.a.n_rows) * sp.nsplit),
                   static_cast<unsigned>(n_kv_heads * sp.head_blocks));
-  launch_kernel("attention_chunk", attention_chunk_kernel<HD, T>, grid, dim3(kThreads), floats * sizeof(float), s, sp);
+  launch_kernel("attention_chunk", attention_chunk_kernel<HD, T, G>, grid, dim3(kThreads), floats * sizeof(float), s,
+                sp);
+}
+
+template <int HD, typename T>
+void launch_chunks_typed(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
+  switch (sp.heads_per_block) {
+    case 1: launch_chunks_grouped<HD, T, 1>(sp, n_kv_heads, s); break;
+    case 2: launch_chunks_grouped<HD, T, 2>(sp, n_kv_heads, s); break;
+    case 4: launch_chunks_grouped<HD, T, 4>(sp, n_kv_heads, s); break;
+    default: launch_chunks_grouped<HD, T, kHeadsPerBlock>(sp, n_kv_heads, s); break;
+  }
 }
 
 template <int HD>
@@ -391,9 +439,9 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
 
 void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStream_t s) {
   if (a.n_rows <= 0 || a.n_heads <= 0) return;
-  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0};
-  sp.head_blocks = cdiv(sp.group, kHeadsPerBlock);
-  sp.gstride = std::min(sp.group, kHeadsPerBlock);
+  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 1};
+  while (sp.heads_per_block < std::min(sp.group, kHeadsPerBlock)) sp.heads_per_block *= 2;
+  sp.head_blocks = cdiv(sp.group, sp.heads_per_block);
   switch (a.kv.head_dim) {
     case 32: launch_chunks<32>(sp, a.kv.kv_heads, s); break;
     case 64: launch_chunks<64>(sp, a.kv.kv_heads, s); break;

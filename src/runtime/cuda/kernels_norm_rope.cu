@@ -1,5 +1,5 @@
-// RMS norm and rotary embedding: per-row kernels (one block per row) whose arithmetic follows the
-// CPU reference step by step, so that results agree to a few fp32 ulps.
+// RMS norm and rotary embedding: per-row kernels whose arithmetic follows the CPU reference step by
+// step, so that results agree to a few fp32 ulps.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -13,70 +13,64 @@
 namespace voxrt::cuda {
 namespace {
 
-constexpr int kNormThreads = 256;
-// These kernels have one block per row (one block in all for a decode step), so their time is the
-// chain of memory round trips, not bandwidth: each thread loads all of its elements of a wave
-// (kPerThread per thread) before using any, so a wave costs one round trip instead of one per
-// element (stores to the row would otherwise keep the compiler from hoisting the next loads).
-constexpr int kPerThread = 16;
-
-// One block per row: the fp32 sum of squares by a block tree reduction, then
+// The row kernels are latency-bound (one block per row: one block in all for a decode step), so
+// their time is the chain of dependent memory round trips and the instructions of the longest
+// thread, not bandwidth.
+//
+// RMS norm: one block per row, thread tid holding the row's elements c = tid, tid + blockDim, ...
+// (at most kPer of them) in registers, so the row is read once; the norm weight, which no kernel
+// writes, is read before the PDL wait, overlapping the previous kernel's tail. The fp32 sum of
+// squares is a block tree reduction (each thread's elements in ascending order), then
 // y = w * (x * (1 / sqrt(mean + eps))) as the reference writes it, times scales[scale_row[r]] when
 // scales is given (the separate scale_rows kernel's product, the same rounding). Safe in place
-// (x == y): each thread rewrites only the elements it read, after the reduction's barrier. Each
-// thread sums its elements c = tid, tid + 256, ... in ascending order.
-__global__ void __launch_bounds__(kNormThreads) rms_norm_kernel(const float* x, int cols, DevVec w, float eps,
-                                                                float* y, const float* scales, int scales_ld,
-                                                                const int* scale_row) {
+// (x == y): each thread rewrites only the elements it read, after the reduction's barrier.
+constexpr int kNormMaxThreads = 1024;
+constexpr int kNormMaxPerThread = 16;
+
+template <int kPer>
+__global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(const float* x, int cols, DevVec w, float eps,
+                                                                   float* y, const float* scales, int scales_ld,
+                                                                   const int* scale_row) {
   pdl_trigger();
-  pdl_wait();
-  __shared__ float partial[kNormThreads / 32];
+  __shared__ float partial[kNormMaxThreads / 32];
   __shared__ float inv_s;
-  constexpr int kWave = kNormThreads * kPerThread;
+  const int tid = threadIdx.x, nt = blockDim.x;
+  float wv[kPer], v[kPer], sv[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int c = tid + i * nt;
+    wv[i] = c < cols ? vec_at(w, c) : 0.0f;
+  }
+  pdl_wait();
   const float* xr = x + static_cast<size_t>(blockIdx.x) * cols;
   float* yr = y + static_cast<size_t>(blockIdx.x) * cols;
-  float ss = 0;
-  for (int base = 0; base < cols; base += kWave) {
-    float v[kPerThread];
+  const float* sr = scales ? scales + static_cast<size_t>(scale_row[blockIdx.x]) * scales_ld : nullptr;
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = base + threadIdx.x + i * kNormThreads;
-      v[i] = c < cols ? xr[c] : 0.0f;
-    }
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i)
-      if (base + static_cast<int>(threadIdx.x) + i * kNormThreads < cols) ss = fmaf(v[i], v[i], ss);
+  for (int i = 0; i < kPer; ++i) {
+    const int c = tid + i * nt;
+    v[i] = c < cols ? xr[c] : 0.0f;
+    sv[i] = sr && c < cols ? sr[c] : 1.0f;
   }
+  float ss = 0;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) ss = fmaf(v[i], v[i], ss);
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = ss;
+  if (tid % 32 == 0) partial[tid / 32] = ss;
   __syncthreads();
-  if (threadIdx.x < 32) {
-    float t = threadIdx.x < kNormThreads / 32 ? partial[threadIdx.x] : 0.0f;
+  if (tid < 32) {
+    float t = tid < nt / 32 ? partial[tid] : 0.0f;
     for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
-    if (threadIdx.x == 0) inv_s = 1.0f / sqrtf(t / static_cast<float>(cols) + eps);
+    if (tid == 0) inv_s = 1.0f / sqrtf(t / static_cast<float>(cols) + eps);
   }
   __syncthreads();
   const float inv = inv_s;
-  const float* sr = scales ? scales + static_cast<size_t>(scale_row[blockIdx.x]) * scales_ld : nullptr;
-  for (int base = 0; base < cols; base += kWave) {
-    float v[kPerThread], wv[kPerThread], sv[kPerThread];
 #pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = base + threadIdx.x + i * kNormThreads;
-      if (c < cols) {
-        v[i] = xr[c];
-        wv[i] = vec_at(w, c);
-        sv[i] = sr ? sr[c] : 1.0f;
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = base + threadIdx.x + i * kNormThreads;
-      if (c < cols) {
-        float o = wv[i] * (v[i] * inv);
-        if (sr) o = o * sv[i];
-        yr[c] = o;
-      }
+  for (int i = 0; i < kPer; ++i) {
+    const int c = tid + i * nt;
+    if (c < cols) {
+      float o = wv[i] * (v[i] * inv);
+      if (sr) o = o * sv[i];
+      yr[c] = o;
     }
   }
 }
@@ -112,89 +106,50 @@ __global__ void rope_kernel(T* x, int ld, int n_heads, int head_dim, const DevRo
   }
 }
 
-// One block per row: the rows' cos/sin table as rope_kernel makes it, then q's heads and k's
-// heads rotated in place as rope_kernel rotates them, and the rotated k and v written to the row's
-// ring entry as store_kv_kernel writes them: the three kernels' results in one launch.
+// RoPE on q's and k's heads plus the K/V store, with rope_kernel's and store_kv_kernel's results
+// in one launch. Grid (row, blocks along the row): thread t of a row takes rotation pair t of q's
+// heads, then of k's (rotated in place and written to the row's ring entry), then the same pair of
+// elements of v (copied to the ring entry). Each thread makes its own cos/sin (the same fp32 angle,
+// float(pos) * inv_freq[i], and the same functions as rope_kernel's table), so a block is one round
+// trip with no barrier: with one block per row, a decode step's row was a chain of waves on one SM.
+constexpr int kRopeStoreThreads = 128;
+
 template <typename T>
-__global__ void rope_store_kernel(float* q, int ldq, int n_heads, float* k, int ldk, const float* v, int ldv,
-                                  KvLayout kv, const DevRowRef* rows, const float* __restrict__ inv_freq) {
+__global__ void __launch_bounds__(kRopeStoreThreads)
+    rope_store_kernel(float* q, int ldq, int n_heads, float* k, int ldk, const float* v, int ldv, KvLayout kv,
+                      const DevRowRef* rows, const float* __restrict__ inv_freq) {
   pdl_trigger();
-  pdl_wait();
-  extern __shared__ float table[];  // cos[half], sin[half]
   const int head_dim = kv.head_dim, half = head_dim / 2;
+  const int q_pairs = n_heads * half, k_pairs = kv.kv_heads * half;
+  int t = blockIdx.y * blockDim.x + threadIdx.x;
+  if (t >= q_pairs + 2 * k_pairs) return;  // touches nothing: no need to wait
+  const int part = t < q_pairs ? 0 : t < q_pairs + k_pairs ? 1 : 2;  // q, k, v
+  if (part > 0) t -= q_pairs + (part - 1) * k_pairs;
+  const int h = t / half, i = t % half;
+  const float f = inv_freq[i];  // a constant table: read before the wait
+  pdl_wait();
   const int r = blockIdx.x;
-  const int width = kv.kv_heads * head_dim;
-  float* qr = q + static_cast<size_t>(r) * ldq;
-  float* kr = k + static_cast<size_t>(r) * ldk;
-  const float* vr = v + static_cast<size_t>(r) * ldv;
-  const int q_pairs = n_heads * half, total = q_pairs + kv.kv_heads * half;
-  // Pair t: rotation pair i of head h of q (t < q_pairs) or of k.
-  auto pair = [&](int t, bool& is_q, int& h, int& i) -> float* {
-    is_q = t < q_pairs;
-    const int p = is_q ? t : t - q_pairs;
-    h = p / half;
-    i = p % half;
-    return (is_q ? qr : kr) + static_cast<size_t>(h) * head_dim;
-  };
-  const int wave = blockDim.x * kPerThread;
-  // The first wave's q/k values are loaded while the table is made (they do not need it).
-  float a[kPerThread], b[kPerThread];
-  auto load_wave = [&](int base) {
-#pragma unroll
-    for (int u = 0; u < kPerThread; ++u) {
-      const int t = base + threadIdx.x + u * blockDim.x;
-      if (t < total) {
-        bool is_q;
-        int h, i;
-        const float* x = pair(t, is_q, h, i);
-        a[u] = x[i];
-        b[u] = x[i + half];
-      }
-    }
-  };
-  load_wave(0);
   const DevRowRef row = rows[r];
-  const float pos = static_cast<float>(row.pos);
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    const float ang = pos * inv_freq[i];
-    table[i] = cosf(ang);
-    table[half + i] = sinf(ang);
+  T* entry = (part == 1 ? static_cast<T*>(kv.keys) : static_cast<T*>(kv.values)) + kv_row_offset(kv, row) +
+             static_cast<size_t>(h) * head_dim;
+  if (part == 2) {
+    const float* vr = v + static_cast<size_t>(r) * ldv + static_cast<size_t>(h) * head_dim;
+    const float lo = vr[i], hi = vr[i + half];
+    KvElem<T>::store(entry + i, lo);
+    KvElem<T>::store(entry + i + half, hi);
+    return;
   }
-  __syncthreads();
-  const size_t off = kv_row_offset(kv, row);
-  for (int base = 0; base < total; base += wave) {
-    if (base > 0) load_wave(base);
-#pragma unroll
-    for (int u = 0; u < kPerThread; ++u) {
-      const int t = base + threadIdx.x + u * blockDim.x;
-      if (t >= total) continue;
-      bool is_q;
-      int h, i;
-      float* x = pair(t, is_q, h, i);
-      const float c = table[i], sn = table[half + i];
-      const float lo = a[u] * c - b[u] * sn, hi = b[u] * c + a[u] * sn;
-      x[i] = lo;
-      x[i + half] = hi;
-      if (!is_q) {
-        T* key = static_cast<T*>(kv.keys) + off + static_cast<size_t>(h) * head_dim;
-        KvElem<T>::store(key + i, lo);
-        KvElem<T>::store(key + i + half, hi);
-      }
-    }
-  }
-  T* values = static_cast<T*>(kv.values) + off;
-  for (int base = 0; base < width; base += wave) {
-    float vals[kPerThread];
-#pragma unroll
-    for (int u = 0; u < kPerThread; ++u) {
-      const int c = base + threadIdx.x + u * blockDim.x;
-      if (c < width) vals[u] = vr[c];
-    }
-#pragma unroll
-    for (int u = 0; u < kPerThread; ++u) {
-      const int c = base + threadIdx.x + u * blockDim.x;
-      if (c < width) KvElem<T>::store(values + c, vals[u]);
-    }
+  float* x = (part == 0 ? q + static_cast<size_t>(r) * ldq : k + static_cast<size_t>(r) * ldk) +
+             static_cast<size_t>(h) * head_dim;
+  const float a = x[i], b = x[i + half];
+  const float ang = static_cast<float>(row.pos) * f;
+  const float c = cosf(ang), sn = sinf(ang);
+  const float lo = a * c - b * sn, hi = b * c + a * sn;
+  x[i] = lo;
+  x[i + half] = hi;
+  if (part == 1) {
+    KvElem<T>::store(entry + i, lo);
+    KvElem<T>::store(entry + i + half, hi);
   }
 }
 
@@ -204,26 +159,45 @@ void launch_rope_store(float* q, int ldq, int n_heads, float* k, int ldk, const 
                        const DevRowRef* rows, int n_rows, const float* inv_freq, cudaStream_t s) {
   const int half = kv.head_dim / 2;
   if (n_rows <= 0 || half <= 0) return;
-  const size_t smem = 2 * half * sizeof(float);
+  const int pairs = (n_heads + 2 * kv.kv_heads) * half;
+  const dim3 grid(static_cast<unsigned>(n_rows), static_cast<unsigned>((pairs + kRopeStoreThreads - 1) / kRopeStoreThreads));
   if (kv.bf16)
-    launch_kernel("rope_store", rope_store_kernel<__nv_bfloat16>, dim3(n_rows), dim3(256), smem, s, q, ldq, n_heads, k,
-                  ldk, v, ldv, kv, rows, inv_freq);
+    launch_kernel("rope_store", rope_store_kernel<__nv_bfloat16>, grid, dim3(kRopeStoreThreads), 0, s, q, ldq, n_heads,
+                  k, ldk, v, ldv, kv, rows, inv_freq);
   else
-    launch_kernel("rope_store", rope_store_kernel<float>, dim3(n_rows), dim3(256), smem, s, q, ldq, n_heads, k, ldk, v,
-                  ldv, kv, rows, inv_freq);
+    launch_kernel("rope_store", rope_store_kernel<float>, grid, dim3(kRopeStoreThreads), 0, s, q, ldq, n_heads, k, ldk,
+                  v, ldv, kv, rows, inv_freq);
 }
+
+namespace {
+
+// The fewest elements per thread (4, 8 or 16) that fit a row in one block of at most 1024 threads.
+template <typename... Args>
+void launch_rms_norm_rows(int rows, int cols, cudaStream_t s, Args... args) {
+  if (cols > kNormMaxThreads * kNormMaxPerThread)
+    throw Error("cuda rms_norm: rows of " + std::to_string(cols) + " columns exceed the kernel's " +
+                std::to_string(kNormMaxThreads * kNormMaxPerThread));
+  int per = 4;
+  while (per < kNormMaxPerThread && cols > kNormMaxThreads * per) per *= 2;
+  const int threads = std::max(32, ((cols + per - 1) / per + 31) / 32 * 32);
+  const dim3 grid(static_cast<unsigned>(rows)), block(static_cast<unsigned>(threads));
+  if (per == 4) launch_kernel("rms_norm", rms_norm_kernel<4>, grid, block, 0, s, args...);
+  else if (per == 8) launch_kernel("rms_norm", rms_norm_kernel<8>, grid, block, 0, s, args...);
+  else launch_kernel("rms_norm", rms_norm_kernel<16>, grid, block, 0, s, args...);
+}
+
+}  // namespace
 
 void launch_rms_norm(const float* x, int rows, int cols, DevVec w, float eps, float* y, cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
-  launch_kernel("rms_norm", rms_norm_kernel, dim3(rows), dim3(kNormThreads), 0, s, x, cols, w, eps, y,
-                static_cast<const float*>(nullptr), 0, static_cast<const int*>(nullptr));
+  launch_rms_norm_rows(rows, cols, s, x, cols, w, eps, y, static_cast<const float*>(nullptr), 0,
+                       static_cast<const int*>(nullptr));
 }
 
 void launch_rms_norm_scaled(const float* x, int rows, int cols, DevVec w, float eps, float* y, const float* scales,
                             int scales_ld, const int* scale_row, cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
-  launch_kernel("rms_norm", rms_norm_kernel, dim3(rows), dim3(kNormThreads), 0, s, x, cols, w, eps, y, scales, scales_ld,
-                scale_row);
+  launch_rms_norm_rows(rows, cols, s, x, cols, w, eps, y, scales, scales_ld, scale_row);
 }
 
 void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const DevRowRef* rows,
