@@ -466,7 +466,8 @@ class CudaBackend final : public Backend {
     // Planned for a full window whatever the positions (blocks past a row's keys return at once):
     // the launch then depends on shapes only, so a recorded step replays at any position.
     const cuda::AttentionPlan plan =
-        cuda::plan_attention(q.rows, p.n_heads, p.n_kv_heads, p.head_dim, p.window, p.window, p.step_rows, sm_count_);
+        cuda::plan_attention(q.rows, p.n_heads, p.n_kv_heads, p.head_dim, static_cast<int>(cache.element_bytes()),
+                             p.window, p.window, p.step_rows, sm_count_);
     const auto d = upload_args({{rows.data(), q.rows * sizeof(RowRef)}});
     cuda::AttentionArgs a;
     a.kv = layout(cache, layer);

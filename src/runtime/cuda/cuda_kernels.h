@@ -79,8 +79,8 @@ struct AttentionPlan {
 };
 // Chooses the key split (flash-decoding style) so that a live step (step_rows rows over a full
 // window) fills the GPU; the chunk size depends on the model, not on the batch (kernels_attention.cu).
-AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int max_keys, int window,
-                             int step_rows, int sm_count);
+AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
+                             int window, int step_rows, int sm_count);
 bool attention_head_dim_supported(int head_dim);  // 32, 64, 128, 256
 
 struct AttentionArgs {

@@ -79,35 +79,69 @@ __device__ __forceinline__ int ring_entry(int e0, int j, int ring) {
   return e >= ring ? e - ring : e;
 }
 
+// Asynchronous 16-byte copies from global to shared memory (cp.async, L2 only): they take no
+// registers, so every copy of a chunk is in flight at once, where register loads were issued a
+// few at a time (the compiler spaces them out to bound register use).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory"); }
+
+// The shared memory of a chunk block: the queries [G][HD] floats; the scores/probabilities
+// [G][chunk] or the value phase's slice reduction [slices - 1][G][HD], whichever is larger; then
+// the chunk's keys and values as stored, each row padded by 16 bytes so that threads reading
+// different rows at the same offset fall in different banks. The plan caps the chunk so that this
+// fits kMaxChunkSmem. (Staging the values in the keys' space after the score phase halves this,
+// but measured slower: decoder step 2.72 -> 3.58 ms, encoder step 1.77 -> 1.83 ms on the H200.)
+constexpr size_t kMaxChunkSmem = 200 * 1024;
+__host__ __device__ constexpr int value_slices(int head_dim, int elem_bytes) { return kThreads / (head_dim * elem_bytes / 16); }
+__host__ __device__ constexpr int padded_row_bytes(int head_dim, int elem_bytes) { return head_dim * elem_bytes + 16; }
+__host__ __device__ constexpr size_t chunk_work_floats(int head_dim, int elem_bytes, int g, int chunk) {
+  const size_t scores = static_cast<size_t>(g) * chunk;
+  const size_t red = static_cast<size_t>(value_slices(head_dim, elem_bytes) - 1) * g * head_dim;
+  return scores > red ? scores : red;
+}
+__host__ __device__ constexpr size_t chunk_smem_bytes(int head_dim, int elem_bytes, int g, int chunk) {
+  return (static_cast<size_t>(g) * head_dim + chunk_work_floats(head_dim, elem_bytes, g, chunk)) * sizeof(float) +
+         2 * static_cast<size_t>(chunk) * padded_row_bytes(head_dim, elem_bytes);
+}
+
+// Query heads per block for a group: min(group, kHeadsPerBlock) rounded up to a power of two.
+int heads_per_block(int group) {
+  int g = 1;
+  while (g < std::min(group, kHeadsPerBlock)) g *= 2;
+  return g;
+}
+
 // One (row, kv head, head block, key chunk): see the file comment. HD is the head dimension, T the
 // cache's element type, G the query heads per block (the group, rounded up to a power of two, at
 // most kHeadsPerBlock; padding heads get a zero query and are never written). G is a template
 // argument so that no instruction is spent on heads a block does not have: with a runtime head
 // count the loops ran predicated over 8 heads, and a decoder block (4 heads) or an encoder block
-// (1 head) issued 2x or 8x the instructions it needed. A block here is latency-bound (few blocks
-// hold keys in a short window), so instructions per key are what its time is made of.
+// (1 head) issued 2x or 8x the instructions it needed. A block is latency-bound (few blocks hold
+// keys in a short window), so its time is its round trips and the instructions of a thread: the
+// chunk's keys and values are copied to shared memory in one round trip (cp.async), the scores
+// are one thread per key, the values one 16-byte piece of a row per thread.
 template <int HD, typename T, int G>
 __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p) {
   using E = KvElem<T>;
   pdl_trigger();
   pdl_wait();
   constexpr int NW = kThreads / 32;
-  // Score phase: one thread per key, its row read in 16-byte loads (kVec elements each); up to 16
-  // loads in flight per thread: several short keys at once (while the accumulators, two per key and
-  // head, stay at 16 or fewer), or a long key in pieces.
-  constexpr int kVec = E::kPer16;
-  constexpr int kLoadsPerKey = HD / kVec;
-  constexpr int kPiece = kLoadsPerKey < 16 ? kLoadsPerKey : 16;
-  constexpr int kKeysByLoads = kLoadsPerKey < 16 ? 16 / kLoadsPerKey : 1;
-  constexpr int kKeysByAccumulators = G < 8 ? 8 / G : 1;
-  constexpr int kKeysPerPass = kKeysByLoads < kKeysByAccumulators ? kKeysByLoads : kKeysByAccumulators;
-  static_assert(kLoadsPerKey * kVec == HD && kLoadsPerKey % kPiece == 0, "unsupported head_dim");
+  constexpr int kEl = static_cast<int>(sizeof(T));
+  constexpr int kVec = E::kPer16, TPK = HD / kVec, KS = value_slices(HD, kEl);
+  constexpr int kRowBytes = padded_row_bytes(HD, kEl);
+  constexpr int kPieces = HD / kVec;  // 16-byte pieces of a key row
+  static_assert(kPieces * kVec == HD && KS >= 1 && kThreads % TPK == 0, "unsupported head_dim");
 
-  // Shared memory: the queries [G][HD], then the scores/probabilities [G][chunk], whose space the
-  // slice reduction reuses.
   extern __shared__ float4 smem4[];
   float* qs = reinterpret_cast<float*>(smem4);
   float* smem = qs + G * HD;
+  char* kst = reinterpret_cast<char*>(smem + chunk_work_floats(HD, kEl, G, p.chunk));
+  char* vst = kst + static_cast<size_t>(p.chunk) * kRowBytes;
   __shared__ float s_m[G], s_l[G];
 
   const AttentionArgs& a = p.a;
@@ -130,61 +164,53 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   const T* vbase = static_cast<const T*>(a.kv.values) + base;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
 
-  // 0. The queries into shared memory (scalar loads: q rows need not be aligned).
+  // The chunk's rows of K or V on their way to shared memory, consecutive threads copying
+  // consecutive pieces of a row.
+  auto stage = [&](char* dst, const T* src) {
+    for (int i = tid; i < cnt * kPieces; i += kThreads) {
+      const int j = i / kPieces, piece = i % kPieces;
+      cp_async16(dst + j * kRowBytes + piece * 16, src + static_cast<size_t>(ring_entry(e0, j, ring)) * width + piece * kVec);
+    }
+    cp_async_commit();
+  };
+
+  // 0. The keys (one commit group) and the values (a second), then the queries (scalar loads: q
+  // rows need not be aligned) while they travel.
+  stage(kst, kbase);
+  stage(vst, vbase);
   const float* qrow = a.q + static_cast<size_t>(r) * a.ldq + static_cast<size_t>(h0) * HD;
 #pragma unroll
   for (int i = tid; i < G * HD; i += kThreads) qs[i] = i / HD < gcount ? qrow[i] : 0.0f;
-  __syncthreads();
+  cp_async_wait<1>();  // this thread's keys have landed
+  __syncthreads();     // everyone's keys, and the queries
 
   // 1. Scores: s[g][j] = (q_g . k_j) * scale, thread tid taking keys tid, tid + kThreads, ...
-  // Two accumulators per (key, head), alternating by load, give each chain half the length.
+  // Two accumulators per head, alternating by piece, give each chain half the length.
   const float4* q4 = reinterpret_cast<const float4*>(qs);
-  for (int jb = 0; jb < cnt; jb += kThreads * kKeysPerPass) {
-    float d[kKeysPerPass][G][2];
+  for (int j = tid; j < cnt; j += kThreads) {
+    const uint4* krow = reinterpret_cast<const uint4*>(kst + j * kRowBytes);
+    float d[G][2];
 #pragma unroll
-    for (int u = 0; u < kKeysPerPass; ++u)
+    for (int g = 0; g < G; ++g) d[g][0] = d[g][1] = 0.0f;
 #pragma unroll
-      for (int g = 0; g < G; ++g) d[u][g][0] = d[u][g][1] = 0.0f;
+    for (int i = 0; i < kPieces; ++i) {
+      float x[kVec];
+      E::widen16(krow[i], x);
 #pragma unroll
-    for (int piece = 0; piece < kLoadsPerKey; piece += kPiece) {
-      uint4 raw[kKeysPerPass][kPiece];
+      for (int g = 0; g < G; ++g) {
+        float& acc = d[g][i & 1];
 #pragma unroll
-      for (int u = 0; u < kKeysPerPass; ++u) {
-        const int j = jb + u * kThreads + tid;
-        const int e = ring_entry(e0, j, ring);
-        const uint4* kp = reinterpret_cast<const uint4*>(kbase + static_cast<size_t>(e) * width) + piece;
-#pragma unroll
-        for (int i = 0; i < kPiece; ++i) raw[u][i] = j < cnt ? kp[i] : uint4{0, 0, 0, 0};
-      }
-#pragma unroll
-      for (int u = 0; u < kKeysPerPass; ++u) {
-#pragma unroll
-        for (int i = 0; i < kPiece; ++i) {
-          float x[kVec];
-          E::widen16(raw[u][i], x);
-#pragma unroll
-          for (int g = 0; g < G; ++g) {
-            float& acc = d[u][g][i & 1];
-#pragma unroll
-            for (int t = 0; t < kVec; t += 4) {
-              const float4 qv = q4[(g * HD + (piece + i) * kVec + t) / 4];
-              acc = fmaf(qv.x, x[t], acc);
-              acc = fmaf(qv.y, x[t + 1], acc);
-              acc = fmaf(qv.z, x[t + 2], acc);
-              acc = fmaf(qv.w, x[t + 3], acc);
-            }
-          }
+        for (int t = 0; t < kVec; t += 4) {
+          const float4 qv = q4[(g * HD + i * kVec + t) / 4];
+          acc = fmaf(qv.x, x[t], acc);
+          acc = fmaf(qv.y, x[t + 1], acc);
+          acc = fmaf(qv.z, x[t + 2], acc);
+          acc = fmaf(qv.w, x[t + 3], acc);
         }
       }
     }
 #pragma unroll
-    for (int u = 0; u < kKeysPerPass; ++u) {
-      const int j = jb + u * kThreads + tid;
-      if (j < cnt) {
-#pragma unroll
-        for (int g = 0; g < G; ++g) smem[g * p.chunk + j] = (d[u][g][0] + d[u][g][1]) * a.scale;
-      }
-    }
+    for (int g = 0; g < G; ++g) smem[g * p.chunk + j] = (d[g][0] + d[g][1]) * a.scale;
   }
   __syncthreads();
 
@@ -206,40 +232,26 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
       s_l[g] = l;
     }
   }
-  __syncthreads();
+  cp_async_wait<0>();  // this thread's values have landed
+  __syncthreads();     // everyone's values, and the probabilities
 
   // 3. Weighted values: slice ks of the block takes keys ks, ks + KS, ...; thread dd owns the kVec
-  // dims of one 16-byte load. The ring index is a select, not a branch, so the unrolled loads are
-  // all issued before the first is used (a branch per key made each load a round trip of its own).
-  constexpr int TPK = HD / kVec;
-  constexpr int KS = kThreads / TPK;
-  static_assert(KS >= 1 && kThreads % TPK == 0, "unsupported head_dim");
+  // dims of one 16-byte piece of the row.
   const int ks = tid / TPK, dd = tid % TPK;
   float acc[G][kVec];
 #pragma unroll
   for (int g = 0; g < G; ++g)
 #pragma unroll
     for (int t = 0; t < kVec; ++t) acc[g][t] = 0.0f;
-  constexpr int kValueLoads = 16;  // 16-byte loads in flight per thread
-  for (int jb = ks; jb < cnt; jb += KS * kValueLoads) {
-    uint4 raw[kValueLoads];
+#pragma unroll 4
+  for (int j = ks; j < cnt; j += KS) {
+    float x[kVec];
+    E::widen16(reinterpret_cast<const uint4*>(vst + j * kRowBytes)[dd], x);
 #pragma unroll
-    for (int u = 0; u < kValueLoads; ++u) {
-      const int j = jb + u * KS;
-      const uint4* vp = reinterpret_cast<const uint4*>(vbase + static_cast<size_t>(ring_entry(e0, j, ring)) * width);
-      raw[u] = j < cnt ? vp[dd] : uint4{0, 0, 0, 0};
-    }
+    for (int g = 0; g < G; ++g) {
+      const float w = smem[g * p.chunk + j];
 #pragma unroll
-    for (int u = 0; u < kValueLoads; ++u) {
-      const int j = jb + u * KS;
-      float x[kVec];
-      E::widen16(raw[u], x);
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        const float w = j < cnt ? smem[g * p.chunk + j] : 0.0f;
-#pragma unroll
-        for (int t = 0; t < kVec; ++t) acc[g][t] = fmaf(w, x[t], acc[g][t]);
-      }
+      for (int t = 0; t < kVec; ++t) acc[g][t] = fmaf(w, x[t], acc[g][t]);
     }
   }
   if constexpr (KS > 1) {
@@ -366,15 +378,18 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
 
 template <int HD, typename T, int G>
 void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
-  constexpr int TPK = HD / KvElem<T>::kPer16, KS = kThreads / TPK;
-  // The queries [G][HD], then the scores [G][chunk] or the slice reduction [KS - 1][G][HD],
-  // whichever is larger: at most 8 KiB + 32 KiB, within the default 48 KiB.
-  const size_t floats = static_cast<size_t>(G) * HD +
-                        std::max(static_cast<size_t>(G) * sp.chunk, static_cast<size_t>(KS - 1) * G * HD);
+  const size_t bytes = chunk_smem_bytes(HD, static_cast<int>(sizeof(T)), G, sp.chunk);
+  check(bytes <= kMaxChunkSmem, "cuda attention", "chunk too large for shared memory");
+  static const bool opted_in = [] {  // more than the default 48 KiB, once per kernel
+    check_cuda(cudaFuncSetAttribute(attention_chunk_kernel<HD, T, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(kMaxChunkSmem)),
+               "attention_chunk smem", __FILE__, __LINE__);
+    return true;
+  }();
+  (void)opted_in;
   const dim3 grid(static_cast<unsigned>(static_cast<size_t>(sp.a.n_rows) * sp.nsplit),
                   static_cast<unsigned>(n_kv_heads * sp.head_blocks));
-  launch_kernel("attention_chunk", attention_chunk_kernel<HD, T, G>, grid, dim3(kThreads), floats * sizeof(float), s,
-                sp);
+  launch_kernel("attention_chunk", attention_chunk_kernel<HD, T, G>, grid, dim3(kThreads), bytes, s, sp);
 }
 
 template <int HD, typename T>
@@ -408,8 +423,8 @@ bool attention_head_dim_supported(int head_dim) {
   return head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256;
 }
 
-AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int max_keys, int window,
-                             int step_rows, int sm_count) {
+AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
+                             int window, int step_rows, int sm_count) {
   AttentionPlan plan;
   const int group = n_heads / n_kv_heads;
   // The chunk size depends on the model alone (one row over a full window), never on the batch:
@@ -429,6 +444,9 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   }();
   int chunk = kMaxChunk;
   while (chunk > kMinChunk && blocks_per_split * cdiv(basis, chunk) < per_sm * sm_count) chunk /= 2;
+  // A block stages its chunk's keys and values in shared memory.
+  const int g = heads_per_block(group);
+  while (chunk > kMinChunk && chunk_smem_bytes(head_dim, kv_bytes, g, chunk) > kMaxChunkSmem) chunk /= 2;
   plan.chunk = chunk;
   plan.nsplit = std::max(1, cdiv(max_keys, chunk));
   if (plan.nsplit > 1)
@@ -439,8 +457,8 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
 
 void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStream_t s) {
   if (a.n_rows <= 0 || a.n_heads <= 0) return;
-  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 1};
-  while (sp.heads_per_block < std::min(sp.group, kHeadsPerBlock)) sp.heads_per_block *= 2;
+  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0};
+  sp.heads_per_block = heads_per_block(sp.group);
   sp.head_blocks = cdiv(sp.group, sp.heads_per_block);
   switch (a.kv.head_dim) {
     case 32: launch_chunks<32>(sp, a.kv.kv_heads, s); break;
