@@ -4,13 +4,7 @@
 # the same model, audio and GPU (bench/compare_reference.py). Results go to $OUT (default /tmp).
 # Prepare as for scripts/gpu_check.sh (carry .carry.tar.xz), then:  scripts/gpu_bench.sh [REF_SECONDS...]
 set -uo pipefail
-cd "$(dirname "$0")/.."
-[ -d .carry ] || tar xJf .carry.tar.xz
-out=${OUT:-/tmp}
-full=${VOXRT_FULL_WORK:-/tmp/voxrt-full}
-[ -f "$full/model_info.json" ] ||
-  python3 tools/reference/voxtral_reference.py make-model --size full --out "$full" --seed 1234 --hf-dtype bf16 \
-      --no-verify >/dev/null 2>&1
+source "$(dirname "$0")/gpu_machine.sh"
 echo "== voxrt bench (cuda)"
 .carry/run voxrt bench --device cuda --model "$full/mistral" --out "$out/bench" --steps 100 --offline-seconds 30,300 \
     --figures encoder,decoder,products,offline \
