@@ -13,6 +13,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
@@ -376,17 +379,26 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
   }
 }
 
+// Lets a chunk kernel use up to kMaxChunkSmem of dynamic shared memory (more than the default
+// 48 KiB) on the current device: once per (kernel, device), the first launch there being an eager
+// one (a recorded step is captured after it has run once), so no capture sees the call.
+void allow_chunk_smem(const void* kernel) {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice", __FILE__, __LINE__);
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (done.count({kernel, device})) return;
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kMaxChunkSmem)),
+             "attention_chunk shared memory", __FILE__, __LINE__);
+  done.insert({kernel, device});
+}
+
 template <int HD, typename T, int G>
 void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
   const size_t bytes = chunk_smem_bytes(HD, static_cast<int>(sizeof(T)), G, sp.chunk);
   check(bytes <= kMaxChunkSmem, "cuda attention", "chunk too large for shared memory");
-  static const bool opted_in = [] {  // more than the default 48 KiB, once per kernel
-    check_cuda(cudaFuncSetAttribute(attention_chunk_kernel<HD, T, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(kMaxChunkSmem)),
-               "attention_chunk smem", __FILE__, __LINE__);
-    return true;
-  }();
-  (void)opted_in;
+  allow_chunk_smem(reinterpret_cast<const void*>(attention_chunk_kernel<HD, T, G>));
   const dim3 grid(static_cast<unsigned>(static_cast<size_t>(sp.a.n_rows) * sp.nsplit),
                   static_cast<unsigned>(n_kv_heads * sp.head_blocks));
   launch_kernel("attention_chunk", attention_chunk_kernel<HD, T, G>, grid, dim3(kThreads), bytes, s, sp);
