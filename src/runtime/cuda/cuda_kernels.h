@@ -76,7 +76,10 @@ struct AttentionPlan {
   int chunk = 0;   // keys per block
   int nsplit = 0;  // blocks per (row, head group) along the keys; 1 = no combine pass
   size_t scratch_floats = 0;  // partial results needed when nsplit > 1
+  size_t smem_bytes = 0;      // a block's dynamic shared memory (queries, scores, the staged K and V)
 };
+// The most dynamic shared memory a chunk block may take (the H200 allows 227 KiB a block).
+constexpr size_t kAttentionMaxSmemBytes = 200 * 1024;
 // Chooses the key split (flash-decoding style) so that a live step (step_rows rows over a full
 // window) fills the GPU; the chunk size depends on the model, not on the batch (kernels_attention.cu).
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,

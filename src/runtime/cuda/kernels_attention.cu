@@ -97,9 +97,8 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 // [G][chunk] or the value phase's slice reduction [slices - 1][G][HD], whichever is larger; then
 // the chunk's keys and values as stored, each row padded by 16 bytes so that threads reading
 // different rows at the same offset fall in different banks. The plan caps the chunk so that this
-// fits kMaxChunkSmem. (Staging the values in the keys' space after the score phase halves this,
+// fits kAttentionMaxSmemBytes. (Staging the values in the keys' space after the score phase halves this,
 // but measured slower: decoder step 2.72 -> 3.58 ms, encoder step 1.77 -> 1.83 ms on the H200.)
-constexpr size_t kMaxChunkSmem = 200 * 1024;
 __host__ __device__ constexpr int value_slices(int head_dim, int elem_bytes) { return kThreads / (head_dim * elem_bytes / 16); }
 __host__ __device__ constexpr int padded_row_bytes(int head_dim, int elem_bytes) { return head_dim * elem_bytes + 16; }
 __host__ __device__ constexpr size_t chunk_work_floats(int head_dim, int elem_bytes, int g, int chunk) {
@@ -379,7 +378,7 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
   }
 }
 
-// Lets a chunk kernel use up to kMaxChunkSmem of dynamic shared memory (more than the default
+// Lets a chunk kernel use up to kAttentionMaxSmemBytes of dynamic shared memory (more than the default
 // 48 KiB) on the current device: once per (kernel, device), the first launch there being an eager
 // one (a recorded step is captured after it has run once), so no capture sees the call.
 void allow_chunk_smem(const void* kernel) {
@@ -389,7 +388,7 @@ void allow_chunk_smem(const void* kernel) {
   static std::set<std::pair<const void*, int>> done;
   const std::lock_guard<std::mutex> lock(mutex);
   if (done.count({kernel, device})) return;
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kMaxChunkSmem)),
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kAttentionMaxSmemBytes)),
              "attention_chunk shared memory", __FILE__, __LINE__);
   done.insert({kernel, device});
 }
@@ -397,7 +396,7 @@ void allow_chunk_smem(const void* kernel) {
 template <int HD, typename T, int G>
 void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
   const size_t bytes = chunk_smem_bytes(HD, static_cast<int>(sizeof(T)), G, sp.chunk);
-  check(bytes <= kMaxChunkSmem, "cuda attention", "chunk too large for shared memory");
+  check(bytes <= kAttentionMaxSmemBytes, "cuda attention", "chunk too large for shared memory");
   allow_chunk_smem(reinterpret_cast<const void*>(attention_chunk_kernel<HD, T, G>));
   const dim3 grid(static_cast<unsigned>(static_cast<size_t>(sp.a.n_rows) * sp.nsplit),
                   static_cast<unsigned>(n_kv_heads * sp.head_blocks));
@@ -458,8 +457,9 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   while (chunk > kMinChunk && blocks_per_split * cdiv(basis, chunk) < per_sm * sm_count) chunk /= 2;
   // A block stages its chunk's keys and values in shared memory.
   const int g = heads_per_block(group);
-  while (chunk > kMinChunk && chunk_smem_bytes(head_dim, kv_bytes, g, chunk) > kMaxChunkSmem) chunk /= 2;
+  while (chunk > kMinChunk && chunk_smem_bytes(head_dim, kv_bytes, g, chunk) > kAttentionMaxSmemBytes) chunk /= 2;
   plan.chunk = chunk;
+  plan.smem_bytes = chunk_smem_bytes(head_dim, kv_bytes, g, chunk);
   plan.nsplit = std::max(1, cdiv(max_keys, chunk));
   if (plan.nsplit > 1)
     plan.scratch_floats = ml_floats(n_rows, n_heads, plan.nsplit) +
@@ -472,6 +472,8 @@ void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStr
   SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0};
   sp.heads_per_block = heads_per_block(sp.group);
   sp.head_blocks = cdiv(sp.group, sp.heads_per_block);
+  check(plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, a.kv.bf16 ? 2 : 4, sp.heads_per_block, plan.chunk),
+        "cuda attention", "the plan was made for another head shape or cache element size");
   switch (a.kv.head_dim) {
     case 32: launch_chunks<32>(sp, a.kv.kv_heads, s); break;
     case 64: launch_chunks<64>(sp, a.kv.kv_heads, s); break;

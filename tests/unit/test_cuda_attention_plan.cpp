@@ -1,0 +1,95 @@
+// The CUDA backend's attention plan: host code, so these tests run without a GPU (in CI too).
+// The plan's key chunk must depend on the model alone, never on the rows of a launch or the keys
+// they hold: a row's result then does not depend on the batch it is in, and a live session's step
+// computes exactly what an offline pass computes. And a chunk block's shared memory (its queries,
+// scores and staged keys and values) must fit the kernel's limit for every supported shape.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#ifdef VOXRT_WITH_CUDA
+#include "runtime/cuda/cuda_kernels.h"
+#endif
+
+namespace voxrt {
+namespace {
+
+#ifdef VOXRT_WITH_CUDA
+struct HeadShape {
+  int heads, kv_heads, head_dim, window, step_rows;
+};
+constexpr int kH200Sms = 132;
+
+std::string describe(const HeadShape& s, int kv_bytes) {
+  return "heads=" + std::to_string(s.heads) + " kv_heads=" + std::to_string(s.kv_heads) +
+         " head_dim=" + std::to_string(s.head_dim) + " window=" + std::to_string(s.window) +
+         " step_rows=" + std::to_string(s.step_rows) + " kv_bytes=" + std::to_string(kv_bytes);
+}
+#endif
+
+TEST(CudaAttentionPlan, ChunkDependsOnTheModelNotTheLaunch) {
+#ifndef VOXRT_WITH_CUDA
+  GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
+#else
+  // Voxtral's encoder (4 frames a step) and decoder (one token a step), and two other shapes.
+  const std::vector<HeadShape> shapes = {
+      {32, 32, 64, 750, 4}, {32, 8, 128, 8192, 1}, {16, 1, 32, 300, 1}, {4, 2, 256, 64, 1}};
+  for (const HeadShape& s : shapes) {
+    for (const int kv_bytes : {2, 4}) {
+      SCOPED_TRACE(describe(s, kv_bytes));
+      const cuda::AttentionPlan live =
+          cuda::plan_attention(1, s.heads, s.kv_heads, s.head_dim, kv_bytes, s.window, s.window, s.step_rows, kH200Sms);
+      for (const int rows : {1, 4, 37, 1500}) {
+        for (const int max_keys : {1, 250, s.window}) {
+          const cuda::AttentionPlan p = cuda::plan_attention(rows, s.heads, s.kv_heads, s.head_dim, kv_bytes, max_keys,
+                                                             s.window, s.step_rows, kH200Sms);
+          EXPECT_EQ(p.chunk, live.chunk) << rows << " rows, " << max_keys << " keys";
+          EXPECT_EQ(p.smem_bytes, live.smem_bytes);
+          EXPECT_EQ(p.nsplit, (max_keys + p.chunk - 1) / p.chunk);
+          // The partials: (max, sum) and a head_dim accumulator per (row, head, chunk).
+          if (p.nsplit > 1)
+            EXPECT_GE(p.scratch_floats, static_cast<size_t>(rows) * s.heads * p.nsplit * (s.head_dim + 2));
+          else
+            EXPECT_EQ(p.scratch_floats, 0u);
+        }
+      }
+    }
+  }
+  // The chunks measured best on the H200 (bench/README.md): 256 keys for the encoder's step of 4
+  // rows, 128 for the decoder's single row.
+  EXPECT_EQ(cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms).chunk, 256);
+  EXPECT_EQ(cuda::plan_attention(1, 32, 8, 128, 2, 8192, 8192, 1, kH200Sms).chunk, 128);
+#endif
+}
+
+TEST(CudaAttentionPlan, StagedChunkFitsSharedMemoryForEverySupportedShape) {
+#ifndef VOXRT_WITH_CUDA
+  GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
+#else
+  for (const int head_dim : {32, 64, 128, 256}) {
+    for (const int kv_bytes : {2, 4}) {
+      for (const int group : {1, 2, 3, 4, 8, 16}) {
+        for (const int kv_heads : {1, 8, 32}) {
+          for (const int window : {1, 64, 750, 3000, 8192}) {
+            for (const int step_rows : {1, 4}) {
+              for (const int sms : {1, kH200Sms}) {
+                const HeadShape s{group * kv_heads, kv_heads, head_dim, window, step_rows};
+                SCOPED_TRACE(describe(s, kv_bytes) + " sms=" + std::to_string(sms));
+                const cuda::AttentionPlan p =
+                    cuda::plan_attention(1, s.heads, kv_heads, head_dim, kv_bytes, window, window, step_rows, sms);
+                EXPECT_TRUE(p.chunk >= 64 && p.chunk <= 1024 && (p.chunk & (p.chunk - 1)) == 0) << p.chunk;
+                EXPECT_GT(p.smem_bytes, 2u * p.chunk * head_dim * kv_bytes);  // at least the staged K and V
+                EXPECT_LE(p.smem_bytes, cuda::kAttentionMaxSmemBytes);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace voxrt
