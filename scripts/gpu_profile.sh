@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Per-kernel GPU time of the live steps, in one device call: Nsight Compute (clocks left alone, as
-# the device tool's METHOD.md asks) over `voxrt bench --figures decoder` and `--figures encoder`,
-# skipping the bench's start (ceilings, the eager and captured steps) and profiling the next 250
-# launches, about one replayed step. ncu runs each kernel alone with cold caches and no
-# programmatic-launch overlap, so small kernels read longer here than inside the step's graph;
-# the sum over a step is an upper bound on the step. Full per-kernel reports go to $OUT
-# (default /tmp) as ncu-<figure>-step.txt, a table of them to the terminal. Prepare as for
-# scripts/gpu_check.sh (carry .carry.tar.xz), then:  scripts/gpu_profile.sh
+# Where the live steps' time goes, in one device call, two ways:
+# 1. per kernel: Nsight Compute (clocks left alone, as the device tool's METHOD.md asks) over
+#    `voxrt bench --figures decoder` and `--figures encoder`, skipping the bench's start (ceilings,
+#    the eager and captured steps) and profiling the next 250 launches, about one replayed step.
+#    ncu runs each kernel alone with cold caches and no programmatic-launch overlap, so small
+#    kernels read longer than inside the step's graph. Reports: $OUT/ncu-<figure>-step.txt.
+# 2. per kind of operation, inside the graph: the step timed with each kind launched twice
+#    (VOXRT_CUDA_REPEAT, src/runtime/cuda/op_repeat.h) less the step timed plainly.
+# Prepare as for scripts/gpu_check.sh (carry .carry.tar.xz), then:  scripts/gpu_profile.sh
 set -uo pipefail
 source "$(dirname "$0")/gpu_machine.sh"
 for figure in decoder encoder; do
@@ -18,3 +19,31 @@ for figure in decoder encoder; do
   echo "== $figure step: kernel, grid x block, launches profiled, mean GPU time"
   python3 scripts/ncu_kernel_table.py <"$report"
 done
+
+echo "== in the graph: step time with one kind of operation launched twice, less the plain step"
+for kind in none attention norm rope product; do
+  env_kind=$kind
+  [ "$kind" = none ] && env_kind=
+  VOXRT_CUDA_REPEAT=$env_kind .carry/run voxrt bench --device cuda --model "$full/mistral" --steps 100 \
+      --figures encoder,decoder --out "$out/repeat-$kind" >/dev/null 2>&1
+done
+python3 - "$out" <<'PY'
+import glob, json, sys
+out = sys.argv[1]
+def steps(kind):
+    files = sorted(glob.glob(f"{out}/repeat-{kind}/*-cuda.json"))
+    if not files:
+        return None
+    d = json.load(open(files[-1]))
+    return [d[f]["p50_ms"] for f in ("encoder_step", "decoder_step", "decoder_step_full_window")]
+base = steps("none")
+if base is None:
+    sys.exit("no plain bench result")
+print(f"{'kind':10s} {'encoder step':>14s} {'decoder step':>14s} {'decoder, 8192 keys':>20s}")
+print(f"{'(plain)':10s} {base[0]:11.3f} ms {base[1]:11.3f} ms {base[2]:17.3f} ms")
+for kind in ("attention", "norm", "rope", "product"):
+    t = steps(kind)
+    if t:
+        print(f"{kind:10s} " + " ".join(f"{x - b:+11.3f} ms" if i < 2 else f"{x - b:+17.3f} ms"
+                                        for i, (x, b) in enumerate(zip(t, base))))
+PY

@@ -55,6 +55,7 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/op_repeat.h"
 #include "runtime/cuda/step_recorder.h"
 
 namespace voxrt {
@@ -305,8 +306,9 @@ class CudaBackend final : public Backend {
     if (x.rows == 0) return;
     use_device();
     const DevVec wv = vec_of(w, "cuda rms_norm");
-    if (steps_->recorded(10, x.data, x.rows, x.cols, wv.data, eps, y.data)) return;
-    cuda::launch_rms_norm(x.data, x.rows, x.cols, wv, eps, y.data, stream_);
+    if (steps_->recorded(10, x.data, x.rows, x.cols, wv.data, eps, y.data, repeat_[cuda::OpKind::Norm])) return;
+    for (int i = 0; i < repeat_[cuda::OpKind::Norm]; ++i)
+      cuda::launch_rms_norm(x.data, x.rows, x.cols, wv, eps, y.data, stream_);
   }
 
   void rms_norm_scaled(Mat x, const Weight& w, float eps, Mat y, Mat scales, std::span<const int> scale_row) override {
@@ -318,9 +320,12 @@ class CudaBackend final : public Backend {
     use_device();
     const DevVec wv = vec_of(w, "cuda rms_norm_scaled");
     const auto d = upload_args({{scale_row.data(), x.rows * sizeof(int)}});
-    if (steps_->recorded(19, x.data, x.rows, x.cols, wv.data, eps, y.data, scales.data, scales.cols, d[0])) return;
-    cuda::launch_rms_norm_scaled(x.data, x.rows, x.cols, wv, eps, y.data, scales.data, scales.cols,
-                                 static_cast<const int*>(d[0]), stream_);
+    if (steps_->recorded(19, x.data, x.rows, x.cols, wv.data, eps, y.data, scales.data, scales.cols, d[0],
+                         repeat_[cuda::OpKind::Norm]))
+      return;
+    for (int i = 0; i < repeat_[cuda::OpKind::Norm]; ++i)
+      cuda::launch_rms_norm_scaled(x.data, x.rows, x.cols, wv, eps, y.data, scales.data, scales.cols,
+                                   static_cast<const int*>(d[0]), stream_);
   }
 
   void scale_rows(Mat x, Mat scales, std::span<const int> scale_row) override {
@@ -431,10 +436,11 @@ class CudaBackend final : public Backend {
     const size_t half_bytes = static_cast<size_t>(s.head_dim / 2) * sizeof(float);
     const auto d = upload_args({{inv_freq.data(), half_bytes}, {rows.data(), k.rows * sizeof(RowRef)}});
     if (steps_->recorded(24, q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, cache.key_data(), cache.value_data(), layer, d[0],
-                 d[1], k.rows))
+                 d[1], k.rows, repeat_[cuda::OpKind::Rope]))
       return;
-    cuda::launch_rope_store(q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, layout(cache, layer),
-                            static_cast<const DevRowRef*>(d[1]), k.rows, static_cast<const float*>(d[0]), stream_);
+    for (int i = 0; i < repeat_[cuda::OpKind::Rope]; ++i)
+      cuda::launch_rope_store(q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, layout(cache, layer),
+                              static_cast<const DevRowRef*>(d[1]), k.rows, static_cast<const float*>(d[0]), stream_);
   }
 
   void attention(const KvCache& cache, int layer, Mat q, std::span<const RowRef> rows, const AttentionParams& p,
@@ -482,9 +488,9 @@ class CudaBackend final : public Backend {
     a.ldo = out.cols;
     if (plan.scratch_floats > 0) a.scratch = static_cast<float*>(grow(attn_, plan.scratch_floats * sizeof(float)));
     if (steps_->recorded(17, cache.key_data(), cache.value_data(), layer, q.data, q.rows, q.cols, d[0], p.n_heads, p.window, p.scale,
-                 out.data, out.cols, a.scratch, plan.chunk, plan.nsplit))
+                 out.data, out.cols, a.scratch, plan.chunk, plan.nsplit, repeat_[cuda::OpKind::Attention]))
       return;
-    cuda::launch_attention(a, plan, stream_);
+    for (int i = 0; i < repeat_[cuda::OpKind::Attention]; ++i) cuda::launch_attention(a, plan, stream_);
   }
 
   void embed(const Weight& table, std::span<const int32_t> ids, Mat y) override {
@@ -563,6 +569,7 @@ class CudaBackend final : public Backend {
     if (const char* env = std::getenv("VOXRT_CUDA_GEMV_MAX_ROWS"))
       gemv_max_rows_ = std::clamp(std::atoi(env), 0, cuda::gemv_max_rows());
     if (const char* env = std::getenv("VOXRT_CUDA_KV"); env && std::strcmp(env, "fp32") == 0) kv_bytes_ = sizeof(float);
+    repeat_ = cuda::parse_op_repeat(std::getenv("VOXRT_CUDA_REPEAT"));
   }
 
   static constexpr size_t kWeightChunk = size_t{1} << 24;  // elements per pinned weight chunk
@@ -881,8 +888,9 @@ class CudaBackend final : public Backend {
         h ^= cuda::StepRecorder::words(group[i].w, group[i].n, group[i].bias.data, group[i].y, group[i].ldy, group[i].accumulate) + i;
       }
       const void* xg = static_cast<const char*>(xin) + static_cast<size_t>(m0) * ld * elem;
-      if (steps_->recorded(h, xg)) continue;
-      cuda::launch_gemv(xg, !direct, ld, rows, K, group, n_outs, gated, ws, stream_);
+      if (steps_->recorded(h, xg, repeat_[cuda::OpKind::Product])) continue;
+      for (int i = 0; i < repeat_[cuda::OpKind::Product]; ++i)
+        cuda::launch_gemv(xg, !direct, ld, rows, K, group, n_outs, gated, ws, stream_);
     }
   }
 
@@ -915,6 +923,7 @@ class CudaBackend final : public Backend {
   void* staging_ = nullptr;  // pinned host memory
   size_t staging_cap_ = 0, staging_used_ = 0;
   Scratch xbf_, args_, attn_, results_, gemv_partials_, gemv_counters_;
+  cuda::OpRepeat repeat_;  // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
   size_t kv_bytes_ = 2;  // K/V caches in bf16; VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements)
   int gemv_max_rows_ = cuda::gemv_max_rows();  // 0 (VOXRT_CUDA_GEMV_MAX_ROWS=0): always cuBLAS, for timing
 
