@@ -1,28 +1,37 @@
 #!/usr/bin/env bash
 # A/B of carried variants on the GPU machine, in one call: the live steps (encoder, decoder at 250
 # and 8192 keys) of each variant's voxrt, in ABAB order (so drift between runs shows), on the
-# full-size random model. Variants: names given to scripts/carry_variant.sh, or "main" for the
-# binary scripts/carry_binaries.sh packed. Prepare: carry_binaries.sh, then carry_variant.sh per
-# variant; device call with carry [".carry.tar.xz"]:  scripts/gpu_ab.sh main NAME [NAME...]
+# full-size random model. A variant is NAME[:VAR=VALUE...]: a name given to
+# scripts/carry_variant.sh, or "main" for the binary scripts/carry_binaries.sh packed, run with
+# those environment variables (main:VOXRT_CUDA_PDL=0, prefetch:VOXRT_CUDA_L2_PREFETCH=26).
+# Prepare: carry_binaries.sh, then carry_variant.sh per build; device call with carry
+# [".carry.tar.xz"]:  scripts/gpu_ab.sh main NAME[:VAR=VALUE...] ...
 # Results: $OUT/ab-<variant>-<round>/*.json and a table (p50 per run).
 set -uo pipefail
 source "$(dirname "$0")/gpu_machine.sh"
 [ $# -ge 1 ] || { echo "usage: scripts/gpu_ab.sh VARIANT [VARIANT...]" >&2; exit 2; }
+labels=()
+for spec in "$@"; do labels+=("$(printf '%s' "$spec" | tr -c 'A-Za-z0-9_.=-' '_')"); done
 for round in 1 2; do
-  for v in "$@"; do
-    exe=voxrt_$v
-    [ "$v" = main ] && exe=voxrt
-    .carry/run "$exe" bench --device cuda --model "$full/mistral" --steps 100 --figures encoder,decoder \
-        --out "$out/ab-$v-$round" >/dev/null 2>&1 || echo "$v round $round: bench failed" >&2
+  for i in "${!labels[@]}"; do
+    spec=${@:i+1:1}
+    name=${spec%%:*}
+    envs=()
+    [ "$spec" != "$name" ] && IFS=':' read -ra envs <<<"${spec#*:}"
+    exe=voxrt_$name
+    [ "$name" = main ] && exe=voxrt
+    env "${envs[@]}" .carry/run "$exe" bench --device cuda --model "$full/mistral" --steps 100 \
+        --figures encoder,decoder --out "$out/ab-${labels[i]}-$round" >/dev/null 2>&1 ||
+      echo "$spec round $round: bench failed" >&2
   done
 done
-python3 - "$out" "$@" <<'PY'
+python3 - "$out" "${labels[@]}" <<'PY'
 import glob, json, sys
 out, variants = sys.argv[1], sys.argv[2:]
-print(f"{'variant':24s} {'encoder step':>14s} {'decoder step':>14s} {'decoder, 8192 keys':>20s}")
+print(f"{'variant':36s} {'encoder step':>14s} {'decoder step':>14s} {'decoder, 8192 keys':>20s}")
 for v in variants:
     for path in sorted(glob.glob(f"{out}/ab-{v}-*/*-cuda.json")):
         d = json.load(open(path))
         t = [d[f]["p50_ms"] for f in ("encoder_step", "decoder_step", "decoder_step_full_window")]
-        print(f"{v:24s} {t[0]:11.3f} ms {t[1]:11.3f} ms {t[2]:17.3f} ms")
+        print(f"{v:36s} {t[0]:11.3f} ms {t[1]:11.3f} ms {t[2]:17.3f} ms")
 PY
