@@ -1,9 +1,9 @@
 // The key/value ring caches: storing rows, and sliding-window attention over them.
 //
-// Attention is split flash-decoding style. A block owns one (row, kv head, key chunk): it puts the
-// query heads that share the kv head (GQA: up to 8 per block) in shared memory, scores the chunk's
-// keys (one thread per key, reading the key's row in 16-byte loads), takes the chunk's softmax max
-// and sum, and accumulates the probability-weighted values. With one chunk per row (short windows,
+// Attention is split flash-decoding style. A block owns one (row, kv head, key chunk): it copies
+// the chunk's keys and values to shared memory, puts there the query heads that share the kv head
+// (GQA: up to 8 per block), scores the keys (one thread per key), takes the chunk's softmax max and
+// sum, and accumulates the probability-weighted values. With one chunk per row (short windows,
 // many rows) it normalises and writes the output directly; otherwise each block writes (max, sum,
 // unnormalised accumulator) and a combine kernel rescales and merges the chunks. The chunk size is
 // chosen so that even a single decode row over 8192 keys launches several blocks per SM. K and V
@@ -97,8 +97,8 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 // [G][chunk] or the value phase's slice reduction [slices - 1][G][HD], whichever is larger; then
 // the chunk's keys and values as stored, each row padded by 16 bytes so that threads reading
 // different rows at the same offset fall in different banks. The plan caps the chunk so that this
-// fits kAttentionMaxSmemBytes. (Staging the values in the keys' space after the score phase halves this,
-// but measured slower: decoder step 2.72 -> 3.58 ms, encoder step 1.77 -> 1.83 ms on the H200.)
+// fits kAttentionMaxSmemBytes. (Staging the values in the keys' space after the score phase halves
+// this, but measured slower: decoder step 2.72 -> 3.58 ms, encoder step 1.77 -> 1.83 ms, H200.)
 __host__ __device__ constexpr int value_slices(int head_dim, int elem_bytes) { return kThreads / (head_dim * elem_bytes / 16); }
 __host__ __device__ constexpr int padded_row_bytes(int head_dim, int elem_bytes) { return head_dim * elem_bytes + 16; }
 __host__ __device__ constexpr size_t chunk_work_floats(int head_dim, int elem_bytes, int g, int chunk) {

@@ -1,7 +1,6 @@
-// How kernels read and write K/V cache elements, stored as fp32 or bf16 (KvLayout::bf16): groups
-// of 4 consecutive elements move as one load (16 bytes fp32, 8 bytes bf16) and are computed on as
-// float4, or a whole 16 bytes (kPer16 elements) moves at once and widens to floats; a store rounds
-// to nearest even, as the reference's bf16 cache does.
+// How kernels read and write K/V cache elements, stored as fp32 or bf16 (KvLayout::bf16): single
+// elements, or 16 bytes (kPer16 elements) at once widened to floats; a store rounds to nearest
+// even, as the reference's bf16 cache does.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -25,7 +24,6 @@ struct KvElem;
 
 template <>
 struct KvElem<float> {
-  using Raw = float4;
   static constexpr int kPer16 = 4;  // elements in 16 bytes
   __device__ __forceinline__ static void widen16(uint4 r, float (&out)[kPer16]) {
     out[0] = __uint_as_float(r.x);
@@ -33,16 +31,12 @@ struct KvElem<float> {
     out[2] = __uint_as_float(r.z);
     out[3] = __uint_as_float(r.w);
   }
-  __device__ __forceinline__ static Raw load4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-  __device__ __forceinline__ static float4 widen(Raw r) { return r; }
-  __device__ __forceinline__ static float4 zero() { return float4{0, 0, 0, 0}; }
   __device__ __forceinline__ static void store(float* p, float v) { *p = v; }
   __device__ __forceinline__ static float load(const float* p) { return *p; }
 };
 
 template <>
 struct KvElem<__nv_bfloat16> {
-  using Raw = uint2;  // 4 bf16
   static constexpr int kPer16 = 8;
   __device__ __forceinline__ static void widen16(uint4 r, float (&out)[kPer16]) {
     const unsigned w[4] = {r.x, r.y, r.z, r.w};
@@ -52,12 +46,6 @@ struct KvElem<__nv_bfloat16> {
       out[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
     }
   }
-  __device__ __forceinline__ static Raw load4(const __nv_bfloat16* p) { return *reinterpret_cast<const uint2*>(p); }
-  __device__ __forceinline__ static float4 widen(Raw r) {
-    return float4{__uint_as_float(r.x << 16), __uint_as_float(r.x & 0xffff0000u), __uint_as_float(r.y << 16),
-                  __uint_as_float(r.y & 0xffff0000u)};
-  }
-  __device__ __forceinline__ static Raw zero() { return uint2{0, 0}; }
   __device__ __forceinline__ static void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
   __device__ __forceinline__ static float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 };
