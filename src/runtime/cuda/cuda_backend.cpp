@@ -457,15 +457,7 @@ class CudaBackend final : public Backend {
           "cuda attention", "shape mismatch");
     check(layer >= 0 && layer < s.layers, "cuda attention", "layer out of range");
     if (q.rows == 0) return;
-    check_rows(s, rows.first(q.rows), "cuda attention");
-    // A row attends min(pos + 1, window) keys; more than the ring holds would read overwritten
-    // entries (and the kernel's ring index assumes at most one wrap per chunk).
-    for (const RowRef& r : rows.first(q.rows))
-      check_with(std::min<int64_t>(r.pos + 1, p.window) <= s.ring, "cuda attention", [&] {
-        return "row at position " + std::to_string(r.pos) + " attends " +
-               std::to_string(std::min<int64_t>(r.pos + 1, p.window)) + " keys, more than the ring's " +
-               std::to_string(s.ring);
-      });
+    check_rows(s, rows.first(q.rows), "cuda attention", p.window);
     check((reinterpret_cast<uintptr_t>(cache.key_data()) & 15) == 0 && (reinterpret_cast<uintptr_t>(cache.value_data()) & 15) == 0,
           "cuda attention", "cache not 16-byte aligned");
     use_device();
@@ -747,11 +739,19 @@ class CudaBackend final : public Backend {
       check_with(i >= 0 && i < n_scales, where, [&] { return "scale row " + std::to_string(i) + " out of range"; });
   }
 
-  static void check_rows(const KvCacheShape& s, std::span<const RowRef> rows, const char* where) {
+  // Rows' slots and positions; with a window, also that no row attends more keys
+  // (min(pos + 1, window)) than the ring holds: more would read overwritten entries, and the
+  // attention kernel's ring index assumes at most one wrap per chunk.
+  static void check_rows(const KvCacheShape& s, std::span<const RowRef> rows, const char* where, int window = 0) {
     for (const RowRef& r : rows) {
       check_with(r.slot >= 0 && r.slot < s.slots, where,
                  [&] { return "cache slot " + std::to_string(r.slot) + " out of range"; });
       check_with(r.pos >= 0, where, [&] { return "negative position " + std::to_string(r.pos); });
+      const int64_t keys = std::min<int64_t>(r.pos + 1, window);
+      check_with(keys <= s.ring, where, [&] {
+        return "row at position " + std::to_string(r.pos) + " attends " + std::to_string(keys) +
+               " keys, more than the ring's " + std::to_string(s.ring);
+      });
     }
   }
 

@@ -57,8 +57,7 @@ struct SplitParams {
   AttentionArgs a;
   int chunk, nsplit;
   int group;        // query heads per kv head
-  int head_blocks;      // blocks per kv head along the group (group > kHeadsPerBlock)
-  int heads_per_block;  // the kernel's G: min(group, kHeadsPerBlock) rounded up to a power of two
+  int head_blocks;  // blocks per kv head along the group (group > kHeadsPerBlock)
 };
 
 // The partial results: (max, sum) per (row, head, chunk), then the accumulators, 16-byte aligned.
@@ -405,7 +404,7 @@ void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, cudaStream_t s
 
 template <int HD, typename T>
 void launch_chunks_typed(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
-  switch (sp.heads_per_block) {
+  switch (heads_per_block(sp.group)) {
     case 1: launch_chunks_grouped<HD, T, 1>(sp, n_kv_heads, s); break;
     case 2: launch_chunks_grouped<HD, T, 2>(sp, n_kv_heads, s); break;
     case 4: launch_chunks_grouped<HD, T, 4>(sp, n_kv_heads, s); break;
@@ -469,10 +468,9 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
 
 void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStream_t s) {
   if (a.n_rows <= 0 || a.n_heads <= 0) return;
-  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0};
-  sp.heads_per_block = heads_per_block(sp.group);
-  sp.head_blocks = cdiv(sp.group, sp.heads_per_block);
-  check(plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, a.kv.bf16 ? 2 : 4, sp.heads_per_block, plan.chunk),
+  const int group = a.n_heads / a.kv.kv_heads, g = heads_per_block(group);
+  const SplitParams sp{a, plan.chunk, plan.nsplit, group, cdiv(group, g)};
+  check(plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, a.kv.bf16 ? 2 : 4, g, plan.chunk),
         "cuda attention", "the plan was made for another head shape or cache element size");
   switch (a.kv.head_dim) {
     case 32: launch_chunks<32>(sp, a.kv.kv_heads, s); break;
