@@ -26,6 +26,9 @@ struct Params {
   int pieces[kGemvMaxOutputs];
   float* partials;
   int* counters;
+  // Tensor-core kernel: > 0 when the block's rows of x, over its piece of K, are staged in shared
+  // memory as bf16 (row stride in 16-byte vectors); 0 when they are read from global memory.
+  int x_stage_stride;
 };
 
 // acc += w . x over 8 bf16 pairs (bf16 -> fp32 is a 16-bit shift).

@@ -13,9 +13,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
-#include <set>
-#include <utility>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
@@ -377,26 +374,12 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
   }
 }
 
-// Lets a chunk kernel use up to kAttentionMaxSmemBytes of dynamic shared memory (more than the default
-// 48 KiB) on the current device: once per (kernel, device), the first launch there being an eager
-// one (a recorded step is captured after it has run once), so no capture sees the call.
-void allow_chunk_smem(const void* kernel) {
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), "cudaGetDevice", __FILE__, __LINE__);
-  static std::mutex mutex;
-  static std::set<std::pair<const void*, int>> done;
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (done.count({kernel, device})) return;
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kAttentionMaxSmemBytes)),
-             "attention_chunk shared memory", __FILE__, __LINE__);
-  done.insert({kernel, device});
-}
-
 template <int HD, typename T, int G>
 void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
   const size_t bytes = chunk_smem_bytes(HD, static_cast<int>(sizeof(T)), G, sp.chunk);
   check(bytes <= kAttentionMaxSmemBytes, "cuda attention", "chunk too large for shared memory");
-  allow_chunk_smem(reinterpret_cast<const void*>(attention_chunk_kernel<HD, T, G>));
+  allow_dynamic_smem(reinterpret_cast<const void*>(attention_chunk_kernel<HD, T, G>), kAttentionMaxSmemBytes,
+                     "attention_chunk shared memory");
   const dim3 grid(static_cast<unsigned>(static_cast<size_t>(sp.a.n_rows) * sp.nsplit),
                   static_cast<unsigned>(n_kv_heads * sp.head_blocks));
   launch_kernel("attention_chunk", attention_chunk_kernel<HD, T, G>, grid, dim3(kThreads), bytes, s, sp);
@@ -441,16 +424,17 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   // a row's result then does not depend on which other rows share the launch, so a live session
   // (a few rows per step) computes exactly what an offline pass (many rows) computes.
   // It is the largest chunk that still gives a live step (step_rows rows over a full window) at
-  // least VOXRT_CUDA_ATTN_BLOCKS_PER_SM (default 2) blocks per SM, and no smaller than kMinChunk
-  // keys (below that the partial results outweigh the keys themselves). Measured on the H200: a
-  // decoder step (1 row, 8 kv heads) runs best at 128-key chunks; the encoder's (4 rows, 32 kv
-  // heads) at 256, where a rule for one row would give 64 (2.87 -> 2.57 ms per encoder step).
+  // least VOXRT_CUDA_ATTN_BLOCKS_PER_SM (default 8) blocks per SM, and no smaller than kMinChunk
+  // keys (below that the partial results outweigh the keys themselves). Measured on the H200 with
+  // the K/V-staging chunk kernel: both live steps run best at the smallest chunk, 64 keys, which
+  // the default gives them (encoder 1.70 -> 1.63 ms, decoder 2.42 -> 2.38 ms against the previous
+  // default of 2 blocks per SM: 256-key encoder and 128-key decoder chunks; bench/README.md).
   const long long blocks_per_split =
       static_cast<long long>(std::max(1, step_rows)) * n_kv_heads * cdiv(group, kHeadsPerBlock);
   const int basis = std::max(1, window);
   static const double per_sm = [] {
     const char* e = std::getenv("VOXRT_CUDA_ATTN_BLOCKS_PER_SM");
-    return e ? std::clamp(std::atof(e), 0.0, 64.0) : 2.0;
+    return e ? std::clamp(std::atof(e), 0.0, 64.0) : 8.0;
   }();
   int chunk = kMaxChunk;
   while (chunk > kMinChunk && blocks_per_split * cdiv(basis, chunk) < per_sm * sm_count) chunk /= 2;

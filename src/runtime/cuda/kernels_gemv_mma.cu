@@ -18,11 +18,17 @@
 // weight gives the same result alone or in a fused launch. Smaller pieces or more blocks measured
 // slower: each block pays the round trip (bench --figures products, bench/README.md).
 //
-// Loads go straight from global memory to the mma fragments. Within each 32-element chunk, lane
-// (g, t) = (lane / 4, lane % 4) loads elements 8t .. 8t+7 of weight rows g and g + 8 (16 bytes each)
-// and of x row g, and uses them as fragment k-slots {2t, 2t+1, 2t+8, 2t+9} of the chunk's two
-// k16 halves. The same permutation of K on both operands leaves every dot product unchanged, and
-// keeps each weight load a full 16-byte vector.
+// Within each 32-element chunk, lane (g, t) = (lane / 4, lane % 4) takes elements 8t .. 8t+7 of
+// weight rows g and g + 8 (16 bytes each) and of x row g, and uses them as fragment k-slots
+// {2t, 2t+1, 2t+8, 2t+9} of the chunk's two k16 halves. The same permutation of K on both
+// operands leaves every dot product unchanged, and keeps each weight load a full 16-byte vector.
+//
+// The weight streams through a ring in shared memory (cp.async, 4-8 units ahead, 64 KiB a block):
+// each thread copies its own 16-byte pieces and reads back only those, so the ring needs no
+// barrier, and the loads of the next units are in flight while the current one is multiplied.
+// Loading straight into registers, a round at a time, let the stream drain at every round: a
+// DRAM round trip per round, which cost the small products up to half their time
+// (bench/README.md).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -46,6 +52,11 @@ constexpr int kUnitK8 = kWarps * kChunk8;     // a split unit: one chunk per war
 constexpr int kMaxTiles8 = 4;                 // tiles of 8 x rows: 32 rows
 constexpr int kPartialFloats = 2 * kMaxTiles8 * 4 * 32;  // one block's partials, gated, 32 rows
 constexpr int kMinSplitUnits = 16;                       // K >= 4096
+// Three blocks of ring + staged x + the 1 KiB the driver reserves a block fill the SM's 228 KiB.
+constexpr int kXStageMaxBytes = 11 * 1024;
+
+// 256-element units in a row of K8 8-element vectors.
+__host__ __device__ constexpr int units_of(int K8) { return (K8 + kUnitK8 - 1) / kUnitK8; }
 
 __device__ __forceinline__ void mma16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                          uint32_t b0, uint32_t b1) {
@@ -54,6 +65,31 @@ __device__ __forceinline__ void mma16816(float (&c)[4], uint32_t a0, uint32_t a1
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Units in flight per block: 64 KiB of ring either way (ring_bytes), so that three blocks fit an SM
+// with their staged x: a 96 KiB ring (two blocks an SM) made the decoder step 17 % slower, a
+// 32 KiB one 4 % slower (bench/README.md).
+__host__ __device__ constexpr int ring_stages(int weights) { return weights == 2 ? 4 : 8; }
+__host__ __device__ constexpr int ring_bytes(int weights) { return ring_stages(weights) * weights * 2 * kWarps * 32 * 16; }
+
+__device__ __forceinline__ uint64_t l2_evict_first_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+
+// 16 bytes global -> shared, asynchronously; zeros (nothing read) when !valid.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid, uint64_t policy) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(d), "l"(src),
+               "r"(valid ? 16 : 0), "l"(policy)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // acc += rows (g, g + 8) of the weight chunk times the x chunk, both k16 halves.
@@ -68,7 +104,7 @@ template <int NT, typename XT, bool GATED>
 __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   pdl_trigger();
   constexpr int NV = GATED ? 2 : 1;  // weights multiplied
-  constexpr int U = NT >= 4 ? 2 : 4;  // units loaded per round (registers: U * NV * 2 uint4 per lane)
+  constexpr int R = ring_stages(NV);
   constexpr int kAcc = NV * NT * 4;   // accumulators per lane
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
@@ -80,7 +116,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   const int tile = local / S, piece = local % S;
   const int f0 = tile * 16;
   const GemvOut& o = p.out[seg];
-  const int n = o.n, K8 = p.K8, units = (K8 + kUnitK8 - 1) / kUnitK8;
+  const int n = o.n, K8 = p.K8, units = units_of(K8);
   const int u0 = piece * units / S, u1 = (piece + 1) * units / S;
   const uint4* w[NV][2];  // [weight][row g or g + 8], null past the last feature
 #pragma unroll
@@ -96,42 +132,79 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) acc[v][j][0] = acc[v][j][1] = acc[v][j][2] = acc[v][j][3] = 0;
 
-  // This warp's chunk of unit u starts at 8-element index k_of(u); loads past the piece or past K are zeros.
+  // This warp's chunk of unit u starts at 8-element index k_of(u); past K its loads are zeros.
   auto k_of = [&](int u) { return u * kUnitK8 + warp * kChunk8 + t; };
-  auto in_piece = [&](int u, int k) { return u < u1 && k < K8; };
-  uint4 wv[U][NV][2];
-  auto load_weights = [&](int ubase) {
+  // The weight ring: stage s holds, per weight v and row r (g or g + 8), this thread's 16 bytes of
+  // one unit. A thread reads back only what it copied itself, so no barrier guards the ring.
+  extern __shared__ uint4 smem[];
+  auto ring = [&](int s, int v, int r) -> uint4& { return smem[((s * NV + v) * 2 + r) * (kWarps * 32) + threadIdx.x]; };
+  const uint64_t evict_first = l2_evict_first_policy();  // weights are read once a step
+  auto fill = [&](int u, int s) {
+    const int k = k_of(u);
 #pragma unroll
-    for (int i = 0; i < U; ++i) {
-      const int k = k_of(ubase + i);
+    for (int v = 0; v < NV; ++v)
 #pragma unroll
-      for (int v = 0; v < NV; ++v)
+      for (int r = 0; r < 2; ++r) {
+        const bool live = k < K8 && w[v][r];
+        cp_async16(&ring(s, v, r), live ? w[v][r] + k : reinterpret_cast<const uint4*>(o.w), live, evict_first);
+      }
+  };
+  // x, rounded to bf16: staged for the whole piece after the wait below, when it fits (one round
+  // trip for the block rather than one per unit), else read per unit, one unit ahead.
+  uint4* xs = smem + ring_bytes(NV) / 16;  // [row][p.x_stage_stride], from 8-element index k0
+  const int k0 = u0 * kUnitK8;
+  auto load_x = [&](int u, uint4 (&xv)[NT]) {
+    const int k = k_of(u);
 #pragma unroll
-        for (int r = 0; r < 2; ++r)
-          wv[i][v][r] = (in_piece(ubase + i, k) && w[v][r]) ? __ldcs(w[v][r] + k) : uint4{0, 0, 0, 0};  // read once
+    for (int j = 0; j < NT; ++j) {
+      const int m = 8 * j + g;
+      if (k < K8 && m < p.M)
+        xv[j] = p.x_stage_stride ? xs[m * p.x_stage_stride + (k - k0)] : load_x8<XT>(p, m, k);
+      else
+        xv[j] = uint4{0, 0, 0, 0};
     }
   };
-  // The first weights are in flight before waiting for the previous kernel (launch.cuh).
-  load_weights(u0);
-  pdl_wait();
-  for (int ubase = u0; ubase < u1; ubase += U) {
-    if (ubase != u0) load_weights(ubase);
+  // The first R units are in flight before waiting for the previous kernel (launch.cuh); then
+  // every unit consumed frees its stage for the unit R ahead, so the weight stream never drains
+  // between units. One commit group per unit (empty past the piece) keeps the wait count fixed.
 #pragma unroll
-    for (int i = 0; i < U; ++i) {
-      const int k = k_of(ubase + i);
-      const bool live = in_piece(ubase + i, k);
-#pragma unroll
-      for (int j = 0; j < NT; ++j) {
-        const int m = 8 * j + g;
-        const uint4 xv = (live && m < p.M) ? load_x8<XT>(p, m, k) : uint4{0, 0, 0, 0};
-#pragma unroll
-        for (int v = 0; v < NV; ++v) mma_chunk(acc[v][j], wv[i][v][0], wv[i][v][1], xv);
-      }
-    }
+  for (int i = 0; i < R; ++i) {
+    if (u0 + i < u1) fill(u0 + i, i);
+    cp_async_commit();
   }
+  pdl_wait();
+  if (p.x_stage_stride) {
+    const int len = min(u1 * kUnitK8, K8) - k0;
+    for (int i = threadIdx.x; i < p.M * len; i += kWarps * 32)
+      xs[(i / len) * p.x_stage_stride + i % len] = load_x8<XT>(p, i / len, k0 + i % len);
+    __syncthreads();
+  }
+  uint4 xv[NT];
+  if (u0 < u1) load_x(u0, xv);
+  int stage = 0;
+  for (int u = u0; u < u1; ++u) {
+    cp_async_wait<R - 1>();  // unit u's group has landed
+    uint4 wv[NV][2];
+#pragma unroll
+    for (int v = 0; v < NV; ++v) wv[v][0] = ring(stage, v, 0), wv[v][1] = ring(stage, v, 1);
+    uint4 xn[NT] = {};
+    if (u + 1 < u1) load_x(u + 1, xn);
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int v = 0; v < NV; ++v) mma_chunk(acc[v][j], wv[v][0], wv[v][1], xv[j]);
+    // The stage's registers have been consumed by the mma above, so its refill cannot overtake them.
+    if (u + R < u1) fill(u + R, stage);
+    cp_async_commit();
+#pragma unroll
+    for (int j = 0; j < NT; ++j) xv[j] = xn[j];
+    stage = stage + 1 == R ? 0 : stage + 1;
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every thread is done with the ring
 
-  // Partial sums of the 8 warps, added in warp order by warp 0.
-  __shared__ float part[kWarps][kAcc][32];
+  // Partial sums of the 8 warps, added in warp order by warp 0 (in the ring's memory, now idle).
+  auto part = reinterpret_cast<float (*)[kAcc][32]>(smem);
 #pragma unroll
   for (int v = 0; v < NV; ++v)
 #pragma unroll
@@ -195,11 +268,23 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   }
 }
 
+template <int NT, typename XT, bool GATED>
+void launch_gated(const Params& p, cudaStream_t s) {
+  constexpr int NV = GATED ? 2 : 1;
+  // The ring (reused for the warps' partial sums), then the staged x.
+  constexpr size_t ring = std::max<size_t>(ring_bytes(NV), sizeof(float) * kWarps * NV * NT * 4 * 32);
+  static_assert(ring == ring_bytes(NV), "the staged x starts at ring_bytes");
+  const size_t smem = ring + static_cast<size_t>(p.M) * p.x_stage_stride * 16;
+  const auto kernel = gemv_mma_kernel<NT, XT, GATED>;
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), ring + kXStageMaxBytes, "gemv_mma shared memory");
+  launch_kernel("gemv_mma", kernel, dim3(static_cast<unsigned>(p.block_end[p.n_outs - 1])), dim3(kWarps * 32), smem, s,
+                p);
+}
+
 template <int NT, typename XT>
 void launch_nt(const Params& p, bool gated, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>(p.block_end[p.n_outs - 1]));
-  if (gated) launch_kernel("gemv_mma", gemv_mma_kernel<NT, XT, true>, grid, dim3(kWarps * 32), 0, s, p);
-  else launch_kernel("gemv_mma", gemv_mma_kernel<NT, XT, false>, grid, dim3(kWarps * 32), 0, s, p);
+  if (gated) launch_gated<NT, XT, true>(p, s);
+  else launch_gated<NT, XT, false>(p, s);
 }
 
 template <typename XT>
@@ -230,7 +315,7 @@ int min_piece_units() {
 // over, at least VOXRT_CUDA_GEMV_MIN_UNITS 256-element units per piece. Depends on the weight and
 // the device only.
 int gemv_mma_pieces(int n, int K, int sm_count) {
-  const int tiles = (n + 15) / 16, units = (K / 8 + kUnitK8 - 1) / kUnitK8;
+  const int tiles = (n + 15) / 16, units = units_of(K / 8);
   const int target = split_blocks_per_sm() * sm_count;
   // Splitting costs each block a round trip through the workspace; it pays only for long rows
   // (measured on the H200: K >= 4096, fewer tiles than 2 blocks per SM; bench --figures products).
@@ -273,6 +358,11 @@ void launch_gemv_mma(const gemv::Params& params, bool x_bf16, bool gated, const 
     p.block_end[i] = blocks;
   }
   if (blocks == 0) return;
+  // Stage x when the longest piece's rows fit; a 16-byte pad per row keeps the rows' reads off one bank.
+  int longest = 0;
+  for (int i = 0; i < p.n_outs; ++i) longest = std::max(longest, (units_of(p.K8) + p.pieces[i] - 1) / p.pieces[i]);
+  const int stride = std::min(longest * kUnitK8, p.K8) + 1;
+  p.x_stage_stride = static_cast<size_t>(p.M) * stride * 16 <= kXStageMaxBytes ? stride : 0;
   if (x_bf16) launch_typed<__nv_bfloat16>(p, gated, s);
   else launch_typed<float>(p, gated, s);
 }

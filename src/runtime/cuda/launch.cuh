@@ -13,6 +13,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include "runtime/cuda/cuda_check.h"
 
@@ -43,6 +46,21 @@ void launch_kernel(const char* name, void (*kernel)(KernelArgs...), dim3 grid, d
   cfg.attrs = attr;
   cfg.numAttrs = pdl_enabled() ? 1 : 0;
   check_cuda(cudaLaunchKernelEx(&cfg, kernel, static_cast<KernelArgs>(args)...), name, __FILE__, __LINE__);
+}
+
+// Lets a kernel use `bytes` of dynamic shared memory (more than the default 48 KiB) on the current
+// device: once per (kernel, device), the first launch there being an eager one (a recorded step is
+// captured after it has run once), so no capture sees the call.
+inline void allow_dynamic_smem(const void* kernel, size_t bytes, const char* what) {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice", __FILE__, __LINE__);
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (done.count({kernel, device})) return;
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), what,
+             __FILE__, __LINE__);
+  done.insert({kernel, device});
 }
 
 }  // namespace voxrt::cuda
