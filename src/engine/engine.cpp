@@ -131,9 +131,12 @@ class EngineImpl final : public Engine {
   nlohmann::json benchmark(std::span<const float> audio, int delay_ms, BenchOptions b) {
     b.protocol = protocol(delay_ms > 0 ? delay_ms : info_.default_delay_ms);
     b.transcribe = [this, &b](std::span<const float> audio) {  // run_benchmark runs under mu_
-      int64_t steps = 0;
-      decode_whole(audio, b.protocol, /*stop_at_eos=*/false, [&](int32_t, double) { ++steps; });
-      return steps;
+      OfflineRun run;
+      decode_whole(audio, b.protocol, /*stop_at_eos=*/false, [&](int32_t, double seconds) {
+        ++run.steps;
+        run.step_seconds += seconds;
+      });
+      return run;
     };
     nlohmann::json r;
     {

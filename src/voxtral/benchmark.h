@@ -14,15 +14,22 @@
 
 namespace voxrt {
 
+// What an offline transcription did: its decoder steps, and the seconds spent inside the model's
+// steps (each decoder step and its share of the encoder batches, host launch and wait included;
+// the rest of the wall time is outside the model: log-mel, queues, the caller).
+struct OfflineRun {
+  int64_t steps = 0;
+  double step_seconds = 0;
+};
+
 struct BenchOptions {
   int steps = 200;                     // timed steps per per-step figure (after 20 warm-up steps)
   bool encoder_steps = true, decoder_steps = true;  // which per-step figures to measure
   bool products = false;  // each product of a step alone (bench_products.h)
   std::vector<double> offline_seconds{30, 300};
   Protocol protocol;
-  // Offline transcription of 16 kHz audio as `voxrt transcribe` runs it, without stopping at EOS;
-  // returns the decoder steps run.
-  std::function<int64_t(std::span<const float>)> transcribe;
+  // Offline transcription of 16 kHz audio as `voxrt transcribe` runs it, without stopping at EOS.
+  std::function<OfflineRun(std::span<const float>)> transcribe;
 };
 
 // rows x cols standard-normal values from a fixed seed: the benchmarks' inputs and test weights.

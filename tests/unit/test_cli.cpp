@@ -221,6 +221,9 @@ TEST(Cli, BenchWritesEveryFigureWithItsFloor) {
   ASSERT_EQ(j["offline"].size(), 2u);
   EXPECT_EQ(j["offline"][1]["audio_s"].get<double>(), 4.0);
   EXPECT_GT(j["offline"][1]["rtfx"].get<double>(), 0);
+  // The time inside the model's steps is part of the wall time.
+  EXPECT_GT(j["offline"][1]["in_steps_s"].get<double>(), 0);
+  EXPECT_LE(j["offline"][1]["in_steps_s"].get<double>(), j["offline"][1]["wall_s"].get<double>());
   EXPECT_GT(j["memory_in_use_bytes"].get<double>(), 0);
   EXPECT_GT(j["memory_after_step_figures_bytes"].get<double>(), 0);
 }
