@@ -11,7 +11,10 @@ set -uo pipefail
 source "$(dirname "$0")/gpu_machine.sh"
 [ $# -ge 1 ] || { echo "usage: scripts/gpu_ab.sh VARIANT [VARIANT...]" >&2; exit 2; }
 labels=()
-for spec in "$@"; do labels+=("$(printf '%s' "$spec" | tr -c 'A-Za-z0-9_.=-' '_')"); done
+# Labels name result folders: letters, digits, _ . - only (the device tool returns no other names).
+for spec in "$@"; do labels+=("$(printf '%s' "$spec" | tr -c 'A-Za-z0-9_.-' '_')"); done
+# A warm machine keeps /tmp between calls: drop an earlier call's runs so the table has this one's.
+for label in "${labels[@]}"; do rm -rf "$out/ab-$label-1" "$out/ab-$label-2"; done
 for round in 1 2; do
   for i in "${!labels[@]}"; do
     spec=${@:i+1:1}
