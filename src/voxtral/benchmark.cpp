@@ -164,14 +164,13 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
     const auto t0 = Clock::now();
     const OfflineRun run = o.transcribe(input);
     const double wall = ms_since(t0) / 1e3;
-    const int64_t steps = run.steps;
     const double positions = static_cast<double>(o.protocol.offline_positions(input.size()));
     const double frames = positions * c.downsample_factor;
     const double flops = frames * k.enc_flops_per_frame + positions * k.dec_flops_per_position;
     const double floor_s = std::max(flops / (ceil.matmul_tflops * 1e12),
-                                    steps * k.dec_step_bytes / read_bps);  // decode steps read all weights
+                                    run.steps * k.dec_step_bytes / read_bps);  // decode steps read all weights
     r["offline"].push_back({{"audio_s", seconds}, {"wall_s", wall}, {"rtfx", seconds / wall},
-                            {"floor_s", floor_s}, {"rtfx_floor", seconds / floor_s}, {"steps", steps},
+                            {"floor_s", floor_s}, {"rtfx_floor", seconds / floor_s}, {"steps", run.steps},
                             {"in_steps_s", run.step_seconds}});
   }
   r["memory_in_use_bytes"] = be.memory_in_use();
@@ -210,7 +209,7 @@ std::string format_benchmark(const nlohmann::json& r) {
                   "offline %4.0f s audio     RTFx %8.1f   (wall %.2f s, %.2f s of it in the model's steps; floor %.3f s "
                   "= RTFx %.0f)\n",
                   o["audio_s"].get<double>(), o["rtfx"].get<double>(), o["wall_s"].get<double>(),
-                  o.value("in_steps_s", 0.0), o["floor_s"].get<double>(), o["rtfx_floor"].get<double>());
+                  o["in_steps_s"].get<double>(), o["floor_s"].get<double>(), o["rtfx_floor"].get<double>());
     out += buf;
   }
   if (r.contains("memory_after_step_figures_bytes")) {

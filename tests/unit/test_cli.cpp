@@ -193,10 +193,16 @@ TEST(Cli, PullWithoutNetworkFailsFastWithAMessage) {
 namespace voxrt::test {
 namespace {
 
-// The one file a bench run wrote to `dir`, parsed into out (fatal failure if there is not exactly one).
-void read_only_json_in(const fs::path& dir, nlohmann::json& out) {
+// Runs `voxrt bench ARGS` on the tiny model and speech_short, checks it succeeded and printed
+// `printed`, and parses the one result file it wrote into out (fatal failures otherwise).
+void run_bench(const std::string& args, const char* printed, nlohmann::json& out) {
+  testutil::TempDir tmp;
+  const RunResult r = run_voxrt("bench -q " + args + " --model " + model_dir() + " --audio " + audio("speech_short") +
+                                " --out " + tmp.path().string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find(printed), std::string::npos) << r.out;
   std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  for (const auto& e : fs::directory_iterator(tmp.path())) files.push_back(e.path());
   ASSERT_EQ(files.size(), 1u);
   out = nlohmann::json::parse(slurp(files[0]));
 }
@@ -204,13 +210,8 @@ void read_only_json_in(const fs::path& dir, nlohmann::json& out) {
 // voxrt bench runs and records every figure with its floor (the figures themselves are not
 // checked: timing never goes in a test).
 TEST(Cli, BenchWritesEveryFigureWithItsFloor) {
-  testutil::TempDir tmp;
-  const RunResult r = run_voxrt("bench -q --steps 3 --offline-seconds 2,4 --model " + model_dir() + " --audio " +
-                                audio("speech_short") + " --out " + tmp.path().string());
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("decoder_step"), std::string::npos) << r.out;
   nlohmann::json j;
-  ASSERT_NO_FATAL_FAILURE(read_only_json_in(tmp.path(), j));
+  ASSERT_NO_FATAL_FAILURE(run_bench("--steps 3 --offline-seconds 2,4", "decoder_step", j));
   EXPECT_EQ(j["backend"], "cpu");
   EXPECT_GT(j["ceilings"]["copy_GBps"].get<double>(), 0);
   EXPECT_GT(j["ceilings"]["matmul_TFLOPs"].get<double>(), 0);
@@ -230,13 +231,8 @@ TEST(Cli, BenchWritesEveryFigureWithItsFloor) {
 
 // The products figure times each of a step's matrix products alone, with its floor.
 TEST(Cli, BenchProductsFigureListsEveryProductOfAStep) {
-  testutil::TempDir tmp;
-  const RunResult r = run_voxrt("bench -q --figures products --model " + model_dir() + " --audio " +
-                                audio("speech_short") + " --out " + tmp.path().string());
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("decoder gate+up"), std::string::npos) << r.out;
   nlohmann::json j;
-  ASSERT_NO_FATAL_FAILURE(read_only_json_in(tmp.path(), j));
+  ASSERT_NO_FATAL_FAILURE(run_bench("--figures products", "decoder gate+up", j));
   ASSERT_EQ(j["products"].size(), 11u);
   for (const auto& p : j["products"]) {
     EXPECT_GT(p["p50_us"].get<double>(), 0) << p["name"];

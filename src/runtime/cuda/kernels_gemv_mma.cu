@@ -269,11 +269,11 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 }
 
 template <int NT, typename XT, bool GATED>
-void launch_gated(const Params& p, cudaStream_t s) {
+void launch_instance(const Params& p, cudaStream_t s) {
   constexpr int NV = GATED ? 2 : 1;
   // The ring (reused for the warps' partial sums), then the staged x.
-  constexpr size_t ring = std::max<size_t>(ring_bytes(NV), sizeof(float) * kWarps * NV * NT * 4 * 32);
-  static_assert(ring == ring_bytes(NV), "the staged x starts at ring_bytes");
+  constexpr size_t ring = ring_bytes(NV);
+  static_assert(sizeof(float) * kWarps * NV * NT * 4 * 32 <= ring, "the warps' partial sums must fit the ring");
   const size_t smem = ring + static_cast<size_t>(p.M) * p.x_stage_stride * 16;
   const auto kernel = gemv_mma_kernel<NT, XT, GATED>;
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), ring + kXStageMaxBytes, "gemv_mma shared memory");
@@ -283,8 +283,8 @@ void launch_gated(const Params& p, cudaStream_t s) {
 
 template <int NT, typename XT>
 void launch_nt(const Params& p, bool gated, cudaStream_t s) {
-  if (gated) launch_gated<NT, XT, true>(p, s);
-  else launch_gated<NT, XT, false>(p, s);
+  if (gated) launch_instance<NT, XT, true>(p, s);
+  else launch_instance<NT, XT, false>(p, s);
 }
 
 template <typename XT>
