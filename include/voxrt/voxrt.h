@@ -29,6 +29,10 @@ struct EngineOptions {
   int gpu = 0;                  // CUDA device index
   int threads = 0;             // 0: all cores
   std::string layout = "auto"; // "auto", "mistral" or "hf": which checkpoint files to read
+  // Decoder positions verified in one pass when audio is ahead of the decoder (StreamDecoder's
+  // draft_rows): 0 picks 8 on a batch-invariant backend (the GPU: ids identical to stepping one
+  // position at a time) and 1 elsewhere (on the CPU a pass of several rows may round differently).
+  int draft_rows = 0;
 };
 
 struct TranscribeOptions {

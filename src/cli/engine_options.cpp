@@ -12,6 +12,10 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_option("--gpu", a.gpu, "CUDA device index")->capture_default_str();
   cmd->add_option("--layout", a.layout, "Checkpoint files to read: auto, mistral or hf")->capture_default_str();
   cmd->add_option("--threads,-t", a.threads, "CPU threads (default: all cores)");
+  cmd->add_option("--draft-rows", a.draft_rows,
+                  "Decoder positions verified per pass when audio is ahead (0: 8 on the GPU, 1 on the CPU)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 32));
   cmd->add_flag("--quiet,-q", a.quiet, "No messages on standard error");
 }
 
@@ -26,6 +30,7 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
   eo.gpu = a.gpu;
   eo.threads = a.threads;
   eo.layout = a.layout;
+  eo.draft_rows = a.draft_rows;
   std::unique_ptr<Engine> engine = Engine::load(dir, eo);
   const ModelInfo& info = engine->info();
   if (!a.quiet) {

@@ -16,6 +16,7 @@ struct EngineArgs {
   int gpu = 0;
   std::string layout = "auto";
   int threads = 0;
+  int draft_rows = 0;
   bool quiet = false;
 };
 

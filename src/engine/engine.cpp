@@ -25,6 +25,11 @@ namespace {
 
 // Audio handed to the pipeline at a time by offline transcription (bounds the buffered samples).
 constexpr double kOfflineChunkSeconds = 30.0;
+// Draft rows a pass on a batch-invariant backend (EngineOptions::draft_rows = 0). A pass of 8 rows
+// costs little more than one row on the GPU (the weights are read once either way).
+constexpr int kDefaultDraftRows = 8;
+// The most a pass may take at every delay (StreamDecoder allows the prompt length + 1, at least 35).
+constexpr int kMaxDraftRows = 32;
 
 LayoutPreference parse_layout(const std::string& s) {
   if (s == "auto") return LayoutPreference::Auto;
@@ -67,6 +72,9 @@ class EngineImpl final : public Engine {
  public:
   EngineImpl(const std::filesystem::path& dir, const EngineOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
+    if (o.draft_rows < 0 || o.draft_rows > kMaxDraftRows)
+      throw Error("draft_rows " + std::to_string(o.draft_rows) + ": expected 0 (automatic) to " +
+                  std::to_string(kMaxDraftRows));
     const std::filesystem::path tekken = dir / "tekken.json";
     if (!std::filesystem::exists(tekken)) throw Error(dir.string() + ": missing tekken.json (the tokenizer)");
     tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::load(tekken));
@@ -85,6 +93,7 @@ class EngineImpl final : public Engine {
     info_.decoder_layers = model_->config().decoder.n_layers;
     info_.vocab_size = model_->config().decoder.vocab_size;
     info_.default_delay_ms = tokenizer_->audio().transcription_delay_ms;
+    draft_rows_ = o.draft_rows > 0 ? o.draft_rows : backend_->batch_invariant() ? kDefaultDraftRows : 1;
     info_.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
@@ -101,7 +110,7 @@ class EngineImpl final : public Engine {
     bool stopped = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stopped = decode_whole(audio, p, /*stop_at_eos=*/true, on_step);
+      stopped = decode_whole(audio, p, /*stop_at_eos=*/true, on_step).stopped;
     }
     const double duration = static_cast<double>(audio.size()) / model_->config().audio.sampling_rate;
     const double step_s = static_cast<double>(p.samples_per_step) / model_->config().audio.sampling_rate;
@@ -122,6 +131,7 @@ class EngineImpl final : public Engine {
     d.protocol = protocol(delay_ms);
     d.ids = ids();
     d.stop_at_eos = o.stop_at_eos;
+    d.draft_rows = draft_rows_;
     std::lock_guard<std::mutex> lock(mu_);  // the session's caches are allocated on the backend
     return std::make_unique<LiveSession>(*model_, *logmel_, *tokenizer_, mu_, d, o, delay_ms);
   }
@@ -132,10 +142,10 @@ class EngineImpl final : public Engine {
     b.protocol = protocol(delay_ms > 0 ? delay_ms : info_.default_delay_ms);
     b.transcribe = [this, &b](std::span<const float> audio) {  // run_benchmark runs under mu_
       OfflineRun run;
-      decode_whole(audio, b.protocol, /*stop_at_eos=*/false, [&](int32_t, double seconds) {
-        ++run.steps;
-        run.step_seconds += seconds;
-      });
+      run.decoder_passes = decode_whole(audio, b.protocol, /*stop_at_eos=*/false, [&](int32_t, double seconds) {
+                             ++run.steps;
+                             run.step_seconds += seconds;
+                           }).decoder_passes;
       return run;
     };
     nlohmann::json r;
@@ -152,20 +162,24 @@ class EngineImpl final : public Engine {
  private:
   // Offline transcription runs the streaming pipeline over the whole input, fed in 30 s chunks: its
   // ids are identical to the whole-file pass (run_offline; the parity and streaming tests hold
-  // both to the reference) and its memory stays flat however long the file is. Returns whether it
-  // stopped at EOS. The caller holds mu_.
-  bool decode_whole(std::span<const float> audio, const Protocol& p, bool stop_at_eos,
-                    const StreamDecoder::StepCallback& on_step) {
+  // both to the reference) and its memory stays flat however long the file is. The caller holds mu_.
+  struct WholeRun {
+    bool stopped = false;  // at EOS
+    int64_t decoder_passes = 0;
+  };
+  WholeRun decode_whole(std::span<const float> audio, const Protocol& p, bool stop_at_eos,
+                        const StreamDecoder::StepCallback& on_step) {
     StreamDecoder::Options d;
     d.protocol = p;
     d.ids = ids();
     d.stop_at_eos = stop_at_eos;
+    d.draft_rows = draft_rows_;
     StreamDecoder decoder(*model_, *logmel_, d);
     const size_t chunk = static_cast<size_t>(kOfflineChunkSeconds * model_->config().audio.sampling_rate);
     for (size_t at = 0; at < audio.size() && !decoder.stopped(); at += chunk)
       decoder.feed(audio.subspan(at, std::min(chunk, audio.size() - at)), on_step);
     decoder.flush(on_step);
-    return decoder.stopped();
+    return {decoder.stopped(), decoder.decoder_passes()};
   }
 
   Protocol protocol(int delay_ms) const {
@@ -185,6 +199,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<VoxtralModel> model_;
   std::unique_ptr<LogMel> logmel_;
   ModelInfo info_;
+  int draft_rows_ = 1;
 };
 
 }  // namespace

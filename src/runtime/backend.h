@@ -154,6 +154,10 @@ class Backend {
   virtual size_t weight_element_bytes() const = 0;  // how a weight element is stored (4: fp32, 2: bf16)
   virtual size_t memory_in_use() const = 0;         // device memory in use, or the process's peak RSS
   virtual size_t kv_element_bytes() const { return 4; }  // how a KvCache stores an element (4: fp32, 2: bf16)
+  // Whether every op's result for a row is bit for bit the same whatever other rows share its batch,
+  // so that positions decoded together equal positions decoded one by one (draft verification,
+  // stream_decoder.h). The CPU's products (sgemv for one row, sgemm for more) are not.
+  virtual bool batch_invariant() const { return false; }
 
   // Memory.
   virtual float* allocate(size_t floats) = 0;

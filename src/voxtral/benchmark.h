@@ -20,6 +20,7 @@ namespace voxrt {
 struct OfflineRun {
   int64_t steps = 0;
   double step_seconds = 0;
+  int64_t decoder_passes = 0;  // decoder forward passes (each reads all the weights): steps / drafted rows kept
 };
 
 struct BenchOptions {

@@ -1,13 +1,14 @@
-// One greedy decoder step of one session: token + adapter vector in, argmax out, run as a Backend
-// step so that the CUDA backend replays it as a graph. The adapter vector is copied into the
-// step's own buffer first, outside the step (its source moves from one position to the next, the
-// step's launches must not), and the token id goes in as step data: the argmax's id is the only
+// Greedy decoder steps of one session: token + adapter vector in, argmax out, run as a Backend
+// step so that the CUDA backend replays it as a graph. The adapter vectors are copied into the
+// step's own buffer first, outside the step (their source moves from one position to the next, the
+// step's launches must not), and the token ids go in as step data: the argmax's ids are the only
 // thing that comes back to the host.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "voxtral/model.h"
 #include "voxtral/protocol.h"
@@ -28,6 +29,14 @@ class DecoderStep {
   // Decodes model position `pos` of the cache's slot 0 with input token `input`, the adapter vector
   // `audio` ([1, dim], backend memory) and n_delay delay tokens.
   DecoderStepResult run(int32_t input, Mat audio, int64_t pos, int n_delay, KvCache& cache);
+
+  // Decodes positions pos .. pos + k - 1 in one pass (k = inputs.size() = audio.rows): row i takes
+  // token inputs[i] and adapter vector audio row i, and attends to the rows before it, so it is
+  // step pos + i given that its input was the true previous output. The weights are read once for
+  // all k rows. On a backend whose rows do not depend on the batch (Backend::batch_invariant())
+  // each row's result is bit for bit what run() gives (draft verification, stream_decoder.h).
+  std::vector<DecoderStepResult> run_rows(std::span<const int32_t> inputs, Mat audio, int64_t pos, int n_delay,
+                                          KvCache& cache);
 
  private:
   VoxtralModel& model_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include "common/error.h"
 
@@ -33,6 +34,10 @@ StreamDecoder::StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Op
   if (opts_.encoder_position_limit <= 0) opts_.encoder_position_limit = c.decoder.max_position;
   if (opts_.decoder_position_limit <= 0) opts_.decoder_position_limit = c.decoder.max_position;
   check(opts_.max_batch_positions >= 1, "session", "max_batch_positions must be at least 1");
+  // A pass's rejected rows overwrite ring entries of positions draft_rows - 1 beyond it; the ring's
+  // prompt_len() spare entries (beyond the window) keep those out of every later query's window.
+  check(opts_.draft_rows >= 1 && opts_.draft_rows <= opts_.protocol.prompt_len() + 1, "session",
+        "draft_rows must be 1 .. " + std::to_string(opts_.protocol.prompt_len() + 1));
   mel_context_.assign(2 * static_cast<size_t>(n_mels_), 0.0f);
   const int max_frames = frames_per_position * opts_.max_batch_positions;
   mel_ = Buffer(&be, 2 * max_frames + 2, n_mels_);
@@ -101,7 +106,7 @@ void StreamDecoder::compute_mel_frames() {
   }
 }
 
-void StreamDecoder::encode_positions(int count, double& seconds) {
+void StreamDecoder::encode_positions(int count) {
   const auto t0 = std::chrono::steady_clock::now();
   Backend& be = model_.backend();
   const int factor = model_.config().downsample_factor;
@@ -135,16 +140,22 @@ void StreamDecoder::encode_positions(int count, double& seconds) {
   be.copy(queue_.row(queue_write_), adapter.data, static_cast<size_t>(count) * dim_);
   queue_write_ += count;
   encoded_positions_ += count;
-  seconds += seconds_since(t0);
+  queue_seconds_.insert(queue_seconds_.end(), count, seconds_since(t0) / count);
 }
 
-void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_per_position) {
+void StreamDecoder::run_decoder(const StepCallback& on_step) {
   const int P = opts_.protocol.prompt_len();
   const int n_delay = opts_.protocol.n_delay;
   auto queued = [&]() { return static_cast<int64_t>(queue_write_ - queue_read_); };
-  auto pop = [&](int n) {
+  auto pop = [&](int n) {  // returns the encoder seconds of the n vectors
     queue_read_ += n;
     next_decode_ += n;
+    double s = 0;
+    for (int i = 0; i < n; ++i) {
+      s += queue_seconds_.front();
+      queue_seconds_.pop_front();
+    }
+    return s;
   };
   auto emit = [&](int32_t id, double seconds) {
     last_token_ = id;
@@ -156,17 +167,31 @@ void StreamDecoder::run_decoder(const StepCallback& on_step, double enc_seconds_
     if (queued() < P) return;
     const auto t0 = std::chrono::steady_clock::now();
     const int32_t id = decode_prompt(model_, opts_.protocol, opts_.ids, queue_.view(queue_read_, P), dec_cache_).id;
-    pop(P);
-    emit(id, seconds_since(t0) + P * enc_seconds_per_position);
+    ++decoder_passes_;
+    const double decode_s = seconds_since(t0);
+    emit(id, decode_s + pop(P));
   }
   // Like offline, the last position (N - 1) is never decoded: its output would lie past the end.
-  while (!stopped_ && queued() > 0 && (final_positions_ < 0 || next_decode_ <= final_positions_ - 2)) {
+  auto decodable = [&]() {
+    const int64_t q = queued();
+    return final_positions_ < 0 ? q : std::min(q, final_positions_ - 1 - next_decode_);
+  };
+  std::vector<int32_t> inputs;
+  while (!stopped_ && decodable() > 0) {
     const auto t0 = std::chrono::steady_clock::now();
-    rebase_if_needed(dec_cache_, false, dec_base_, next_decode_, 1, opts_.decoder_position_limit);
-    const DecoderStepResult r =
-        decoder_step_.run(last_token_, queue_.view(queue_read_, 1), next_decode_ - dec_base_, n_delay, dec_cache_);
-    pop(1);
-    emit(r.id, seconds_since(t0) + enc_seconds_per_position);
+    const int k = static_cast<int>(std::min<int64_t>(opts_.draft_rows, decodable()));
+    rebase_if_needed(dec_cache_, false, dec_base_, next_decode_, k, opts_.decoder_position_limit);
+    // Row 0 takes the true previous token; rows 1.. guess that the output repeats it.
+    const int32_t guess = last_token_;
+    inputs.assign(k, guess);
+    const std::vector<DecoderStepResult> r =
+        decoder_step_.run_rows(inputs, queue_.view(queue_read_, k), next_decode_ - dec_base_, n_delay, dec_cache_);
+    ++decoder_passes_;
+    // Row i was fed the right token when row i - 1's output is the guess.
+    int kept = 1;
+    while (kept < k && r[kept - 1].id == guess) ++kept;
+    const double seconds = seconds_since(t0) / kept;
+    for (int i = 0; i < kept && !stopped_; ++i) emit(r[i].id, seconds + pop(1));
   }
 }
 
@@ -192,9 +217,8 @@ void StreamDecoder::pump(const StepCallback& on_step) {
   for (;;) {
     const int ready = static_cast<int>(mel_pending_.size() / n_mels_) / per_position;
     const int count = std::min(ready, opts_.max_batch_positions);
-    double enc_seconds = 0;
-    if (count > 0) encode_positions(count, enc_seconds);
-    run_decoder(on_step, count > 0 ? enc_seconds / count : 0.0);
+    if (count > 0) encode_positions(count);
+    run_decoder(on_step);
     if (count == 0 || stopped_) break;
   }
 }

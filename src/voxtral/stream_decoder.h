@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <span>
 #include <vector>
@@ -33,9 +34,18 @@ class StreamDecoder {
     // hours without reaching the model's 131072 positions. 0: the decoder's max_position.
     int64_t encoder_position_limit = 0;
     int64_t decoder_position_limit = 0;
+    // Draft verification: when several positions wait for the decoder (an offline file, a live
+    // stream that fell behind), up to draft_rows of them are decoded in one pass, each row fed the
+    // last output token as its guess of the token before it (the model's output is mostly runs of
+    // one token: [STREAMING_PAD] through silence and between words). The rows up to the first wrong
+    // guess are kept, so the ids are those of one step at a time, bit for bit on a batch-invariant
+    // backend (Backend::batch_invariant()), while the weights are read once for the whole pass.
+    // 1: one position per pass. At most the prompt length + 1 (the decoder ring's spare entries).
+    int draft_rows = 1;
   };
-  // Called once per decoder step with its output id and the compute time attributed to it
-  // (its decoder pass plus its share of the encoder pass that produced its position).
+  // Called once per decoder step with its output id and the compute time attributed to it: its
+  // share of its decoder pass (the prompt's, for the first) and of the encoder passes that
+  // produced its positions. Summed over the steps, no more than the time spent in both.
   using StepCallback = std::function<void(int32_t token, double seconds)>;
 
   StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Options& opts);
@@ -46,6 +56,7 @@ class StreamDecoder {
   bool flushed() const { return flushed_; }
   bool stopped() const { return stopped_; }  // stop_at_eos and EOS seen
   int64_t rebases() const { return rebases_; }
+  int64_t decoder_passes() const { return decoder_passes_; }  // decoder forward passes, the prompt's included
   size_t buffered_samples() const { return audio_.size(); }
   int64_t audio_samples() const { return fed_samples_; }  // real audio fed (no padding)
 
@@ -53,8 +64,8 @@ class StreamDecoder {
   void pump(const StepCallback& on_step);
   int64_t mel_frames_available() const;
   void compute_mel_frames();
-  void encode_positions(int count, double& seconds);
-  void run_decoder(const StepCallback& on_step, double encoder_seconds_per_position);
+  void encode_positions(int count);
+  void run_decoder(const StepCallback& on_step);
   // Shifts `base` (and the cache) so that model positions [next, next + count) stay below `limit`.
   void rebase_if_needed(KvCache& cache, bool encoder, int64_t& base, int64_t next, int count, int64_t limit);
 
@@ -79,6 +90,7 @@ class StreamDecoder {
   // queue_read_ is position next_decode_. They never visit the host.
   Buffer queue_;
   int queue_read_ = 0, queue_write_ = 0;
+  std::deque<double> queue_seconds_;  // each queued vector's share of its encoder pass
   std::string encoder_key_;
   DecoderStep decoder_step_;
   int64_t encoded_positions_ = 0;   // adapter vectors produced so far
@@ -88,6 +100,7 @@ class StreamDecoder {
   int32_t last_token_ = 0;
   bool flushed_ = false, stopped_ = false;
   int64_t rebases_ = 0;
+  int64_t decoder_passes_ = 0;
 };
 
 }  // namespace voxrt

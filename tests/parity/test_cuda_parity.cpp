@@ -5,24 +5,13 @@
 
 #include "audio/audio_file.h"
 #include "model/checkpoint.h"
+#include "gpu_here.h"
 #include "parity_check.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
-#ifdef VOXRT_WITH_CUDA
-#include "runtime/cuda/cuda_device.h"
-#endif
 
 namespace voxrt::test {
 namespace {
-
-#ifdef VOXRT_WITH_CUDA
-bool have_gpu() { return cuda::device_count() > 0; }
-#else
-bool have_gpu() { return false; }
-#endif
-
-#define REQUIRE_GPU()                                                                               \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA backend or device here: GPU parity skipped (runs on the GPU machine)"
 
 TEST(CudaParity, TinyModelStagesMatchReference) {
   REQUIRE_GPU();

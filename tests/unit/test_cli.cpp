@@ -225,8 +225,23 @@ TEST(Cli, BenchWritesEveryFigureWithItsFloor) {
   // The time inside the model's steps is part of the wall time.
   EXPECT_GT(j["offline"][1]["in_steps_s"].get<double>(), 0);
   EXPECT_LE(j["offline"][1]["in_steps_s"].get<double>(), j["offline"][1]["wall_s"].get<double>());
+  // The CPU decodes one position a pass unless asked to draft.
+  EXPECT_EQ(j["offline"][1]["decoder_passes"].get<int64_t>(), j["offline"][1]["steps"].get<int64_t>());
+  EXPECT_EQ(j["offline"][1]["passes_floor_s"].get<double>(), j["offline"][1]["floor_s"].get<double>());
   EXPECT_GT(j["memory_in_use_bytes"].get<double>(), 0);
   EXPECT_GT(j["memory_after_step_figures_bytes"].get<double>(), 0);
+}
+
+// With draft rows, the offline figure counts fewer decoder passes than steps (the tiny model's
+// output repeats tokens), and at least one pass per draft_rows steps.
+TEST(Cli, BenchOfflineFigureCountsDraftedPasses) {
+  nlohmann::json j;
+  ASSERT_NO_FATAL_FAILURE(run_bench("--draft-rows 4 --figures offline --offline-seconds 6", "decoder passes", j));
+  ASSERT_EQ(j["offline"].size(), 1u);
+  const int64_t steps = j["offline"][0]["steps"].get<int64_t>(), passes = j["offline"][0]["decoder_passes"].get<int64_t>();
+  EXPECT_LT(passes, steps);
+  EXPECT_GE(passes * 4, steps);
+  EXPECT_LE(j["offline"][0]["passes_floor_s"].get<double>(), j["offline"][0]["floor_s"].get<double>());
 }
 
 // The products figure times each of a step's matrix products alone, with its floor.

@@ -172,6 +172,10 @@ class CudaBackend final : public Backend {
 
   size_t weight_element_bytes() const override { return 2; }  // bf16
   size_t kv_element_bytes() const override { return kv_bytes_; }
+  // Every product goes through the GEMV kernels (see linear()) unless cuBLAS was asked for or a
+  // matrix's K is not a multiple of 8; the other ops treat rows one by one, and attention's chunks
+  // depend on the model alone (plan_attention).
+  bool batch_invariant() const override { return gemv_max_rows_ > 0 && !cublas_weights_; }
 
   size_t memory_in_use() const override {
     size_t free = 0, total = 0;
@@ -573,6 +577,7 @@ class CudaBackend final : public Backend {
     const size_t n = static_cast<size_t>(rows) * cols;
     auto d = std::make_shared<DeviceWeight>();
     d->bf16 = bf16;
+    if (bf16 && !cuda::gemv_supported(1, cols)) cublas_weights_ = true;  // linear() sends it to cuBLAS
     const size_t bytes = std::max<size_t>(256, n * (bf16 ? 2 : 4));
     const cudaError_t e = cudaMalloc(&d->data, bytes);
     if (e != cudaSuccess) {
@@ -925,6 +930,7 @@ class CudaBackend final : public Backend {
   Scratch xbf_, args_, attn_, results_, gemv_partials_, gemv_counters_;
   cuda::OpRepeat repeat_;  // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
   size_t kv_bytes_ = 2;  // K/V caches in bf16; VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements)
+  bool cublas_weights_ = false;  // a matrix whose products cuBLAS computes (batch_invariant)
   int gemv_max_rows_ = cuda::gemv_max_rows();  // 0 (VOXRT_CUDA_GEMV_MAX_ROWS=0): always cuBLAS, for timing
 
   std::unique_ptr<cuda::StepRecorder> steps_;  // steps as CUDA graphs (step_recorder.h)

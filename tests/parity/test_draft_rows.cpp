@@ -1,0 +1,168 @@
+// Draft verification (StreamDecoder::Options::draft_rows): several decoder positions in one pass
+// give what one position a pass gives. On a batch-invariant backend (the GPU) the rows of a pass
+// equal single steps bit for bit (logits, ids, margins); on the CPU, whose products round
+// differently for one row and for several, they agree within fp32 rounding, and the ids of whole
+// transcriptions still equal the reference's. GPU cases skip themselves elsewhere.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "audio/audio_file.h"
+#include "common/error.h"
+#include "golden.h"
+#include "gpu_here.h"
+#include "model/checkpoint.h"
+#include "voxrt/session.h"
+#include "voxrt/voxrt.h"
+#include "voxtral/benchmark.h"
+#include "voxtral/decoder_step.h"
+
+namespace voxrt::test {
+namespace {
+
+std::unique_ptr<Backend> backend_named(const std::string& name) {
+#ifdef VOXRT_WITH_CUDA
+  if (name == "cuda") return make_cuda_backend(0);
+#endif
+  return make_cpu_backend();
+}
+
+std::vector<float> host(Backend& be, Mat m) {
+  std::vector<float> v(static_cast<size_t>(m.rows) * m.cols);
+  be.download(v.data(), m.data, v.size());
+  return v;
+}
+
+struct Decoded {
+  std::vector<int32_t> ids;
+  std::vector<float> margins;
+  std::vector<float> logits;  // [rows, vocab]
+};
+
+class DraftRows : public ::testing::TestWithParam<std::string> {};
+
+// The prompt is prefilled from random adapter vectors, then positions P .. P + 6 are decoded with
+// fixed input tokens: one position a pass, and again (on a fresh cache) all seven in one pass.
+TEST_P(DraftRows, RowsOfOnePassEqualSingleSteps) {
+  if (GetParam() == "cuda") REQUIRE_GPU();
+  auto be = backend_named(GetParam());
+  std::unique_ptr<VoxtralModel> model;
+  {
+    const Checkpoint ckpt = Checkpoint::open(test_data() / "tiny" / "mistral", LayoutPreference::Mistral);
+    model = std::make_unique<VoxtralModel>(ckpt, *be);
+  }
+  const int dim = model->config().decoder.dim, rows = 7;
+  Protocol proto;
+  proto.n_delay = 3;
+  const int P = proto.prompt_len();
+  const std::vector<float> audio_host = random_rows(P + rows, dim, 11);
+  Buffer audio(be.get(), P + rows, dim);
+  be->upload(audio.data(), audio_host.data(), audio_host.size());
+  const std::vector<int32_t> inputs{5, 17, 17, 32, 32, 2, 40};
+  const int32_t vocab = model->config().decoder.vocab_size;
+  for (int32_t t : inputs) ASSERT_LT(t, vocab);
+
+  auto fresh_cache = [&] {
+    KvCache cache(be.get(), model->decoder_cache_shape(1, model->config().decoder.sliding_window + P));
+    decode_prompt(*model, proto, ProtocolIds{}, audio.view(0, P), cache);
+    return cache;
+  };
+  Decoded single, pass;
+  {
+    KvCache cache = fresh_cache();
+    DecoderStep step(*model, unique_step_key("test single"));
+    for (int i = 0; i < rows; ++i) {
+      const DecoderStepResult r = step.run(inputs[i], audio.view(P + i, 1), P + i, proto.n_delay, cache);
+      single.ids.push_back(r.id);
+      single.margins.push_back(r.margin);
+      const std::vector<float> l = host(*be, r.logits);
+      single.logits.insert(single.logits.end(), l.begin(), l.end());
+    }
+  }
+  {
+    KvCache cache = fresh_cache();
+    DecoderStep step(*model, unique_step_key("test rows"));
+    for (const DecoderStepResult& r : step.run_rows(inputs, audio.view(P, rows), P, proto.n_delay, cache)) {
+      pass.ids.push_back(r.id);
+      pass.margins.push_back(r.margin);
+      const std::vector<float> l = host(*be, r.logits);
+      pass.logits.insert(pass.logits.end(), l.begin(), l.end());
+    }
+  }
+  ASSERT_EQ(pass.logits.size(), single.logits.size());
+  EXPECT_EQ(pass.ids, single.ids);
+  if (be->batch_invariant()) {
+    EXPECT_EQ(pass.margins, single.margins);
+    EXPECT_EQ(pass.logits, single.logits);  // bit for bit
+  } else {
+    double max_err = 0, max_ref = 0;
+    for (size_t i = 0; i < pass.logits.size(); ++i) {
+      max_err = std::max(max_err, std::abs(static_cast<double>(pass.logits[i]) - single.logits[i]));
+      max_ref = std::max(max_ref, std::abs(static_cast<double>(single.logits[i])));
+    }
+    EXPECT_LE(max_err, 1e-5 * max_ref) << "CPU rows of one pass against single steps";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, DraftRows, ::testing::Values("cpu", "cuda"),
+                         [](const auto& info) { return info.param; });
+
+std::vector<float> wav(const std::string& name) { return load_audio_mono(test_data() / "audio" / (name + ".wav")); }
+
+// Whole transcriptions and live sessions with drafted passes give the reference's ids (the tiny
+// goldens), whatever the pass size; the CPU engine drafts only when asked.
+TEST(DraftRowsEngine, CpuTranscriptionsKeepTheReferenceIds) {
+  for (int draft : {2, 8, 32}) {
+    EngineOptions o;
+    o.device = "cpu";
+    o.draft_rows = draft;
+    auto engine = Engine::load(test_data() / "tiny" / "mistral", o);
+    for (const auto& [name, delay] : std::vector<std::pair<std::string, int>>{
+             {"speech_short", 160}, {"speech_short", 480}, {"speech_short", 2400}, {"speech_long", 480},
+             {"odd_length", 480}, {"jfk", 480}}) {
+      const std::vector<int32_t> golden =
+          Golden(test_data() / "tiny" / "golden" / (name + "_" + std::to_string(delay) + ".safetensors")).i32("tokens");
+      const std::vector<float> audio = wav(name);
+      EXPECT_EQ(engine->transcribe(audio, {.delay_ms = delay}).tokens, golden) << name << " " << delay << " ms, draft " << draft;
+      // A live session fed 1 s at a time has up to 12 positions waiting after each chunk.
+      auto s = engine->open_session({.delay_ms = delay});
+      for (size_t at = 0; at < audio.size(); at += 16000)
+        s->feed(std::span<const float>(audio.data() + at, std::min<size_t>(16000, audio.size() - at)));
+      s->flush();
+      EXPECT_EQ(s->transcript().tokens, golden) << name << " live, " << delay << " ms, draft " << draft;
+    }
+  }
+}
+
+TEST(DraftRowsEngine, OutOfRangeDraftRowsAreRefused) {
+  EngineOptions o;
+  o.device = "cpu";
+  o.draft_rows = 33;
+  try {
+    Engine::load(test_data() / "tiny" / "mistral", o);
+    FAIL() << "draft_rows 33 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("draft_rows"), std::string::npos) << e.what();
+  }
+}
+
+// On the GPU drafting is on by default and must not change a single id.
+TEST(DraftRowsEngine, GpuDraftedTranscriptionsEqualOnePositionAPass) {
+  REQUIRE_GPU();
+  EngineOptions one;
+  one.device = "cuda";
+  one.draft_rows = 1;
+  EngineOptions drafted = one;
+  drafted.draft_rows = 0;  // the default: 8 on the GPU
+  auto a = Engine::load(test_data() / "tiny" / "mistral", one);
+  auto b = Engine::load(test_data() / "tiny" / "mistral", drafted);
+  for (const char* name : {"speech_short", "jfk", "speech_long", "odd_length"}) {
+    const std::vector<float> audio = wav(name);
+    const Transcript ta = a->transcribe(audio), tb = b->transcribe(audio);
+    EXPECT_EQ(tb.tokens, ta.tokens) << name;
+    EXPECT_FALSE(ta.tokens.empty()) << name;
+  }
+}
+
+}  // namespace
+}  // namespace voxrt::test
