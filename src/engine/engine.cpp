@@ -142,10 +142,12 @@ class EngineImpl final : public Engine {
     b.protocol = protocol(delay_ms > 0 ? delay_ms : info_.default_delay_ms);
     b.transcribe = [this, &b](std::span<const float> audio) {  // run_benchmark runs under mu_
       OfflineRun run;
-      run.decoder_passes = decode_whole(audio, b.protocol, /*stop_at_eos=*/false, [&](int32_t, double seconds) {
-                             ++run.steps;
-                             run.step_seconds += seconds;
-                           }).decoder_passes;
+      const WholeRun whole = decode_whole(audio, b.protocol, /*stop_at_eos=*/false, [&](int32_t, double seconds) {
+        ++run.steps;
+        run.step_seconds += seconds;
+      });
+      run.decoder_passes = whole.decoder_passes;
+      run.encoder_seconds = whole.encoder_seconds;
       return run;
     };
     nlohmann::json r;
@@ -166,6 +168,7 @@ class EngineImpl final : public Engine {
   struct WholeRun {
     bool stopped = false;  // at EOS
     int64_t decoder_passes = 0;
+    double encoder_seconds = 0;
   };
   WholeRun decode_whole(std::span<const float> audio, const Protocol& p, bool stop_at_eos,
                         const StreamDecoder::StepCallback& on_step) {
@@ -179,7 +182,7 @@ class EngineImpl final : public Engine {
     for (size_t at = 0; at < audio.size() && !decoder.stopped(); at += chunk)
       decoder.feed(audio.subspan(at, std::min(chunk, audio.size() - at)), on_step);
     decoder.flush(on_step);
-    return {decoder.stopped(), decoder.decoder_passes()};
+    return {decoder.stopped(), decoder.decoder_passes(), decoder.encoder_seconds()};
   }
 
   Protocol protocol(int delay_ms) const {

@@ -175,7 +175,7 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
     r["offline"].push_back({{"audio_s", seconds}, {"wall_s", wall}, {"rtfx", seconds / wall},
                             {"floor_s", floor_s}, {"rtfx_floor", seconds / floor_s}, {"steps", run.steps},
                             {"decoder_passes", run.decoder_passes}, {"passes_floor_s", passes_floor_s},
-                            {"in_steps_s", run.step_seconds}});
+                            {"in_steps_s", run.step_seconds}, {"encoder_s", run.encoder_seconds}});
   }
   r["memory_in_use_bytes"] = be.memory_in_use();
   const StepStats st = be.step_stats();
@@ -210,10 +210,12 @@ std::string format_benchmark(const nlohmann::json& r) {
   }
   for (const auto& o : r["offline"]) {
     std::snprintf(buf, sizeof buf,
-                  "offline %4.0f s audio     RTFx %8.1f   (wall %.2f s, %.2f s of it in the model's steps; %lld steps in "
-                  "%lld decoder passes; floor at one step a pass %.3f s = RTFx %.0f, at the passes run %.3f s)\n",
+                  "offline %4.0f s audio     RTFx %8.1f   (wall %.2f s, %.2f s of it in the model's steps, %.2f s in the "
+                  "encoder's; %lld steps in %lld decoder passes; floor at one step a pass %.3f s = RTFx %.0f, at the "
+                  "passes run %.3f s)\n",
                   o["audio_s"].get<double>(), o["rtfx"].get<double>(), o["wall_s"].get<double>(),
-                  o["in_steps_s"].get<double>(), static_cast<long long>(o["steps"].get<int64_t>()),
+                  o["in_steps_s"].get<double>(), o["encoder_s"].get<double>(),
+                  static_cast<long long>(o["steps"].get<int64_t>()),
                   static_cast<long long>(o["decoder_passes"].get<int64_t>()), o["floor_s"].get<double>(),
                   o["rtfx_floor"].get<double>(), o["passes_floor_s"].get<double>());
     out += buf;

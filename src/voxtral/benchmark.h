@@ -21,6 +21,7 @@ struct OfflineRun {
   int64_t steps = 0;
   double step_seconds = 0;
   int64_t decoder_passes = 0;  // decoder forward passes (each reads all the weights): steps / drafted rows kept
+  double encoder_seconds = 0;  // in the encoder's passes (all of them: also positions never decoded)
 };
 
 struct BenchOptions {

@@ -140,7 +140,9 @@ void StreamDecoder::encode_positions(int count) {
   be.copy(queue_.row(queue_write_), adapter.data, static_cast<size_t>(count) * dim_);
   queue_write_ += count;
   encoded_positions_ += count;
-  queue_seconds_.insert(queue_seconds_.end(), count, seconds_since(t0) / count);
+  const double seconds = seconds_since(t0);
+  encoder_seconds_ += seconds;
+  queue_seconds_.insert(queue_seconds_.end(), count, seconds / count);
 }
 
 void StreamDecoder::run_decoder(const StepCallback& on_step) {

@@ -57,6 +57,7 @@ class StreamDecoder {
   bool stopped() const { return stopped_; }  // stop_at_eos and EOS seen
   int64_t rebases() const { return rebases_; }
   int64_t decoder_passes() const { return decoder_passes_; }  // decoder forward passes, the prompt's included
+  double encoder_seconds() const { return encoder_seconds_; }  // in encoder passes (conv stem to adapter)
   size_t buffered_samples() const { return audio_.size(); }
   int64_t audio_samples() const { return fed_samples_; }  // real audio fed (no padding)
 
@@ -101,6 +102,7 @@ class StreamDecoder {
   bool flushed_ = false, stopped_ = false;
   int64_t rebases_ = 0;
   int64_t decoder_passes_ = 0;
+  double encoder_seconds_ = 0;
 };
 
 }  // namespace voxrt

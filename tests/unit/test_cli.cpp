@@ -225,6 +225,8 @@ TEST(Cli, BenchWritesEveryFigureWithItsFloor) {
   // The time inside the model's steps is part of the wall time.
   EXPECT_GT(j["offline"][1]["in_steps_s"].get<double>(), 0);
   EXPECT_LE(j["offline"][1]["in_steps_s"].get<double>(), j["offline"][1]["wall_s"].get<double>());
+  EXPECT_GT(j["offline"][1]["encoder_s"].get<double>(), 0);
+  EXPECT_LE(j["offline"][1]["encoder_s"].get<double>(), j["offline"][1]["wall_s"].get<double>());
   // The CPU decodes one position a pass unless asked to draft.
   EXPECT_EQ(j["offline"][1]["decoder_passes"].get<int64_t>(), j["offline"][1]["steps"].get<int64_t>());
   EXPECT_EQ(j["offline"][1]["passes_floor_s"].get<double>(), j["offline"][1]["floor_s"].get<double>());
