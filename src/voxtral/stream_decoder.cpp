@@ -140,6 +140,9 @@ void StreamDecoder::encode_positions(int count) {
   be.copy(queue_.row(queue_write_), adapter.data, static_cast<size_t>(count) * dim_);
   queue_write_ += count;
   encoded_positions_ += count;
+  // Wait for the pass, so that its time is its own: a backend queues work (the GPU's), and the next
+  // decoder pass would otherwise absorb it (its ids come back to the host, so it waits anyway).
+  be.synchronize();
   const double seconds = seconds_since(t0);
   encoder_seconds_ += seconds;
   queue_seconds_.insert(queue_seconds_.end(), count, seconds / count);
