@@ -63,6 +63,34 @@ TEST(CudaAttentionPlan, ChunkDependsOnTheModelNotTheLaunch) {
 #endif
 }
 
+TEST(CudaAttentionPlan, RowsShareABlockOnlyAsConsecutivePositionsOfOneSlot) {
+#ifndef VOXRT_WITH_CUDA
+  GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
+#else
+  auto rows_per_block = [](std::vector<cuda::DevRowRef> rows, int heads, int kv_heads) {
+    return cuda::attention_rows_per_block(rows.data(), static_cast<int>(rows.size()), heads, kv_heads);
+  };
+  const std::vector<cuda::DevRowRef> step = {{0, 100}, {0, 101}, {0, 102}, {0, 103}};
+  EXPECT_EQ(rows_per_block(step, 32, 32), 4);  // an encoder step: MHA, 4 queries a block
+  EXPECT_EQ(rows_per_block(step, 32, 16), 2);  // 2 heads a block
+  EXPECT_EQ(rows_per_block(step, 32, 8), 1);   // the decoder's 4 heads fill a block
+  EXPECT_EQ(rows_per_block({{0, 100}}, 32, 32), 1);
+  // Groups are 4 consecutive rows of the launch; a short last group is fine, a break is not.
+  EXPECT_EQ(rows_per_block({{0, 7}, {0, 8}, {0, 9}, {0, 10}, {0, 11}, {0, 12}}, 32, 32), 4);
+  EXPECT_EQ(rows_per_block({{0, 7}, {0, 8}, {0, 9}, {0, 10}, {1, 50}, {1, 51}}, 32, 32), 4);
+  EXPECT_EQ(rows_per_block({{0, 7}, {0, 8}, {1, 9}, {1, 10}}, 32, 32), 1);
+  EXPECT_EQ(rows_per_block({{0, 7}, {0, 9}, {0, 10}, {0, 11}}, 32, 32), 1);
+  EXPECT_EQ(rows_per_block({{0, 7}, {0, 8}, {0, 9}, {0, 10}, {0, 12}, {0, 13}}, 32, 32), 4);
+  EXPECT_EQ(rows_per_block({{0, 7}, {0, 8}, {0, 9}, {0, 10}, {0, 12}, {0, 14}}, 32, 32), 1);
+  // The chunk does not depend on the grouping (only the block's shared memory does).
+  const cuda::AttentionPlan one = cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, 1);
+  const cuda::AttentionPlan four = cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, 4);
+  EXPECT_EQ(one.chunk, four.chunk);
+  EXPECT_EQ(four.rows_per_block, 4);
+  EXPECT_LE(four.smem_bytes, cuda::kAttentionMaxSmemBytes);
+#endif
+}
+
 TEST(CudaAttentionPlan, StagedChunkFitsSharedMemoryForEverySupportedShape) {
 #ifndef VOXRT_WITH_CUDA
   GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";

@@ -467,9 +467,13 @@ class CudaBackend final : public Backend {
     use_device();
     // Planned for a full window whatever the positions (blocks past a row's keys return at once):
     // the launch then depends on shapes only, so a recorded step replays at any position.
+    const int rows_per_block = attention_grouping_
+                                   ? cuda::attention_rows_per_block(reinterpret_cast<const DevRowRef*>(rows.data()),
+                                                                    q.rows, p.n_heads, p.n_kv_heads)
+                                   : 1;
     const cuda::AttentionPlan plan =
         cuda::plan_attention(q.rows, p.n_heads, p.n_kv_heads, p.head_dim, static_cast<int>(cache.element_bytes()),
-                             p.window, p.window, p.step_rows, sm_count_);
+                             p.window, p.window, p.step_rows, sm_count_, rows_per_block);
     const auto d = upload_args({{rows.data(), q.rows * sizeof(RowRef)}});
     cuda::AttentionArgs a;
     a.kv = layout(cache, layer);
@@ -484,7 +488,8 @@ class CudaBackend final : public Backend {
     a.ldo = out.cols;
     if (plan.scratch_floats > 0) a.scratch = static_cast<float*>(grow(attn_, plan.scratch_floats * sizeof(float)));
     if (steps_->recorded(17, cache.key_data(), cache.value_data(), layer, q.data, q.rows, q.cols, d[0], p.n_heads, p.window, p.scale,
-                 out.data, out.cols, a.scratch, plan.chunk, plan.nsplit, repeat_[cuda::OpKind::Attention]))
+                 out.data, out.cols, a.scratch, plan.chunk, plan.nsplit, plan.rows_per_block,
+                 repeat_[cuda::OpKind::Attention]))
       return;
     for (int i = 0; i < repeat_[cuda::OpKind::Attention]; ++i) cuda::launch_attention(a, plan, stream_);
   }
@@ -566,6 +571,7 @@ class CudaBackend final : public Backend {
       gemv_max_rows_ = std::clamp(std::atoi(env), 0, cuda::gemv_max_rows());
     if (const char* env = std::getenv("VOXRT_CUDA_KV"); env && std::strcmp(env, "fp32") == 0) kv_bytes_ = sizeof(float);
     repeat_ = cuda::parse_op_repeat(std::getenv("VOXRT_CUDA_REPEAT"));
+    if (const char* env = std::getenv("VOXRT_CUDA_ATTN_GROUP_ROWS")) attention_grouping_ = std::strcmp(env, "0") != 0;
   }
 
   static constexpr size_t kWeightChunk = size_t{1} << 24;  // elements per pinned weight chunk
@@ -928,6 +934,7 @@ class CudaBackend final : public Backend {
   void* staging_ = nullptr;  // pinned host memory
   size_t staging_cap_ = 0, staging_used_ = 0;
   Scratch xbf_, args_, attn_, results_, gemv_partials_, gemv_counters_;
+  bool attention_grouping_ = true;  // VOXRT_CUDA_ATTN_GROUP_ROWS=0: one row per attention block (to compare)
   cuda::OpRepeat repeat_;  // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
   size_t kv_bytes_ = 2;  // K/V caches in bf16; VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements)
   bool cublas_weights_ = false;  // a matrix whose products cuBLAS computes (batch_invariant)

@@ -77,13 +77,20 @@ struct AttentionPlan {
   int nsplit = 0;  // blocks per (row, head group) along the keys; 1 = no combine pass
   size_t scratch_floats = 0;  // partial results needed when nsplit > 1
   size_t smem_bytes = 0;      // a block's dynamic shared memory (queries, scores, the staged K and V)
+  int rows_per_block = 1;     // rows sharing a block's staged keys and values
 };
 // The most dynamic shared memory a chunk block may take (the H200 allows 227 KiB a block).
 constexpr size_t kAttentionMaxSmemBytes = 200 * 1024;
 // Chooses the key split (flash-decoding style) so that a live step (step_rows rows over a full
 // window) fills the GPU; the chunk size depends on the model, not on the batch (kernels_attention.cu).
+// rows_per_block: 1, or what attention_rows_per_block gives for the launch's rows.
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
-                             int window, int step_rows, int sm_count);
+                             int window, int step_rows, int sm_count, int rows_per_block = 1);
+// How many of a launch's rows a block may take together (their keys and values read once): more
+// than 1 when every group of that many consecutive rows holds consecutive positions of one slot
+// (an encoder step's frames, an offline pass's chunk) and the group's queries fit a block. Results
+// are the same bits either way (kernels_attention.cu). rows: host memory.
+int attention_rows_per_block(const DevRowRef* rows, int n_rows, int n_heads, int n_kv_heads);
 bool attention_head_dim_supported(int head_dim);  // 32, 64, 128, 256
 
 struct AttentionArgs {

@@ -54,7 +54,9 @@ struct SplitParams {
   AttentionArgs a;
   int chunk, nsplit;
   int group;        // query heads per kv head
-  int head_blocks;  // blocks per kv head along the group (group > kHeadsPerBlock)
+  int head_blocks;      // blocks per kv head along the group (group > kHeadsPerBlock)
+  int heads_per_block;  // the kernel's G: min(group, kHeadsPerBlock) rounded up to a power of two
+  int rows_per_block;   // the kernel's R: 1, or rows grouped by attention_rows_per_block
 };
 
 // The partial results: (max, sum) per (row, head, chunk), then the accumulators, 16-byte aligned.
@@ -89,22 +91,24 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory"); }
 
-// The shared memory of a chunk block: the queries [G][HD] floats; the scores/probabilities
-// [G][chunk] or the value phase's slice reduction [slices - 1][G][HD], whichever is larger; then
-// the chunk's keys and values as stored, each row padded by 16 bytes so that threads reading
-// different rows at the same offset fall in different banks. The plan caps the chunk so that this
-// fits kAttentionMaxSmemBytes. (Staging the values in the keys' space after the score phase halves
+// The shared memory of a chunk block of R rows and G heads (Q = R * G queries): the queries [Q][HD]
+// floats; the scores/probabilities [Q][chunk] or the value phase's slices [slices][Q][HD], whichever
+// is larger; then the keys and values of the rows' chunks as stored (chunk + R - 1 rows: the rows'
+// chunks start one key apart), each row padded by 16 bytes so that threads reading different rows
+// at the same offset fall in different banks. The plan caps the chunk so that this fits
+// kAttentionMaxSmemBytes. (Staging the values in the keys' space after the score phase halves
 // this, but measured slower: decoder step 2.72 -> 3.58 ms, encoder step 1.77 -> 1.83 ms, H200.)
 __host__ __device__ constexpr int value_slices(int head_dim, int elem_bytes) { return kThreads / (head_dim * elem_bytes / 16); }
 __host__ __device__ constexpr int padded_row_bytes(int head_dim, int elem_bytes) { return head_dim * elem_bytes + 16; }
-__host__ __device__ constexpr size_t chunk_work_floats(int head_dim, int elem_bytes, int g, int chunk) {
-  const size_t scores = static_cast<size_t>(g) * chunk;
-  const size_t red = static_cast<size_t>(value_slices(head_dim, elem_bytes) - 1) * g * head_dim;
+__host__ __device__ constexpr size_t chunk_work_floats(int head_dim, int elem_bytes, int queries, int chunk) {
+  const size_t scores = static_cast<size_t>(queries) * chunk;
+  const size_t red = static_cast<size_t>(value_slices(head_dim, elem_bytes)) * queries * head_dim;
   return scores > red ? scores : red;
 }
-__host__ __device__ constexpr size_t chunk_smem_bytes(int head_dim, int elem_bytes, int g, int chunk) {
-  return (static_cast<size_t>(g) * head_dim + chunk_work_floats(head_dim, elem_bytes, g, chunk)) * sizeof(float) +
-         2 * static_cast<size_t>(chunk) * padded_row_bytes(head_dim, elem_bytes);
+__host__ __device__ constexpr size_t chunk_smem_bytes(int head_dim, int elem_bytes, int g, int rows, int chunk) {
+  return (static_cast<size_t>(g) * rows * head_dim + chunk_work_floats(head_dim, elem_bytes, g * rows, chunk)) *
+             sizeof(float) +
+         2 * static_cast<size_t>(chunk + rows - 1) * padded_row_bytes(head_dim, elem_bytes);
 }
 
 // Query heads per block for a group: min(group, kHeadsPerBlock) rounded up to a power of two.
@@ -114,21 +118,33 @@ int heads_per_block(int group) {
   return g;
 }
 
-// One (row, kv head, head block, key chunk): see the file comment. HD is the head dimension, T the
-// cache's element type, G the query heads per block (the group, rounded up to a power of two, at
-// most kHeadsPerBlock; padding heads get a zero query and are never written). G is a template
-// argument so that no instruction is spent on heads a block does not have: with a runtime head
-// count the loops ran predicated over 8 heads, and a decoder block (4 heads) or an encoder block
-// (1 head) issued 2x or 8x the instructions it needed. A block is latency-bound (few blocks hold
-// keys in a short window), so its time is its round trips and the instructions of a thread: the
-// chunk's keys and values are copied to shared memory in one round trip (cp.async), the scores
-// are one thread per key, the values one 16-byte piece of a row per thread.
-template <int HD, typename T, int G>
+// Queries (rows x heads) a block may take when it groups rows: more would not fit its
+// accumulators in registers.
+constexpr int kMaxGroupedQueries = 4;
+int max_rows_per_block(int group) { return std::max(1, kMaxGroupedQueries / heads_per_block(group)); }
+
+// One (R rows, kv head, head block, key chunk): see the file comment. HD is the head dimension, T
+// the cache's element type, G the query heads per block (the group, rounded up to a power of two,
+// at most kHeadsPerBlock; padding heads get a zero query and are never written), R the rows per
+// block. G and R are template arguments so that no instruction is spent on heads or rows a block
+// does not have. A block is latency-bound (few blocks hold keys in a short window), so its time is
+// its round trips and the instructions of a thread: the chunk's keys and values are copied to
+// shared memory in one round trip (cp.async), the scores are one thread per key, the values one
+// 16-byte piece of a row per thread.
+//
+// Rows of a block (R > 1: the host groups only consecutive positions of one slot, an encoder
+// step's frames) share the keys and values they read: row i's chunk starts off_i keys into the
+// staged span. Each row's arithmetic is exactly the single-row block's (the same dot products,
+// the same softmax, each value slice summed over the same keys in the same order, the slices added
+// in the same order), so grouping never changes a result: a row computes the same bits alone, in a
+// group, live or offline.
+template <int HD, typename T, int G, int R>
 __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p) {
   using E = KvElem<T>;
   pdl_trigger();
   pdl_wait();
   constexpr int NW = kThreads / 32;
+  constexpr int Q = R * G;  // queries: row i, head g is query i * G + g
   constexpr int kEl = static_cast<int>(sizeof(T));
   constexpr int kVec = E::kPer16, TPK = HD / kVec, KS = value_slices(HD, kEl);
   constexpr int kRowBytes = padded_row_bytes(HD, kEl);
@@ -137,37 +153,67 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
 
   extern __shared__ float4 smem4[];
   float* qs = reinterpret_cast<float*>(smem4);
-  float* smem = qs + G * HD;
-  char* kst = reinterpret_cast<char*>(smem + chunk_work_floats(HD, kEl, G, p.chunk));
-  char* vst = kst + static_cast<size_t>(p.chunk) * kRowBytes;
-  __shared__ float s_m[G], s_l[G];
+  float* smem = qs + Q * HD;
+  char* kst = reinterpret_cast<char*>(smem + chunk_work_floats(HD, kEl, Q, p.chunk));
+  char* vst = kst + static_cast<size_t>(p.chunk + R - 1) * kRowBytes;
+  __shared__ float s_m[Q], s_l[Q];
 
   const AttentionArgs& a = p.a;
-  const int r = blockIdx.x / p.nsplit, split = blockIdx.x % p.nsplit;
+  const int r0 = (blockIdx.x / p.nsplit) * R, split = blockIdx.x % p.nsplit;
   const int kvh = blockIdx.y / p.head_blocks, hb = blockIdx.y % p.head_blocks;
   const int h0 = kvh * p.group + hb * G;
   const int gcount = min(G, p.group - hb * G);
-  long long first;
-  int n;
-  key_range(p, r, first, n);
   const int j0 = split * p.chunk;
-  if (j0 >= n) return;  // this row has fewer chunks than the longest row
-  const int cnt = min(p.chunk, n - j0);
+  // Row i's keys in this chunk: cnt[i] of them from absolute position start[i] (none: cnt 0).
+  int cnt[R];
+  long long start[R], lo = 0, hi = 0;
+  bool any = false;
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    cnt[i] = 0;
+    start[i] = 0;
+    if (r0 + i >= a.n_rows) continue;
+    long long first;
+    int n;
+    key_range(p, r0 + i, first, n);
+    if (j0 >= n) continue;  // this row has fewer chunks than the longest row
+    cnt[i] = min(p.chunk, n - j0);
+    start[i] = first + j0;
+    lo = any ? min(lo, start[i]) : start[i];
+    hi = any ? max(hi, start[i] + cnt[i]) : start[i] + cnt[i];
+    any = true;
+  }
+  if (!any) return;
+  const int span = static_cast<int>(hi - lo);  // at most chunk + R - 1 (the host's grouping)
+  int off[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) off[i] = static_cast<int>(start[i] - lo);
+  // The same per row in shared memory, for loops whose row is not a compile-time index (a register
+  // array indexed at run time would go to local memory).
+  __shared__ int s_cnt[R], s_off[R];
+  if (threadIdx.x < R) {
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+      if (i == static_cast<int>(threadIdx.x)) {
+        s_cnt[i] = cnt[i];
+        s_off[i] = off[i];
+      }
+  }
   const int ring = a.kv.ring;
-  const int e0 = static_cast<int>((first + j0) % ring);
+  const int e0 = static_cast<int>(lo % ring);
   const int width = a.kv.kv_heads * HD;
-  const size_t base = static_cast<size_t>(a.rows[r].slot) * a.kv.per_slot +
+  const size_t base = static_cast<size_t>(a.rows[r0].slot) * a.kv.per_slot +
                       static_cast<size_t>(a.kv.layer) * a.kv.per_layer + static_cast<size_t>(kvh) * HD;
   const T* kbase = static_cast<const T*>(a.kv.keys) + base;
   const T* vbase = static_cast<const T*>(a.kv.values) + base;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
 
-  // The chunk's rows of K or V on their way to shared memory, consecutive threads copying
+  // The span's rows of K or V on their way to shared memory, consecutive threads copying
   // consecutive pieces of a row.
   auto stage = [&](char* dst, const T* src) {
-    for (int i = tid; i < cnt * kPieces; i += kThreads) {
-      const int j = i / kPieces, piece = i % kPieces;
-      cp_async16(dst + j * kRowBytes + piece * 16, src + static_cast<size_t>(ring_entry(e0, j, ring)) * width + piece * kVec);
+    for (int i = tid; i < span * kPieces; i += kThreads) {
+      const int t = i / kPieces, piece = i % kPieces;
+      cp_async16(dst + t * kRowBytes + piece * 16, src + static_cast<size_t>(ring_entry(e0, t, ring)) * width + piece * kVec);
     }
     cp_async_commit();
   };
@@ -176,133 +222,134 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   // rows need not be aligned) while they travel.
   stage(kst, kbase);
   stage(vst, vbase);
-  const float* qrow = a.q + static_cast<size_t>(r) * a.ldq + static_cast<size_t>(h0) * HD;
+  __syncthreads();  // s_cnt, s_off
 #pragma unroll
-  for (int i = tid; i < G * HD; i += kThreads) qs[i] = i / HD < gcount ? qrow[i] : 0.0f;
+  for (int i = tid; i < Q * HD; i += kThreads) {
+    const int q = i / HD, row = q / G, g = q % G;
+    const int row_cnt = R == 1 ? cnt[0] : s_cnt[row];
+    qs[i] = (row_cnt > 0 && g < gcount)
+                ? a.q[static_cast<size_t>(r0 + row) * a.ldq + static_cast<size_t>(h0 + g) * HD + i % HD]
+                : 0.0f;
+  }
   cp_async_wait<1>();  // this thread's keys have landed
   __syncthreads();     // everyone's keys, and the queries
 
-  // 1. Scores: s[g][j] = (q_g . k_j) * scale, thread tid taking keys tid, tid + kThreads, ...
-  // Two accumulators per head, alternating by piece, give each chain half the length.
+  // 1. Scores: s[q][j] = (q . k_j) * scale for key j of query q's row, thread tid taking staged keys
+  // tid, tid + kThreads, ... Two accumulators per query, alternating by piece, give each chain half
+  // the length.
   const float4* q4 = reinterpret_cast<const float4*>(qs);
-  for (int j = tid; j < cnt; j += kThreads) {
-    const uint4* krow = reinterpret_cast<const uint4*>(kst + j * kRowBytes);
-    float d[G][2];
+  for (int t = tid; t < span; t += kThreads) {
+    const uint4* krow = reinterpret_cast<const uint4*>(kst + t * kRowBytes);
+    float d[Q][2];
 #pragma unroll
-    for (int g = 0; g < G; ++g) d[g][0] = d[g][1] = 0.0f;
+    for (int q = 0; q < Q; ++q) d[q][0] = d[q][1] = 0.0f;
 #pragma unroll
     for (int i = 0; i < kPieces; ++i) {
       float x[kVec];
       E::widen16(krow[i], x);
 #pragma unroll
-      for (int g = 0; g < G; ++g) {
-        float& acc = d[g][i & 1];
+      for (int q = 0; q < Q; ++q) {
+        float& acc = d[q][i & 1];
 #pragma unroll
-        for (int t = 0; t < kVec; t += 4) {
-          const float4 qv = q4[(g * HD + i * kVec + t) / 4];
-          acc = fmaf(qv.x, x[t], acc);
-          acc = fmaf(qv.y, x[t + 1], acc);
-          acc = fmaf(qv.z, x[t + 2], acc);
-          acc = fmaf(qv.w, x[t + 3], acc);
+        for (int u = 0; u < kVec; u += 4) {
+          const float4 qv = q4[(q * HD + i * kVec + u) / 4];
+          acc = fmaf(qv.x, x[u], acc);
+          acc = fmaf(qv.y, x[u + 1], acc);
+          acc = fmaf(qv.z, x[u + 2], acc);
+          acc = fmaf(qv.w, x[u + 3], acc);
         }
       }
     }
 #pragma unroll
-    for (int g = 0; g < G; ++g) smem[g * p.chunk + j] = (d[g][0] + d[g][1]) * a.scale;
+    for (int q = 0; q < Q; ++q) {
+      const int row = q / G, j = t - off[row];
+      if (R == 1 || (j >= 0 && j < cnt[row])) smem[q * p.chunk + j] = (d[q][0] + d[q][1]) * a.scale;
+    }
   }
   __syncthreads();
 
-  // 2. Softmax statistics of the chunk, one warp per head; scores become exp(s - max).
-  for (int g = warp; g < G; g += NW) {
-    float* s = smem + g * p.chunk;
+  // 2. Softmax statistics of each query's chunk, one warp per query; scores become exp(s - max).
+  for (int q = warp; q < Q; q += NW) {
+    const int c = R == 1 ? cnt[0] : s_cnt[q / G];
+    float* s = smem + q * p.chunk;
     float m = -INFINITY;
-    for (int j = lane; j < cnt; j += 32) m = fmaxf(m, s[j]);
+    for (int j = lane; j < c; j += 32) m = fmaxf(m, s[j]);
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     float l = 0;
-    for (int j = lane; j < cnt; j += 32) {
+    for (int j = lane; j < c; j += 32) {
       const float e = expf(s[j] - m);
       s[j] = e;
       l += e;
     }
     for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
     if (lane == 0) {
-      s_m[g] = m;
-      s_l[g] = l;
+      s_m[q] = m;
+      s_l[q] = l;
     }
   }
   cp_async_wait<0>();  // this thread's values have landed
   __syncthreads();     // everyone's values, and the probabilities
 
-  // 3. Weighted values: slice ks of the block takes keys ks, ks + KS, ...; thread dd owns the kVec
-  // dims of one 16-byte piece of the row.
+  // 3. Weighted values: thread (ks, dd) takes staged keys ks, ks + KS, ... and owns the kVec dims of
+  // one 16-byte piece of the row. For row i that is its keys j = t - off[i] in slice
+  // (ks - off[i]) mod KS, in ascending order, as a single-row block's slice sums them; a key outside
+  // the row's chunk adds w = 0, which leaves the sum's bits as they are.
   const int ks = tid / TPK, dd = tid % TPK;
-  float acc[G][kVec];
+  float acc[Q][kVec];
 #pragma unroll
-  for (int g = 0; g < G; ++g)
+  for (int q = 0; q < Q; ++q)
 #pragma unroll
-    for (int t = 0; t < kVec; ++t) acc[g][t] = 0.0f;
+    for (int u = 0; u < kVec; ++u) acc[q][u] = 0.0f;
 #pragma unroll 4
-  for (int j = ks; j < cnt; j += KS) {
+  for (int t = ks; t < span; t += KS) {
     float x[kVec];
-    E::widen16(reinterpret_cast<const uint4*>(vst + j * kRowBytes)[dd], x);
+    E::widen16(reinterpret_cast<const uint4*>(vst + t * kRowBytes)[dd], x);
 #pragma unroll
-    for (int g = 0; g < G; ++g) {
-      const float w = smem[g * p.chunk + j];
+    for (int q = 0; q < Q; ++q) {
+      const int row = q / G, j = t - off[row];
+      const float w = (R == 1 || (j >= 0 && j < cnt[row])) ? smem[q * p.chunk + j] : 0.0f;
 #pragma unroll
-      for (int t = 0; t < kVec; ++t) acc[g][t] = fmaf(w, x[t], acc[g][t]);
+      for (int u = 0; u < kVec; ++u) acc[q][u] = fmaf(w, x[u], acc[q][u]);
     }
   }
-  if constexpr (KS > 1) {
-    __syncthreads();  // the probabilities are no longer needed: reuse the space
-    float4* red = reinterpret_cast<float4*>(smem);  // [KS - 1][G][HD / 4]
-    constexpr int kQuads = kVec / 4;
-    if (ks > 0) {
+  // The slices to shared memory (the probabilities are no longer needed), then each row's slices
+  // added in slice order: slice s of row i is thread slice (s + off[i]) mod KS.
+  constexpr int kQuads = kVec / 4;
+  float4* red = reinterpret_cast<float4*>(smem);  // [KS][Q][HD / 4]
+  __syncthreads();
 #pragma unroll
-      for (int g = 0; g < G; ++g)
+  for (int q = 0; q < Q; ++q)
 #pragma unroll
-        for (int t = 0; t < kQuads; ++t)
-          red[((ks - 1) * G + g) * (HD / 4) + dd * kQuads + t] =
-              float4{acc[g][4 * t], acc[g][4 * t + 1], acc[g][4 * t + 2], acc[g][4 * t + 3]};
+    for (int u = 0; u < kQuads; ++u)
+      red[(ks * Q + q) * (HD / 4) + dd * kQuads + u] =
+          float4{acc[q][4 * u], acc[q][4 * u + 1], acc[q][4 * u + 2], acc[q][4 * u + 3]};
+  __syncthreads();
+  for (int e = tid; e < Q * (HD / 4); e += kThreads) {
+    const int q = e / (HD / 4), d4 = e % (HD / 4), row = q / G, g = q % G;
+    const int row_cnt = R == 1 ? cnt[0] : s_cnt[row], row_off = R == 1 ? 0 : s_off[row];
+    if (row_cnt == 0 || g >= gcount) continue;
+    float4 o = red[((row_off % KS) * Q + q) * (HD / 4) + d4];
+    for (int s2 = 1; s2 < KS; ++s2) {
+      const float4 v = red[(((s2 + row_off) % KS) * Q + q) * (HD / 4) + d4];
+      o.x += v.x;
+      o.y += v.y;
+      o.z += v.z;
+      o.w += v.w;
     }
-    __syncthreads();
-    if (ks == 0) {
-      for (int k = 1; k < KS; ++k) {
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-#pragma unroll
-          for (int t = 0; t < kQuads; ++t) {
-            const float4 o = red[((k - 1) * G + g) * (HD / 4) + dd * kQuads + t];
-            acc[g][4 * t] += o.x;
-            acc[g][4 * t + 1] += o.y;
-            acc[g][4 * t + 2] += o.z;
-            acc[g][4 * t + 3] += o.w;
-          }
-        }
-      }
-    }
-  }
-  if (ks != 0) return;
-
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-    if (g >= gcount) continue;
-    const int h = h0 + g;
+    const int r = r0 + row, h = h0 + g;
     if (p.nsplit == 1) {
-      const float inv = s_l[g];
-      float* o = a.out + static_cast<size_t>(r) * a.ldo + static_cast<size_t>(h) * HD + dd * kVec;
-#pragma unroll
-      for (int t = 0; t < kVec; ++t) o[t] = acc[g][t] / inv;
+      const float l = s_l[q];
+      float* out = a.out + static_cast<size_t>(r) * a.ldo + static_cast<size_t>(h) * HD + 4 * d4;
+      out[0] = o.x / l;
+      out[1] = o.y / l;
+      out[2] = o.z / l;
+      out[3] = o.w / l;
     } else {
       const size_t cell = (static_cast<size_t>(r) * a.n_heads + h) * p.nsplit + split;
-      float* part_ml = a.scratch;
-      float4* part_acc = reinterpret_cast<float4*>(a.scratch + ml_floats(a.n_rows, a.n_heads, p.nsplit) + cell * HD) +
-                         dd * (kVec / 4);
-#pragma unroll
-      for (int t = 0; t < kVec / 4; ++t)
-        part_acc[t] = float4{acc[g][4 * t], acc[g][4 * t + 1], acc[g][4 * t + 2], acc[g][4 * t + 3]};
-      if (dd == 0) {
-        part_ml[cell * 2] = s_m[g];
-        part_ml[cell * 2 + 1] = s_l[g];
+      reinterpret_cast<float4*>(a.scratch + ml_floats(a.n_rows, a.n_heads, p.nsplit) + cell * HD)[d4] = o;
+      if (d4 == 0) {
+        a.scratch[cell * 2] = s_m[q];
+        a.scratch[cell * 2 + 1] = s_l[q];
       }
     }
   }
@@ -374,25 +421,29 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
   }
 }
 
-template <int HD, typename T, int G>
+template <int HD, typename T, int G, int R>
 void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
-  const size_t bytes = chunk_smem_bytes(HD, static_cast<int>(sizeof(T)), G, sp.chunk);
+  const size_t bytes = chunk_smem_bytes(HD, static_cast<int>(sizeof(T)), G, R, sp.chunk);
   check(bytes <= kAttentionMaxSmemBytes, "cuda attention", "chunk too large for shared memory");
-  allow_dynamic_smem(reinterpret_cast<const void*>(attention_chunk_kernel<HD, T, G>), kAttentionMaxSmemBytes,
+  allow_dynamic_smem(reinterpret_cast<const void*>(attention_chunk_kernel<HD, T, G, R>), kAttentionMaxSmemBytes,
                      "attention_chunk shared memory");
-  const dim3 grid(static_cast<unsigned>(static_cast<size_t>(sp.a.n_rows) * sp.nsplit),
+  const dim3 grid(static_cast<unsigned>(static_cast<size_t>(cdiv(sp.a.n_rows, R)) * sp.nsplit),
                   static_cast<unsigned>(n_kv_heads * sp.head_blocks));
-  launch_kernel("attention_chunk", attention_chunk_kernel<HD, T, G>, grid, dim3(kThreads), bytes, s, sp);
+  launch_kernel("attention_chunk", attention_chunk_kernel<HD, T, G, R>, grid, dim3(kThreads), bytes, s, sp);
 }
 
+// (G, R) pairs: R > 1 only where R * G <= kMaxGroupedQueries.
 template <int HD, typename T>
 void launch_chunks_typed(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
-  switch (heads_per_block(sp.group)) {
-    case 1: launch_chunks_grouped<HD, T, 1>(sp, n_kv_heads, s); break;
-    case 2: launch_chunks_grouped<HD, T, 2>(sp, n_kv_heads, s); break;
-    case 4: launch_chunks_grouped<HD, T, 4>(sp, n_kv_heads, s); break;
-    default: launch_chunks_grouped<HD, T, kHeadsPerBlock>(sp, n_kv_heads, s); break;
-  }
+  const int g = sp.heads_per_block, r = sp.rows_per_block;
+  if (g == 1 && r == 4) launch_chunks_grouped<HD, T, 1, 4>(sp, n_kv_heads, s);
+  else if (g == 2 && r == 2) launch_chunks_grouped<HD, T, 2, 2>(sp, n_kv_heads, s);
+  else if (r != 1) throw Error("cuda attention: " + std::to_string(r) + " rows per block unsupported for " +
+                               std::to_string(g) + " heads per block");
+  else if (g == 1) launch_chunks_grouped<HD, T, 1, 1>(sp, n_kv_heads, s);
+  else if (g == 2) launch_chunks_grouped<HD, T, 2, 1>(sp, n_kv_heads, s);
+  else if (g == 4) launch_chunks_grouped<HD, T, 4, 1>(sp, n_kv_heads, s);
+  else launch_chunks_grouped<HD, T, kHeadsPerBlock, 1>(sp, n_kv_heads, s);
 }
 
 template <int HD>
@@ -416,8 +467,16 @@ bool attention_head_dim_supported(int head_dim) {
   return head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256;
 }
 
+int attention_rows_per_block(const DevRowRef* rows, int n_rows, int n_heads, int n_kv_heads) {
+  const int r = max_rows_per_block(n_heads / std::max(1, n_kv_heads));
+  if (r == 1 || n_rows < 2) return 1;
+  for (int i = 1; i < n_rows; ++i)
+    if (i % r != 0 && (rows[i].slot != rows[i - 1].slot || rows[i].pos != rows[i - 1].pos + 1)) return 1;
+  return r;
+}
+
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
-                             int window, int step_rows, int sm_count) {
+                             int window, int step_rows, int sm_count, int rows_per_block) {
   AttentionPlan plan;
   const int group = n_heads / n_kv_heads;
   // The chunk size depends on the model alone (one row over a full window), never on the batch:
@@ -438,11 +497,15 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   }();
   int chunk = kMaxChunk;
   while (chunk > kMinChunk && blocks_per_split * cdiv(basis, chunk) < per_sm * sm_count) chunk /= 2;
-  // A block stages its chunk's keys and values in shared memory.
-  const int g = heads_per_block(group);
-  while (chunk > kMinChunk && chunk_smem_bytes(head_dim, kv_bytes, g, chunk) > kAttentionMaxSmemBytes) chunk /= 2;
+  // A block stages its chunk's keys and values in shared memory; the cap assumes the most rows a
+  // block may group, so that the chunk does not depend on how a launch's rows are grouped.
+  const int g = heads_per_block(group), most_rows = max_rows_per_block(group);
+  while (chunk > kMinChunk && chunk_smem_bytes(head_dim, kv_bytes, g, most_rows, chunk) > kAttentionMaxSmemBytes)
+    chunk /= 2;
+  check(rows_per_block == 1 || rows_per_block == most_rows, "cuda attention", "unsupported rows per block");
   plan.chunk = chunk;
-  plan.smem_bytes = chunk_smem_bytes(head_dim, kv_bytes, g, chunk);
+  plan.rows_per_block = rows_per_block;
+  plan.smem_bytes = chunk_smem_bytes(head_dim, kv_bytes, g, rows_per_block, chunk);
   plan.nsplit = std::max(1, cdiv(max_keys, chunk));
   if (plan.nsplit > 1)
     plan.scratch_floats = ml_floats(n_rows, n_heads, plan.nsplit) +
@@ -452,9 +515,11 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
 
 void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStream_t s) {
   if (a.n_rows <= 0 || a.n_heads <= 0) return;
-  const int group = a.n_heads / a.kv.kv_heads, g = heads_per_block(group);
-  const SplitParams sp{a, plan.chunk, plan.nsplit, group, cdiv(group, g)};
-  check(plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, a.kv.bf16 ? 2 : 4, g, plan.chunk),
+  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0, plan.rows_per_block};
+  sp.heads_per_block = heads_per_block(sp.group);
+  sp.head_blocks = cdiv(sp.group, sp.heads_per_block);
+  check(plan.smem_bytes ==
+            chunk_smem_bytes(a.kv.head_dim, a.kv.bf16 ? 2 : 4, sp.heads_per_block, plan.rows_per_block, plan.chunk),
         "cuda attention", "the plan was made for another head shape or cache element size");
   switch (a.kv.head_dim) {
     case 32: launch_chunks<32>(sp, a.kv.kv_heads, s); break;
