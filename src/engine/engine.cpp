@@ -1,6 +1,7 @@
 // The Engine behind the public API: loads a model directory onto a backend, transcribes files
 // (through the streaming pipeline, see transcribe()) and opens live sessions. Model work of all
 // calls and sessions on one engine is serialised by one mutex.
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 
@@ -25,10 +26,11 @@ namespace {
 
 // Audio handed to the pipeline at a time by offline transcription (bounds the buffered samples).
 constexpr double kOfflineChunkSeconds = 30.0;
-// Draft rows a pass on a batch-invariant backend (EngineOptions::draft_rows = 0). A pass of 8 rows
-// costs little more than one row on the GPU (the weights are read once either way).
+// Draft rows a pass on a batch-invariant backend (EngineOptions::draft_rows = 0). On the H200 a pass
+// of 8 rows takes ~3.4 ms against 2.4 ms for one (the weights are read once either way; the extra
+// is mostly the rows' attention), and 8 beat 2, 4 and 16 offline (bench/README.md, fifth session).
 constexpr int kDefaultDraftRows = 8;
-// The most a pass may take at every delay (StreamDecoder allows the prompt length + 1, at least 35).
+// The most rows --draft-rows may ask for (a pass takes at most the prompt length + 1: stream_options).
 constexpr int kMaxDraftRows = 32;
 
 LayoutPreference parse_layout(const std::string& s) {
@@ -127,11 +129,7 @@ class EngineImpl final : public Engine {
 
   std::unique_ptr<Session> open_session(const SessionOptions& o) override {
     const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
-    StreamDecoder::Options d;
-    d.protocol = protocol(delay_ms);
-    d.ids = ids();
-    d.stop_at_eos = o.stop_at_eos;
-    d.draft_rows = draft_rows_;
+    const StreamDecoder::Options d = stream_options(protocol(delay_ms), o.stop_at_eos);
     std::lock_guard<std::mutex> lock(mu_);  // the session's caches are allocated on the backend
     return std::make_unique<LiveSession>(*model_, *logmel_, *tokenizer_, mu_, d, o, delay_ms);
   }
@@ -172,17 +170,23 @@ class EngineImpl final : public Engine {
   };
   WholeRun decode_whole(std::span<const float> audio, const Protocol& p, bool stop_at_eos,
                         const StreamDecoder::StepCallback& on_step) {
-    StreamDecoder::Options d;
-    d.protocol = p;
-    d.ids = ids();
-    d.stop_at_eos = stop_at_eos;
-    d.draft_rows = draft_rows_;
-    StreamDecoder decoder(*model_, *logmel_, d);
+    StreamDecoder decoder(*model_, *logmel_, stream_options(p, stop_at_eos));
     const size_t chunk = static_cast<size_t>(kOfflineChunkSeconds * model_->config().audio.sampling_rate);
     for (size_t at = 0; at < audio.size() && !decoder.stopped(); at += chunk)
       decoder.feed(audio.subspan(at, std::min(chunk, audio.size() - at)), on_step);
     decoder.flush(on_step);
     return {decoder.stopped(), decoder.decoder_passes(), decoder.encoder_seconds()};
+  }
+
+  StreamDecoder::Options stream_options(const Protocol& p, bool stop_at_eos) const {
+    StreamDecoder::Options d;
+    d.protocol = p;
+    d.ids = ids();
+    d.stop_at_eos = stop_at_eos;
+    // A pass may take no more rows than the decoder ring has spare entries (stream_decoder.h); with
+    // the official 32 left-pad tokens that is at least 35, more than kMaxDraftRows.
+    d.draft_rows = std::min(draft_rows_, p.prompt_len() + 1);
+    return d;
   }
 
   Protocol protocol(int delay_ms) const {

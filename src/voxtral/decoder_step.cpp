@@ -42,7 +42,8 @@ std::vector<DecoderStepResult> DecoderStep::run_rows(std::span<const int32_t> in
   std::vector<float> margins(k);
   be.argmax(logits, ids, margins);
   std::vector<DecoderStepResult> r(k);
-  for (int i = 0; i < k; ++i) r[i] = {ids[i], margins[i], Mat{logits.data + static_cast<size_t>(i) * logits.cols, 1, logits.cols}};
+  for (int i = 0; i < k; ++i)
+    r[i] = {ids[i], margins[i], Mat{logits.data + static_cast<size_t>(i) * logits.cols, 1, logits.cols}};
   return r;
 }
 

@@ -3,7 +3,8 @@
 //   samples -> log-mel frame k as soon as samples [160k-200, 160k+200) of the left-padded stream
 //   exist -> conv stem per 8 mel frames with its carried context (2 mel rows, 1 conv1 row) ->
 //   encoder (ring cache of its window) -> adapter (4 frames -> 1 vector) -> decoder: prefill the
-//   prompt once its positions exist, then one step per new position.
+//   prompt once its positions exist, then one step per new position (several in one pass when
+//   they wait: Options::draft_rows).
 // A position needs 80 ms of audio plus 40 samples of look-ahead (the last mel window's half width).
 // flush() appends the offline right pad, and like offline the last position is never decoded, so
 // the number of steps equals the offline one.
