@@ -1,7 +1,9 @@
 // The key/value ring caches: storing rows, and sliding-window attention over them.
 //
-// Attention is split flash-decoding style. A block owns one (row, kv head, key chunk): it copies
-// the chunk's keys and values to shared memory, puts there the query heads that share the kv head
+// Attention is split flash-decoding style. A block owns one (row, kv head, key chunk), or up to 4
+// queries' worth of consecutive rows of one slot (attention_rows_per_block: an encoder step's
+// frames, an offline chunk), which then share what it stages: it copies the chunk's keys and
+// values to shared memory, puts there the query heads that share the kv head
 // (GQA: up to 8 per block), scores the keys (one thread per key), takes the chunk's softmax max and
 // sum, and accumulates the probability-weighted values. With one chunk per row (short windows,
 // many rows) it normalises and writes the output directly; otherwise each block writes (max, sum,
