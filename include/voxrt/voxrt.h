@@ -33,6 +33,7 @@ struct EngineOptions {
   // draft_rows): 0 picks 8 on a batch-invariant backend (the GPU: ids identical to stepping one
   // position at a time) and 1 elsewhere (on the CPU a pass of several rows may round differently).
   int draft_rows = 0;
+  static constexpr int kMaxDraftRows = 32;  // the most draft_rows may ask for
 };
 
 struct TranscribeOptions {

@@ -15,7 +15,7 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_option("--draft-rows", a.draft_rows,
                   "Decoder positions verified per pass when audio is ahead (0: 8 on the GPU, 1 on the CPU)")
       ->capture_default_str()
-      ->check(CLI::Range(0, 32));
+      ->check(CLI::Range(0, EngineOptions::kMaxDraftRows));
   cmd->add_flag("--quiet,-q", a.quiet, "No messages on standard error");
 }
 

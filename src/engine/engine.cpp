@@ -30,8 +30,6 @@ constexpr double kOfflineChunkSeconds = 30.0;
 // of 8 rows takes ~3.4 ms against 2.4 ms for one (the weights are read once either way; the extra
 // is mostly the rows' attention), and 8 beat 2, 4 and 16 offline (bench/README.md, fifth session).
 constexpr int kDefaultDraftRows = 8;
-// The most rows --draft-rows may ask for (a pass takes at most the prompt length + 1: stream_options).
-constexpr int kMaxDraftRows = 32;
 
 LayoutPreference parse_layout(const std::string& s) {
   if (s == "auto") return LayoutPreference::Auto;
@@ -74,9 +72,9 @@ class EngineImpl final : public Engine {
  public:
   EngineImpl(const std::filesystem::path& dir, const EngineOptions& o) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (o.draft_rows < 0 || o.draft_rows > kMaxDraftRows)
+    if (o.draft_rows < 0 || o.draft_rows > EngineOptions::kMaxDraftRows)
       throw Error("draft_rows " + std::to_string(o.draft_rows) + ": expected 0 (automatic) to " +
-                  std::to_string(kMaxDraftRows));
+                  std::to_string(EngineOptions::kMaxDraftRows));
     const std::filesystem::path tekken = dir / "tekken.json";
     if (!std::filesystem::exists(tekken)) throw Error(dir.string() + ": missing tekken.json (the tokenizer)");
     tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::load(tekken));
@@ -183,9 +181,8 @@ class EngineImpl final : public Engine {
     d.protocol = p;
     d.ids = ids();
     d.stop_at_eos = stop_at_eos;
-    // A pass may take no more rows than the decoder ring has spare entries (stream_decoder.h); with
-    // the official 32 left-pad tokens that is at least 35, more than kMaxDraftRows.
-    d.draft_rows = std::min(draft_rows_, p.prompt_len() + 1);
+    // With the official 32 left-pad tokens the protocol allows at least 35, more than kMaxDraftRows.
+    d.draft_rows = std::min(draft_rows_, StreamDecoder::max_draft_rows(p));
     return d;
   }
 

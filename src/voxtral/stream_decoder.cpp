@@ -34,10 +34,8 @@ StreamDecoder::StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Op
   if (opts_.encoder_position_limit <= 0) opts_.encoder_position_limit = c.decoder.max_position;
   if (opts_.decoder_position_limit <= 0) opts_.decoder_position_limit = c.decoder.max_position;
   check(opts_.max_batch_positions >= 1, "session", "max_batch_positions must be at least 1");
-  // A pass's rejected rows overwrite ring entries of positions draft_rows - 1 beyond it; the ring's
-  // prompt_len() spare entries (beyond the window) keep those out of every later query's window.
-  check(opts_.draft_rows >= 1 && opts_.draft_rows <= opts_.protocol.prompt_len() + 1, "session",
-        "draft_rows must be 1 .. " + std::to_string(opts_.protocol.prompt_len() + 1));
+  check(opts_.draft_rows >= 1 && opts_.draft_rows <= max_draft_rows(opts_.protocol), "session",
+        "draft_rows must be 1 .. " + std::to_string(max_draft_rows(opts_.protocol)));
   mel_context_.assign(2 * static_cast<size_t>(n_mels_), 0.0f);
   const int max_frames = frames_per_position * opts_.max_batch_positions;
   mel_ = Buffer(&be, 2 * max_frames + 2, n_mels_);

@@ -41,7 +41,7 @@ class StreamDecoder {
     // one token: [STREAMING_PAD] through silence and between words). The rows up to the first wrong
     // guess are kept, so the ids are those of one step at a time, bit for bit on a batch-invariant
     // backend (Backend::batch_invariant()), while the weights are read once for the whole pass.
-    // 1: one position per pass. At most the prompt length + 1 (the decoder ring's spare entries).
+    // 1: one position per pass. At most max_draft_rows().
     int draft_rows = 1;
   };
   // Called once per decoder step with its output id and the compute time attributed to it: its
@@ -50,6 +50,11 @@ class StreamDecoder {
   using StepCallback = std::function<void(int32_t token, double seconds)>;
 
   StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Options& opts);
+
+  // The most draft_rows a pass may take under this protocol: a pass's rejected rows overwrite ring
+  // entries of positions up to draft_rows - 1 beyond it, and the decoder ring's prompt_len() spare
+  // entries (beyond the window) keep those out of every later query's window.
+  static int max_draft_rows(const Protocol& p) { return p.prompt_len() + 1; }
 
   void feed(std::span<const float> samples, const StepCallback& on_step);
   void flush(const StepCallback& on_step);

@@ -2,15 +2,15 @@
 //
 // Attention is split flash-decoding style. A block owns one (row, kv head, key chunk), or up to 4
 // queries' worth of consecutive rows of one slot (attention_rows_per_block: an encoder step's
-// frames, an offline chunk), which then share what it stages: it copies the chunk's keys and
-// values to shared memory, puts there the query heads that share the kv head
-// (GQA: up to 8 per block), scores the keys (one thread per key), takes the chunk's softmax max and
-// sum, and accumulates the probability-weighted values. With one chunk per row (short windows,
-// many rows) it normalises and writes the output directly; otherwise each block writes (max, sum,
-// unnormalised accumulator) and a combine kernel rescales and merges the chunks. The chunk size is
-// chosen so that even a single decode row over 8192 keys launches several blocks per SM. K and V
-// are stored fp32 or bf16 (kv_elem.cuh); arithmetic is fp32 (expf, not __expf), so results match
-// the CPU's double-accumulated reference on the same K and V to ~1e-6 of max|V|.
+// frames, an offline chunk), which then share what it stages: it copies the chunk's keys and values
+// to shared memory, puts there the query heads that share the kv head (GQA: up to 8 per block),
+// scores the keys (one thread per key), takes the chunk's softmax max and sum, and accumulates the
+// probability-weighted values. With one chunk per row (short windows, many rows) it normalises and
+// writes the output directly; otherwise each block writes (max, sum, unnormalised accumulator) and
+// a combine kernel rescales and merges the chunks. The chunk size is chosen so that even a single
+// decode row over 8192 keys launches several blocks per SM. K and V are stored fp32 or bf16
+// (kv_elem.cuh); arithmetic is fp32 (expf, not __expf), so results match the CPU's
+// double-accumulated reference on the same K and V to ~1e-6 of max|V|.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
