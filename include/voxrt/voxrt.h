@@ -18,9 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "voxrt/error.h"
+
 namespace voxrt {
 
-class Error;  // src/common/error.h; derives from std::runtime_error
 class Session;
 struct SessionOptions;
 

@@ -1,17 +1,12 @@
-// voxrt::Error: the one exception type library code throws. Its message is meant for the user and
-// names the file, field or byte at fault ("params.json: missing field n_kv_heads"). The CLI and the
-// public API turn it into an exit code or an error value; nothing in the library aborts.
+// The checks library code makes before it throws voxrt::Error (include/voxrt/error.h): every
+// message names the file, field or value at fault.
 #pragma once
 
-#include <stdexcept>
 #include <string>
 
-namespace voxrt {
+#include "voxrt/error.h"
 
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& message) : std::runtime_error(message) {}
-};
+namespace voxrt {
 
 // Throws Error(where + ": " + what) unless cond holds.
 inline void check(bool cond, const std::string& where, const std::string& what) {
