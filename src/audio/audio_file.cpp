@@ -1,68 +1,50 @@
 #include "audio/audio_file.h"
 
-#include <sndfile.h>
 #include <soxr.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <memory>
 #include <string>
-#include <system_error>
 
+#include "audio/audio_reader.h"
+#include "audio/sndfile_source.h"
+#include "audio/wav_writer.h"
 #include "common/error.h"
 
 namespace voxrt {
 namespace {
 
-struct SndfileCloser {
-  void operator()(SNDFILE* f) const { sf_close(f); }
-};
-using SndfileHandle = std::unique_ptr<SNDFILE, SndfileCloser>;
-
-// Samples read per sf_readf_float call: bounded so that a header claiming a huge length cannot make
-// us allocate it up front; the vector grows only with what actually decodes.
-constexpr sf_count_t kReadChunkSamples = 1 << 16;
-
-SndfileHandle open_sndfile(const std::filesystem::path& path, SF_INFO& info) {
-  const std::string where = path.string();
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw Error(where + ": no such file");
-  if (std::filesystem::is_directory(path, ec)) throw Error(where + ": is a directory, not an audio file");
-  info = {};
-  SNDFILE* f = sf_open(where.c_str(), SFM_READ, &info);
-  if (f == nullptr) throw Error(where + ": cannot decode audio: " + sf_strerror(nullptr));
-  return SndfileHandle(f);
-}
-
-// Reads frames until the decoder stops. A truncated file ends early (or with a decoder error): we
-// keep whatever decoded, because partial audio is more useful than none.
-std::vector<float> read_all_frames(SNDFILE* f, int channels) {
-  const sf_count_t chunk_frames = std::max<sf_count_t>(1, kReadChunkSamples / channels);
-  std::vector<float> samples;
-  std::vector<float> chunk(static_cast<size_t>(chunk_frames) * static_cast<size_t>(channels));
-  for (;;) {
-    const sf_count_t got = sf_readf_float(f, chunk.data(), chunk_frames);
-    if (got <= 0) break;
-    samples.insert(samples.end(), chunk.begin(), chunk.begin() + got * channels);
-  }
-  return samples;
-}
+// Samples read per call: bounded so that a header claiming a huge length cannot make us allocate
+// it up front; the vector grows only with what actually decodes.
+constexpr size_t kReadChunkSamples = 1 << 16;
 
 }  // namespace
 
 DecodedAudio read_audio_file(const std::filesystem::path& path) {
-  const std::string where = path.string();
-  SF_INFO info;
-  SndfileHandle f = open_sndfile(path, info);
-  check(info.samplerate > 0, where, "invalid sample rate " + std::to_string(info.samplerate));
-  check(info.channels > 0, where, "invalid channel count " + std::to_string(info.channels));
-
+  SndfileSource source(path);
   DecodedAudio out;
-  out.sample_rate = info.samplerate;
-  out.channels = info.channels;
-  out.samples = read_all_frames(f.get(), info.channels);
-  check(!out.samples.empty(), where, "no audio samples");
+  out.sample_rate = source.sample_rate();
+  out.channels = source.channels();
+  const size_t channels = static_cast<size_t>(source.channels());
+  const size_t chunk_frames = std::max<size_t>(1, kReadChunkSamples / channels);
+  for (;;) {
+    const size_t at = out.samples.size();
+    out.samples.resize(at + chunk_frames * channels);
+    const size_t got = source.read(out.samples.data() + at, chunk_frames);
+    out.samples.resize(at + got * channels);
+    if (got == 0) break;
+  }
+  source.check_not_truncated_to_nothing();
   return out;
+}
+
+void downmix_frames(const float* interleaved, size_t frames, int channels, float* mono) {
+  for (size_t i = 0; i < frames; ++i) {
+    const float* frame = interleaved + i * static_cast<size_t>(channels);
+    double sum = 0.0;  // double so that the average of many channels is exact to float rounding
+    for (int c = 0; c < channels; ++c) sum += frame[c];
+    mono[i] = static_cast<float>(sum / channels);
+  }
 }
 
 std::vector<float> downmix_to_mono(const std::vector<float>& interleaved, int channels) {
@@ -71,14 +53,8 @@ std::vector<float> downmix_to_mono(const std::vector<float>& interleaved, int ch
         std::to_string(interleaved.size()) + " samples is not a whole number of " +
             std::to_string(channels) + "-channel frames");
   if (channels == 1) return interleaved;
-  const size_t frames = interleaved.size() / static_cast<size_t>(channels);
-  std::vector<float> mono(frames);
-  for (size_t i = 0; i < frames; ++i) {
-    const float* frame = interleaved.data() + i * static_cast<size_t>(channels);
-    double sum = 0.0;  // double so that the average of many channels is exact to float rounding
-    for (int c = 0; c < channels; ++c) sum += frame[c];
-    mono[i] = static_cast<float>(sum / channels);
-  }
+  std::vector<float> mono(interleaved.size() / static_cast<size_t>(channels));
+  downmix_frames(interleaved.data(), mono.size(), channels, mono.data());
   return mono;
 }
 
@@ -106,23 +82,16 @@ std::vector<float> resample(const std::vector<float>& mono, int from_rate, int t
 }
 
 std::vector<float> load_audio_mono(const std::filesystem::path& path, int target_rate) {
-  check(target_rate > 0, path.string(), "invalid target sample rate " + std::to_string(target_rate));
-  DecodedAudio audio = read_audio_file(path);
-  std::vector<float> mono = downmix_to_mono(audio.samples, audio.channels);
-  return resample(mono, audio.sample_rate, target_rate);
+  AudioFileReader reader(path, target_rate);
+  std::vector<float> all, block;
+  while (reader.read(block, kReadChunkSamples) > 0) all.insert(all.end(), block.begin(), block.end());
+  return all;
 }
 
 void write_wav_f32(const std::filesystem::path& path, const std::vector<float>& mono, int sample_rate) {
-  SF_INFO info{};
-  info.samplerate = sample_rate;
-  info.channels = 1;
-  info.format = SF_FORMAT_WAV | SF_FORMAT_FLOAT;
-  SNDFILE* f = sf_open(path.c_str(), SFM_WRITE, &info);
-  if (!f) throw Error(path.string() + ": cannot write audio: " + sf_strerror(nullptr));
-  const sf_count_t n = static_cast<sf_count_t>(mono.size());
-  const sf_count_t written = sf_writef_float(f, mono.data(), n);
-  const int close_error = sf_close(f);
-  if (written != n || close_error != 0) throw Error(path.string() + ": short write (disk full?)");
+  WavFileWriter writer(path, sample_rate);
+  writer.write(mono);
+  writer.close();
 }
 
 }  // namespace voxrt

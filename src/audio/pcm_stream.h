@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "audio/stream_resampler.h"
+
 namespace voxrt {
 
 // Little-endian sample encodings. U8 is unsigned (WAV's 8-bit PCM); S24 is packed in 3 bytes.
@@ -77,27 +79,6 @@ class WavStreamParser {
   std::optional<uint64_t> data_left_;  // unset: data runs to the end of the stream
   std::optional<PcmFormat> format_;
   uint64_t total_bytes_ = 0;
-};
-
-// soxr's streaming API, VHQ like the one-shot resample() in audio_file.h. Over a whole stream the
-// output matches resample() on the concatenated input (same filter, same length: round(n * ratio)).
-class StreamResampler {
- public:
-  StreamResampler(int from_rate, int to_rate);
-  ~StreamResampler();
-  StreamResampler(const StreamResampler&) = delete;
-  StreamResampler& operator=(const StreamResampler&) = delete;
-  void process(std::span<const float> in, std::vector<float>& out);
-  // End of input: drains the filter and trims or zero-pads the total to round(n * ratio).
-  void finish(std::vector<float>& out);
-
- private:
-  void run(const float* in, size_t n, std::vector<float>& out);
-  struct Soxr;
-  std::unique_ptr<Soxr> soxr_;
-  int from_rate_, to_rate_;
-  uint64_t in_total_ = 0, out_total_ = 0;
-  bool finished_ = false;
 };
 
 struct PcmStreamOptions {

@@ -3,9 +3,10 @@
 // calls and sessions on one engine is serialised by one mutex.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <mutex>
 
-#include "audio/audio_file.h"
+#include "audio/audio_reader.h"
 #include "audio/log_mel.h"
 #include "common/error.h"
 #include "model/checkpoint.h"
@@ -99,30 +100,19 @@ class EngineImpl final : public Engine {
 
   // Offline transcription: decode_whole with stop-at-EOS.
   Transcript transcribe(std::span<const float> audio, const TranscribeOptions& o) override {
-    const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
-    const Protocol p = protocol(delay_ms);
-    const int64_t total = p.offline_steps(audio.size());
-    std::vector<int32_t> tokens;
-    auto on_step = [&](int32_t id, double) {
-      tokens.push_back(id);
-      if (o.progress) o.progress(static_cast<int>(tokens.size()), static_cast<int>(total));
-    };
-    bool stopped = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stopped = decode_whole(audio, p, /*stop_at_eos=*/true, on_step).stopped;
-    }
-    const double duration = static_cast<double>(audio.size()) / model_->config().audio.sampling_rate;
-    const double step_s = static_cast<double>(p.samples_per_step) / model_->config().audio.sampling_rate;
-    Transcript t = assemble_transcript(*tokenizer_, tokens, step_s, duration);
-    t.eos = stopped;
-    t.delay_ms = delay_ms;
-    return t;
+    return transcribe_chunks(chunks_of(audio), static_cast<int64_t>(audio.size()), o);
   }
 
+  // The file is read a block at a time while it is transcribed: host memory does not grow with its
+  // length. Its header's frame count sizes the progress (an estimate for some formats).
   Transcript transcribe_file(const std::filesystem::path& path, const TranscribeOptions& o) override {
-    const std::vector<float> audio = load_audio_mono(path, model_->config().audio.sampling_rate);
-    return transcribe(audio, o);
+    AudioFileReader reader(path, model_->config().audio.sampling_rate);
+    std::vector<float> block;
+    const ChunkSource next = [&]() {
+      reader.read(block, offline_chunk_samples());
+      return std::span<const float>(block);
+    };
+    return transcribe_chunks(next, reader.expected_samples().value_or(0), o);
   }
 
   std::unique_ptr<Session> open_session(const SessionOptions& o) override {
@@ -138,7 +128,7 @@ class EngineImpl final : public Engine {
     b.protocol = protocol(delay_ms > 0 ? delay_ms : info_.default_delay_ms);
     b.transcribe = [this, &b](std::span<const float> audio) {  // run_benchmark runs under mu_
       OfflineRun run;
-      const WholeRun whole = decode_whole(audio, b.protocol, /*stop_at_eos=*/false, [&](int32_t, double seconds) {
+      const WholeRun whole = decode_whole(chunks_of(audio), b.protocol, /*stop_at_eos=*/false, [&](int32_t, double seconds) {
         ++run.steps;
         run.step_seconds += seconds;
       });
@@ -158,22 +148,70 @@ class EngineImpl final : public Engine {
   }
 
  private:
+  // The next piece of the input; an empty span ends it.
+  using ChunkSource = std::function<std::span<const float>()>;
+
+  size_t offline_chunk_samples() const {
+    return static_cast<size_t>(kOfflineChunkSeconds * model_->config().audio.sampling_rate);
+  }
+
+  // An input held in memory, handed out in offline chunks.
+  ChunkSource chunks_of(std::span<const float> audio) const {
+    return [audio, at = size_t{0}, chunk = offline_chunk_samples()]() mutable {
+      const std::span<const float> piece = audio.subspan(at, std::min(chunk, audio.size() - at));
+      at += piece.size();
+      return piece;
+    };
+  }
+
+  // `expected_samples` sizes the progress total only; the input may turn out shorter or longer.
+  Transcript transcribe_chunks(const ChunkSource& next, int64_t expected_samples, const TranscribeOptions& o) {
+    const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
+    const Protocol p = protocol(delay_ms);
+    const int64_t expected_steps = expected_samples > 0 ? p.offline_steps(static_cast<size_t>(expected_samples)) : 0;
+    std::vector<int32_t> tokens;
+    auto on_step = [&](int32_t id, double) {
+      tokens.push_back(id);
+      // A header that under-states the length must not take the progress past 100 %.
+      const int64_t done = static_cast<int64_t>(tokens.size());
+      if (o.progress) o.progress(static_cast<int>(done), static_cast<int>(std::max(expected_steps, done)));
+    };
+    WholeRun run;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      run = decode_whole(next, p, /*stop_at_eos=*/true, on_step);
+    }
+    const double rate = model_->config().audio.sampling_rate;
+    const double step_s = static_cast<double>(p.samples_per_step) / rate;
+    Transcript t = assemble_transcript(*tokenizer_, tokens, step_s, static_cast<double>(run.audio_samples) / rate);
+    t.eos = run.stopped;
+    t.delay_ms = delay_ms;
+    return t;
+  }
+
   // Offline transcription runs the streaming pipeline over the whole input, fed in 30 s chunks: its
   // ids are identical to the whole-file pass (run_offline; the parity and streaming tests hold
-  // both to the reference) and its memory stays flat however long the file is. The caller holds mu_.
+  // both to the reference) and its memory stays flat however long the input is. No audio at all
+  // gives no steps (StreamDecoder::flush). The caller holds mu_.
   struct WholeRun {
     bool stopped = false;  // at EOS
     int64_t decoder_passes = 0;
     double encoder_seconds = 0;
+    int64_t audio_samples = 0;  // of the whole input, also the part after an EOS
   };
-  WholeRun decode_whole(std::span<const float> audio, const Protocol& p, bool stop_at_eos,
+  WholeRun decode_whole(const ChunkSource& next, const Protocol& p, bool stop_at_eos,
                         const StreamDecoder::StepCallback& on_step) {
     StreamDecoder decoder(*model_, *logmel_, stream_options(p, stop_at_eos));
-    const size_t chunk = static_cast<size_t>(kOfflineChunkSeconds * model_->config().audio.sampling_rate);
-    for (size_t at = 0; at < audio.size() && !decoder.stopped(); at += chunk)
-      decoder.feed(audio.subspan(at, std::min(chunk, audio.size() - at)), on_step);
+    WholeRun run;
+    for (std::span<const float> chunk = next(); !chunk.empty(); chunk = next()) {
+      run.audio_samples += static_cast<int64_t>(chunk.size());
+      if (!decoder.stopped()) decoder.feed(chunk, on_step);  // after EOS the rest is only counted
+    }
     decoder.flush(on_step);
-    return {decoder.stopped(), decoder.decoder_passes(), decoder.encoder_seconds()};
+    run.stopped = decoder.stopped();
+    run.decoder_passes = decoder.decoder_passes();
+    run.encoder_seconds = decoder.encoder_seconds();
+    return run;
   }
 
   StreamDecoder::Options stream_options(const Protocol& p, bool stop_at_eos) const {

@@ -63,6 +63,17 @@ void StreamDecoder::feed(std::span<const float> samples, const StepCallback& on_
 
 void StreamDecoder::flush(const StepCallback& on_step) {
   if (flushed_) return;
+  if (fed_samples_ == 0) {
+    // No audio at all: no steps. The offline protocol would decode the right pad of nothing (10
+    // steps of a silence nobody heard); an empty input is an empty transcript on every route (a
+    // file of 0 frames, 0 samples on a pipe, a session flushed at once). The left pad alone never
+    // completes the prompt, so no step has run before this either.
+    flushed_ = true;
+    final_frames_ = 0;
+    final_positions_ = 0;
+    audio_.clear();
+    return;
+  }
   // The offline right pad (SPEC §9): zeros to a whole step, then n_delay + 1 + 10 steps. The left
   // pad is whole steps, so rounding the padded stream rounds the audio.
   const int64_t step = opts_.protocol.samples_per_step;

@@ -7,7 +7,8 @@
 //   they wait: Options::draft_rows).
 // A position needs 80 ms of audio plus 40 samples of look-ahead (the last mel window's half width).
 // flush() appends the offline right pad, and like offline the last position is never decoded, so
-// the number of steps equals the offline one.
+// the number of steps equals the offline one. A stream without a single sample of audio has no
+// steps at all (an empty transcript).
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,7 @@
 
 #include "audio/audio_file.h"
 #include "common/error.h"
+#include "audio_fixtures.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -40,15 +41,7 @@ std::vector<float> interleave(const std::vector<std::vector<float>>& channels) {
 }
 
 void write_float_file(const fs::path& path, const std::vector<float>& interleaved, int rate, int channels, int format) {
-  SF_INFO info{};
-  info.samplerate = rate;
-  info.channels = channels;
-  info.format = format;
-  SNDFILE* f = sf_open(path.c_str(), SFM_WRITE, &info);
-  ASSERT_NE(f, nullptr) << sf_strerror(nullptr);
-  const sf_count_t frames = static_cast<sf_count_t>(interleaved.size() / static_cast<size_t>(channels));
-  EXPECT_EQ(sf_writef_float(f, interleaved.data(), frames), frames);
-  sf_close(f);
+  voxrt::testutil::write_audio_file(path, interleaved, rate, channels, format);
 }
 
 void write_s16_wav(const fs::path& path, const std::vector<int16_t>& samples, int rate) {
@@ -227,17 +220,30 @@ TEST(AudioFile, TruncatedWavDecodesAvailablePart) {
   for (size_t i = 0; i < 500; ++i) ASSERT_EQ(a.samples[i], static_cast<float>(pcm[i]) / 32768.0f) << i;
 }
 
-TEST(AudioFile, HeaderOnlyWavThrowsNoSamples) {
+// A file of 0 frames is empty audio (an empty transcript), not an error.
+TEST(AudioFile, HeaderOnlyWavIsEmptyAudio) {
   TempDir dir;
   const fs::path p = dir / "zero.wav";
   write_s16_wav(p, {}, 16000);
-  expect_error_containing([&] { voxrt::read_audio_file(p); }, p.string() + ": no audio samples");
+  const DecodedAudio a = voxrt::read_audio_file(p);
+  EXPECT_TRUE(a.samples.empty());
+  EXPECT_EQ(a.sample_rate, 16000);
+  EXPECT_TRUE(voxrt::load_audio_mono(p).empty());
 }
 
-TEST(AudioFile, TruncatedToHeaderThrowsNoSamples) {
+// libsndfile counts a WAV's frames from what the file holds: cut right after its header, it is
+// empty audio. A FLAC announces its length in its header: when none of it decodes, the file is
+// damaged, an error rather than empty audio.
+TEST(AudioFile, TruncatedToHeaderIsEmptyWavOrDamagedFlac) {
   TempDir dir;
-  const fs::path p = dir / "cut.wav";
-  write_s16_wav(p, std::vector<int16_t>(1000, 7), 16000);
-  fs::resize_file(p, fs::file_size(p) - 2000);  // header intact, every data byte gone
-  expect_error_containing([&] { voxrt::read_audio_file(p); }, p.string());
+  const fs::path wav = dir / "cut.wav";
+  write_s16_wav(wav, std::vector<int16_t>(1000, 7), 16000);
+  fs::resize_file(wav, fs::file_size(wav) - 2000);  // header intact, every data byte gone
+  EXPECT_TRUE(voxrt::read_audio_file(wav).samples.empty());
+
+  const fs::path flac = dir / "cut.flac";
+  write_float_file(flac, sine(440.0, 16000, 16000), 16000, 1, SF_FORMAT_FLAC | SF_FORMAT_PCM_16);
+  voxrt::testutil::cut_flac_after_metadata(flac);
+  expect_error_containing([&] { voxrt::read_audio_file(flac); }, flac.string() + ": no audio samples decode");
+  expect_error_containing([&] { voxrt::load_audio_mono(flac); }, flac.string() + ": no audio samples decode");
 }
