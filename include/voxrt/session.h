@@ -34,10 +34,18 @@ struct StreamEvent {
     SegmentStart,  // a word group starts ([STREAMING_WORD]); `start` is its time
     SegmentEnd,    // the current word group ended; `start`, `end` and `text` describe it
     Eos,           // the model emitted end-of-sequence (a boundary; decoding goes on unless stop_at_eos)
+    // A word is complete: `text` (no whitespace), `start`, `end` as in Transcript::words. Sent as
+    // soon as the word is known to be over: at the step whose text begins with whitespace (Tekken
+    // tokens carry their leading space, so usually the next word's first token), at a segment
+    // boundary, at EOS, or in flush(). `step` is that step, not the word's own.
+    Word,
   };
   Kind kind = Kind::Text;
   std::string text;
-  double start = 0, end = 0;  // seconds of input audio
+  // Seconds of input audio, timed as voxrt.h says (80 ms steps less the delay, whole milliseconds).
+  // Never past the audio: before flush() a step's time is within the audio fed so far; the right pad
+  // decoded by flush() maps past the end, so its times are clamped to the audio's duration.
+  double start = 0, end = 0;
   int64_t step = 0;           // decoder step (0 = first output after the prompt)
   int32_t token = 0;          // the decoder output id behind this event
 };
@@ -63,7 +71,8 @@ class Session {
   // End of input: appends the offline right pad and decodes to the end. feed() after flush() is an
   // error (voxrt::Error); flush() twice is harmless.
   virtual void flush() = 0;
-  // Everything decided so far, in the offline format (text, tokens, segments, duration).
+  // Everything decided so far, in the offline format (text, tokens, segments, words, duration); the
+  // word and segment still open are not in it before flush().
   virtual Transcript transcript() const = 0;
   virtual const SessionStats& stats() const = 0;
 };

@@ -43,16 +43,33 @@ struct TranscribeOptions {
   std::function<void(int, int)> progress;
 };
 
-struct Segment {
-  double start = 0;  // seconds from the start of the input
+// Times. Every time is in seconds from the start of the input, a whole number of milliseconds, and
+// never past the end of the audio (a word heard at the very end is reported at most at `duration`).
+// The model decides one token per 80 ms step and speaks `delay_ms` behind the audio; a token's time is
+// its step less the delay, so times are quantised to 80 ms, and since the model may emit a word's
+// tokens a step or two after it was heard, a word's start can be late by that much.
+
+// A word: text between whitespace in the decoded text, punctuation attached ("world," or "¿qué").
+// It starts at the step of its first token and ends at the end of the step of its last one.
+struct Word {
+  double start = 0;
   double end = 0;
   std::string text;
+};
+
+// A word group: the text from one [STREAMING_WORD] mark of the model to the next (or to EOS).
+struct Segment {
+  double start = 0;  // the step of the mark (or of the first text, when no mark preceded it)
+  double end = 0;    // the end of its last text step
+  std::string text;
+  std::vector<Word> words;
 };
 
 struct Transcript {
   std::string text;
   std::vector<int32_t> tokens;  // every decoder output id, one per step after the prompt
   std::vector<Segment> segments;
+  std::vector<Word> words;      // every segment's words, in order
   double duration = 0;          // seconds of input audio
   int delay_ms = 0;
   bool eos = false;             // decoding ended at the end-of-sequence token

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "voxrt/voxrt.h"
 
@@ -9,9 +10,22 @@ namespace voxrt::cli {
 
 enum class Format { Txt, Json, Srt, Vtt };
 
+// Subtitle cue limits (cli/subtitle_cues.h) and txt's timing.
+struct RenderOptions {
+  int max_line_chars = 42;       // srt, vtt: characters per line, two lines a cue at most
+  double max_cue_seconds = 7.0;  // srt, vtt: the longest a cue stays up
+  bool timestamps = false;       // txt: one line per cue, prefixed "[00:00:01.240 --> 00:00:03.600]"
+};
+
 Format parse_format(const std::string& name);  // throws voxrt::Error for unknown names
-// One document per input. json is a single line (so several inputs make JSON Lines).
-std::string render(const Transcript& t, Format f, const std::string& source);
+// "-f srt,vtt,json": each name once, in the given order; throws voxrt::Error naming --format for an
+// unknown, empty or repeated name.
+std::vector<Format> parse_format_list(const std::string& csv);
+std::string format_extension(Format f);  // "txt", "json", "srt", "vtt"
+
+// One document per input. json is a single line (so several inputs make JSON Lines), its times in
+// whole milliseconds. srt and vtt are complete files (numbering from 1, one WEBVTT header).
+std::string render(const Transcript& t, Format f, const std::string& source, const RenderOptions& o = {});
 // "00:01:02,345" (srt) or "00:01:02.345" (vtt).
 std::string timestamp(double seconds, char millis_separator);
 

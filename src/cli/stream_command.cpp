@@ -147,6 +147,9 @@ class EventPrinter {
         j = {{"type", "segment"}, {"start", e.start}, {"end", e.end}, {"text", e.text}};
         break;
       case StreamEvent::Kind::Eos: j = {{"type", "eos"}, {"step", e.step}}; break;
+      case StreamEvent::Kind::Word:
+        j = {{"type", "word"}, {"start", e.start}, {"end", e.end}, {"text", e.text}, {"step", e.step}};
+        break;
       case StreamEvent::Kind::SegmentStart: return;  // the segment is printed whole when it ends
     }
     std::cout << dump(j) << "\n" << std::flush;

@@ -34,7 +34,7 @@ void LiveSession::on_step(int32_t token, double seconds) {
 }
 
 void LiveSession::deliver() {
-  stats_.audio_seconds = static_cast<double>(decoder_->audio_samples()) / sample_rate_;
+  stats_.audio_seconds = seconds_fed();
   std::vector<StreamEvent> events;
   events.swap(pending_);
   if (options_.on_event)
@@ -51,20 +51,25 @@ void LiveSession::feed(std::span<const float> samples) {
 
 void LiveSession::flush() {
   if (decoder_->flushed()) return;
+  // The right pad's steps map past the end of the audio: their events must already be clamped to it.
+  assembler_.limit_times(seconds_fed());
   {
     std::lock_guard<std::mutex> lock(model_mutex_);
     decoder_->flush([this](int32_t t, double s) { on_step(t, s); });
   }
-  assembler_.finish(static_cast<double>(decoder_->audio_samples()) / sample_rate_, pending_);
+  assembler_.finish(seconds_fed(), pending_);
   deliver();
 }
+
+double LiveSession::seconds_fed() const { return static_cast<double>(decoder_->audio_samples()) / sample_rate_; }
 
 Transcript LiveSession::transcript() const {
   Transcript t;
   t.text = assembler_.text();
   t.tokens = assembler_.tokens();
   t.segments = assembler_.segments();
-  t.duration = static_cast<double>(decoder_->audio_samples()) / sample_rate_;
+  t.words = assembler_.words();
+  t.duration = seconds_fed();
   t.delay_ms = delay_ms_;
   t.eos = eos_;
   return t;

@@ -28,6 +28,7 @@ class LiveSession final : public Session {
  private:
   void on_step(int32_t token, double seconds);
   void deliver();
+  double seconds_fed() const;  // real audio fed so far (no padding)
 
   std::mutex& model_mutex_;
   const Tokenizer& tok_;

@@ -64,6 +64,7 @@ class Utf8Assembler {
  public:
   std::string push(std::string_view bytes);  // returns the text completed by these bytes
   std::string finish();                       // flushes a dangling partial character as U+FFFD
+  bool pending() const { return !pending_.empty(); }  // a character's first bytes wait for the rest
  private:
   std::string pending_;
 };

@@ -1,96 +1,143 @@
 #include "voxtral/transcript_assembler.h"
 
 #include <algorithm>
-#include <limits>
+#include <cmath>
 
 namespace voxrt {
 namespace {
 
+constexpr const char* kBlanks = " \t\n\r\v\f";
+
+bool is_blank(char c) { return std::string_view(kBlanks).find(c) != std::string_view::npos; }
+
 std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\n");
+  const auto b = s.find_first_not_of(kBlanks);
   if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\n");
+  const auto e = s.find_last_not_of(kBlanks);
   return s.substr(b, e - b + 1);
 }
 
+// Whole milliseconds: step * 0.08 is 3.8400000000000003 in binary, reported as 3.84.
+double round_ms(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
+
 }  // namespace
 
-void TranscriptAssembler::close_segment(double limit, std::vector<StreamEvent>& events) {
+void TranscriptAssembler::limit_times(double duration) {
+  // Rounded down (a tolerance for durations already whole in ms), so a rounded time never passes it.
+  limit_s_ = std::min(limit_s_, std::floor(std::max(0.0, duration) * 1000.0 + 1e-6) / 1000.0);
+}
+
+double TranscriptAssembler::time_at(int64_t step) const {
+  return std::min(round_ms(static_cast<double>(std::max<int64_t>(step, 0)) * step_s_), limit_s_);
+}
+
+StreamEvent TranscriptAssembler::event(StreamEvent::Kind kind, int64_t step) const {
+  StreamEvent e;
+  e.kind = kind;
+  e.step = step;
+  e.token = step >= 0 && step < static_cast<int64_t>(tokens_.size()) ? tokens_[step] : 0;
+  e.start = time_at(step);
+  e.end = time_at(step + 1);
+  return e;
+}
+
+void TranscriptAssembler::open_segment(int64_t step, std::vector<StreamEvent>& events) {
+  current_ = Segment{time_at(step), time_at(step), "", {}};
+  segment_start_step_ = step;
+  open_ = true;
+  events.push_back(event(StreamEvent::Kind::SegmentStart, step));
+}
+
+void TranscriptAssembler::add_chars(std::string_view chars, int64_t first_step, int64_t step, int64_t now,
+                                    std::vector<StreamEvent>& events) {
+  current_.text += chars;
+  for (size_t i = 0; i < chars.size(); ++i) {
+    // UTF-8 lead and continuation bytes are never ASCII, so a byte-wise test cannot split a character.
+    if (is_blank(chars[i])) {
+      close_word(now, events);
+      continue;
+    }
+    if (word_.empty()) word_first_step_ = i == 0 ? first_step : step;
+    word_ += chars[i];
+    word_last_step_ = step;
+  }
+}
+
+void TranscriptAssembler::close_word(int64_t now, std::vector<StreamEvent>& events) {
+  if (word_.empty()) return;
+  Word w{time_at(word_first_step_), time_at(word_last_step_ + 1), std::move(word_)};
+  word_.clear();
+  StreamEvent e = event(StreamEvent::Kind::Word, now);
+  e.text = w.text;
+  e.start = w.start;
+  e.end = w.end;
+  events.push_back(std::move(e));
+  current_.words.push_back(std::move(w));
+}
+
+void TranscriptAssembler::close_segment(int64_t now, std::vector<StreamEvent>& events) {
   if (!open_) return;
   open_ = false;
-  current_.text = trim(current_.text + segment_utf8_.finish());
-  current_.end = std::min(limit, std::max(current_.start, last_text_end_));
+  // A character cut by the boundary becomes U+FFFD (as decoding the segment's ids alone would give).
+  const std::string tail = segment_utf8_.finish();
+  add_chars(tail, pending_step_, std::max(last_text_step_, pending_step_), now, events);
+  close_word(now, events);
+  current_.text = trim(current_.text);
+  current_.end = std::max(current_.start, time_at(std::max(last_text_step_, segment_start_step_) + 1));
   if (current_.text.empty()) return;
-  segments_.push_back(current_);
-  StreamEvent e;
-  e.kind = StreamEvent::Kind::SegmentEnd;
+  words_.insert(words_.end(), current_.words.begin(), current_.words.end());
+  StreamEvent e = event(StreamEvent::Kind::SegmentEnd, now);
   e.text = current_.text;
   e.start = current_.start;
   e.end = current_.end;
-  e.step = static_cast<int64_t>(tokens_.size()) - 1;
   events.push_back(std::move(e));
+  segments_.push_back(std::move(current_));
 }
 
 void TranscriptAssembler::push(int32_t id, std::vector<StreamEvent>& events) {
   const int64_t step = static_cast<int64_t>(tokens_.size());
   tokens_.push_back(id);
-  const double t0 = static_cast<double>(step) * step_s_;
-  const double no_limit = std::numeric_limits<double>::infinity();
-  auto event = [&](StreamEvent::Kind kind) {
-    StreamEvent e;
-    e.kind = kind;
-    e.step = step;
-    e.token = id;
-    e.start = t0;
-    e.end = t0 + step_s_;
-    return e;
-  };
-  auto open = [&]() {
-    current_ = Segment{t0, t0, ""};
-    open_ = true;
-    events.push_back(event(StreamEvent::Kind::SegmentStart));
-  };
 
   if (id == tok_.streaming_word_id()) {
-    close_segment(no_limit, events);
-    open();
+    close_segment(step, events);
+    open_segment(step, events);
     return;
   }
   if (id == tok_.eos_id()) {
-    close_segment(no_limit, events);
-    events.push_back(event(StreamEvent::Kind::Eos));
+    close_segment(step, events);
+    events.push_back(event(StreamEvent::Kind::Eos, step));
     return;
   }
   if (tok_.is_special(id)) return;  // [STREAMING_PAD] and other control tokens carry no text
   const std::string_view bytes = tok_.token_bytes(id);
   if (bytes.empty()) return;
-  if (!open_) open();  // text before any [STREAMING_WORD] starts a segment where it appears
+  if (!open_) open_segment(step, events);  // text before any [STREAMING_WORD] starts a segment where it appears
   const std::string delta = text_utf8_.push(bytes);
   text_ += delta;
-  current_.text += segment_utf8_.push(bytes);
-  last_text_end_ = t0 + step_s_;
+  last_text_step_ = step;
   if (!delta.empty()) {
-    StreamEvent e = event(StreamEvent::Kind::Text);
+    StreamEvent e = event(StreamEvent::Kind::Text, step);
     e.text = delta;
     events.push_back(std::move(e));
   }
+  const bool continues = segment_utf8_.pending();
+  const int64_t first_step = continues ? pending_step_ : step;
+  const std::string chars = segment_utf8_.push(bytes);
+  if (segment_utf8_.pending() && (!continues || !chars.empty())) pending_step_ = step;
+  add_chars(chars, first_step, step, step, events);
 }
 
 void TranscriptAssembler::finish(double duration, std::vector<StreamEvent>& events) {
+  limit_times(duration);
+  const int64_t last = static_cast<int64_t>(tokens_.size()) - 1;
   const std::string tail = text_utf8_.finish();
   if (!tail.empty()) {
     text_ += tail;
-    StreamEvent e;
-    e.kind = StreamEvent::Kind::Text;
+    StreamEvent e = event(StreamEvent::Kind::Text, last);
     e.text = tail;
-    e.step = static_cast<int64_t>(tokens_.size()) - 1;
     events.push_back(std::move(e));
   }
-  close_segment(duration, events);
-  for (Segment& s : segments_) {
-    s.start = std::min(s.start, duration);
-    s.end = std::min(s.end, duration);
-  }
+  close_segment(last, events);
 }
 
 std::string TranscriptAssembler::text() const { return trim(text_); }
@@ -98,6 +145,7 @@ std::string TranscriptAssembler::text() const { return trim(text_); }
 Transcript assemble_transcript(const Tokenizer& tok, std::span<const int32_t> ids, double step_seconds,
                                double duration) {
   TranscriptAssembler a(tok, step_seconds);
+  a.limit_times(duration);
   std::vector<StreamEvent> ignored;
   for (int32_t id : ids) a.push(id, ignored);
   a.finish(duration, ignored);
@@ -105,6 +153,7 @@ Transcript assemble_transcript(const Tokenizer& tok, std::span<const int32_t> id
   t.text = a.text();
   t.tokens = a.tokens();
   t.segments = a.segments();
+  t.words = a.words();
   t.duration = duration;
   return t;
 }

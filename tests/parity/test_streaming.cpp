@@ -8,18 +8,12 @@
 
 #include "audio/audio_file.h"
 #include "golden.h"
+#include "tiny_engine.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt::test {
 namespace {
-
-Engine& tiny_engine() {
-  static std::unique_ptr<Engine> engine = Engine::load(test_data() / "tiny" / "mistral");
-  return *engine;
-}
-
-std::vector<float> wav(const std::string& name) { return load_audio_mono(test_data() / "audio" / (name + ".wav")); }
 
 std::vector<int32_t> offline_tokens(const std::string& golden_case) {
   return Golden(test_data() / "tiny" / "golden" / (golden_case + ".safetensors")).i32("tokens");
