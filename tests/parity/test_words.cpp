@@ -43,6 +43,7 @@ struct Case {
   std::string audio;
   int delay_ms;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.audio << " at " << c.delay_ms << " ms"; }
 
 class Words : public ::testing::TestWithParam<Case> {};
 
