@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh), checks that the CUDA backend compiles (its GPU tests run on a GPU
-# machine: scripts/gpu_check.sh; here they report themselves skipped), then runs the whole test
-# suite on the CPU build. The CPU suite runs last so its summary is the last thing printed.
+# machine: scripts/gpu_check.sh; here they report themselves skipped), runs the CPU suite under
+# AddressSanitizer + UndefinedBehaviorSanitizer (the asan preset: any report fails its test), then
+# the whole suite on the CPU build, and last installs that build into a temporary prefix and builds
+# and runs README's C++ example against it (scripts/test_install.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -18,6 +20,11 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
 else
   echo "test: nvcc not found; CUDA preset not compiled" >&2
 fi
+echo "test: the CPU test suite under AddressSanitizer + UndefinedBehaviorSanitizer (build/asan)" >&2
+cmake --preset asan >/dev/null
+cmake --build build/asan -j"$(nproc)"
+ctest --preset asan -j"$(nproc)"
 echo "test: the CPU test suite (the Cuda* tests run in the CUDA build above)" >&2
 ctest --test-dir build/cpu --output-on-failure -j"$(nproc)" -E '^Cuda'
+scripts/test_install.sh build/cpu
 

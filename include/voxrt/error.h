@@ -6,9 +6,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "voxrt/export.h"
+
 namespace voxrt {
 
-class Error : public std::runtime_error {
+class VOXRT_API Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };

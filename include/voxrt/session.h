@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 
+#include "voxrt/export.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt {
@@ -63,7 +64,7 @@ struct SessionStats {
   std::vector<double> step_ms;   // per-step compute time, most recent last (bounded history)
 };
 
-class Session {
+class VOXRT_API Session {
  public:
   virtual ~Session() = default;
   // Adds 16 kHz mono samples (any count, including 0) and runs every step they complete.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "voxrt/error.h"
+#include "voxrt/export.h"
 
 namespace voxrt {
 
@@ -85,7 +86,7 @@ struct ModelInfo {
   double load_seconds = 0;
 };
 
-class Engine {
+class VOXRT_API Engine {
  public:
   static std::unique_ptr<Engine> load(const std::filesystem::path& model_dir, const EngineOptions& options = {});
   virtual ~Engine() = default;

@@ -1,34 +1,45 @@
 // voxrt bench --model DIR [--audio FILE] [--steps N] [--offline-seconds 30,300] [--figures LIST] [--out DIR]
 // (LIST: encoder, decoder, offline by default; products adds each product of a step timed alone)
 // Prints each figure against its floor (from ceilings measured in the same run) and writes the
-// whole result as JSON under --out (bench/results by default), named by date and backend.
+// whole result as JSON under --out (default: the current directory), named by date and backend.
+// Works from any directory: the default audio is found next to the program (see data_files.h).
 #include <algorithm>
-#include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
+#include <random>
 
 #include "audio/audio_file.h"
 #include "cli/commands.h"
+#include "cli/data_files.h"
 #include "cli/engine_options.h"
+#include "cli/input_check.h"
+#include "cli/output_sink.h"
+#include "cli/usage.h"
 #include "common/error.h"
 #include "engine/engine_bench.h"
 #include "voxtral/benchmark.h"
-#include "voxtral/protocol.h"
 
 namespace voxrt::cli {
 namespace {
 
+constexpr int kSampleRate = 16000;
+const char* const kFigures[] = {"encoder", "decoder", "offline", "products"};
+// The offline inputs are tiled in memory (4 bytes a sample): an hour is 230 MB.
+constexpr double kMaxOfflineSeconds = 3600;
+constexpr int kMaxSteps = 1'000'000;
+
 struct BenchArgs {
   EngineArgs engine;
   int delay_ms = 0;
-  std::string audio = "tests/data/audio/jfk.wav";
+  std::string audio;  // empty: jfk.wav found next to the program, else generated
   int steps = 200;
   std::vector<double> offline_seconds{30, 300};
   std::vector<std::string> figures{"encoder", "decoder", "offline"};
-  std::string out = "bench/results";
+  std::string out = ".";
 };
 
 std::string utc_stamp() {
@@ -38,32 +49,86 @@ std::string utc_stamp() {
   return buf;
 }
 
+void check_args(const BenchArgs& a) {
+  if (a.delay_ms != 0) check_delay(a.delay_ms);
+  if (a.steps < 1 || a.steps > kMaxSteps)
+    throw UsageError("--steps " + std::to_string(a.steps) + ": expected 1 to " + std::to_string(kMaxSteps));
+  for (double s : a.offline_seconds)
+    if (!(s >= 1 && s <= kMaxOfflineSeconds)) {
+      char v[32];
+      std::snprintf(v, sizeof v, "%g", s);
+      throw UsageError(std::string("--offline-seconds ") + v + ": expected 1 to 3600 seconds");
+    }
+  if (a.figures.empty()) throw UsageError("--figures: name at least one of encoder, decoder, offline, products");
+  for (const std::string& f : a.figures)
+    if (std::find(std::begin(kFigures), std::end(kFigures), f) == std::end(kFigures))
+      throw UsageError("--figures " + f + ": expected encoder, decoder, offline or products");
+  check_engine_args(a.engine);
+  if (!a.audio.empty()) check_audio_input(a.audio);
+}
+
+// Speech-like stand-in when no recording is at hand: pink-ish noise shaped into 4 Hz syllables
+// with pauses, 11 s like jfk.wav. The random test models do not understand speech anyway; what the
+// bench needs is audio with the level and rhythm of speech, the same on every run.
+std::vector<float> generated_speechlike_audio() {
+  std::mt19937 rng(20261201);
+  std::normal_distribution<float> white(0.0f, 1.0f);
+  std::vector<float> v(11 * kSampleRate);
+  float low = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double t = static_cast<double>(i) / kSampleRate;
+    low = 0.97f * low + 0.03f * white(rng);  // a one-pole low-pass: energy where speech has it
+    const double syllables = std::max(0.0, std::sin(2 * M_PI * 4.0 * t));
+    const double phrase = std::fmod(t, 3.0) < 2.4 ? 1.0 : 0.0;  // a pause every 3 s
+    v[i] = static_cast<float>(0.3 * low * syllables * phrase * 6.0);
+  }
+  return v;
+}
+
+std::vector<float> bench_audio(const BenchArgs& a, std::string& name) {
+  if (!a.audio.empty()) {
+    name = a.audio;
+    return load_audio_mono(a.audio, kSampleRate);
+  }
+  if (const auto jfk = find_data_file("audio/jfk.wav", "tests/data/audio/jfk.wav")) {
+    name = jfk->string();
+    return load_audio_mono(*jfk, kSampleRate);
+  }
+  name = "generated";
+  if (!a.engine.quiet) std::cerr << "voxrt: bench: no jfk.wav next to the program: using 11 s of generated audio\n";
+  return generated_speechlike_audio();
+}
+
 void run_bench(const BenchArgs& a) {
-  if (a.delay_ms != 0) delay_tokens_from_ms(a.delay_ms);
-  if (a.steps < 1) throw Error("--steps " + std::to_string(a.steps) + ": expected at least 1");
-  const std::vector<float> audio = load_audio_mono(a.audio);
+  check_args(a);
+  std::string audio_name;
+  const std::vector<float> audio = bench_audio(a, audio_name);
+  std::error_code ec;
+  std::filesystem::create_directories(a.out, ec);
+  if (!std::filesystem::is_directory(a.out))
+    throw Error("--out " + a.out + ": cannot create the directory" + (ec ? ": " + ec.message() : ""));
   std::unique_ptr<Engine> engine = load_engine(a.engine);
   BenchOptions b;
   b.steps = a.steps;
   auto wanted = [&](const char* f) { return std::find(a.figures.begin(), a.figures.end(), f) != a.figures.end(); };
-  for (const std::string& f : a.figures)
-    if (f != "encoder" && f != "decoder" && f != "offline" && f != "products")
-      throw Error("--figures " + f + ": expected encoder, decoder, offline or products");
   b.encoder_steps = wanted("encoder");
   b.decoder_steps = wanted("decoder");
   b.products = wanted("products");
   if (wanted("offline")) b.offline_seconds = a.offline_seconds;
   else b.offline_seconds.clear();
   nlohmann::json r = benchmark_engine(*engine, audio, a.delay_ms, b);
-  r["audio"] = a.audio;
+  r["audio"] = audio_name;
   r["date_utc"] = utc_stamp();
-  std::cout << "load " << r["load_s"].get<double>() << " s (" << r["layout"].get<std::string>() << " layout)\n"
-            << format_benchmark(r);
-  std::filesystem::create_directories(a.out);
   const std::filesystem::path file = std::filesystem::path(a.out) / (r["date_utc"].get<std::string>() + "-" +
                                                                      r["backend"].get<std::string>() + ".json");
-  std::ofstream(file) << r.dump(2) << "\n";
-  std::cout << "wrote " << file.string() << "\n";
+  const std::unique_ptr<OutputSink> json = OutputSink::file(file);
+  json->write(r.dump(2) + "\n");
+  json->commit();
+  char load[64];
+  std::snprintf(load, sizeof load, "load %.2f s (", r["load_s"].get<double>());
+  const std::unique_ptr<OutputSink> out = OutputSink::standard_output();
+  out->write(load + r["layout"].get<std::string>() + " layout)\n" + format_benchmark(r) + "wrote " + file.string() +
+             "\n");
 }
 
 }  // namespace
@@ -73,15 +138,16 @@ void add_bench_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("bench", "Measure load, per-step and offline speed against the hardware floor");
   add_engine_options(cmd, args->engine);
   add_delay_option(cmd, args->delay_ms);
-  cmd->add_option("--audio", args->audio, "Speech to tile into the offline inputs")->capture_default_str();
+  cmd->add_option("--audio", args->audio,
+                  "Speech to tile into the offline inputs (default: jfk.wav next to the program, else generated)");
   cmd->add_option("--steps", args->steps, "Timed steps per per-step figure")->capture_default_str();
-  cmd->add_option("--offline-seconds", args->offline_seconds, "Offline input lengths in seconds")
+  cmd->add_option("--offline-seconds", args->offline_seconds, "Offline input lengths in seconds (1 to 3600)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--figures", args->figures, "Which figures to measure (encoder, decoder, offline; products: each product of a step alone)")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--out", args->out, "Folder for the JSON result")->capture_default_str();
+  cmd->add_option("--out", args->out, "Folder for the JSON result (default: the current directory)");
   cmd->callback([args] { run_bench(*args); });
 }
 

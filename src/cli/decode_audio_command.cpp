@@ -1,11 +1,16 @@
 // voxrt decode-audio IN OUT.wav: writes the 16 kHz mono float samples the engine hears for IN
 // (after decoding, down-mixing and resampling), e.g. to check an input or to run the reference
-// tool on exactly the same samples.
+// tool on exactly the same samples. OUT is written beside its final name and renamed into place,
+// and may not be IN itself.
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
 #include "audio/audio_file.h"
 #include "cli/commands.h"
+#include "cli/input_check.h"
+#include "cli/output_sink.h"
+#include "common/error.h"
 
 namespace voxrt::cli {
 
@@ -16,9 +21,16 @@ void add_decode_audio_command(CLI::App& app) {
   cmd->add_option("input", *in, "Audio file (any format libsndfile reads)")->required();
   cmd->add_option("output", *out, "Output WAV (32-bit float, 16 kHz, mono)")->required();
   cmd->callback([in, out] {
+    check_audio_input(*in);
+    if (same_file(*in, *out)) throw Error(*out + ": is the input; give another output file");
+    const std::unique_ptr<OutputSink> sink = OutputSink::file(*out);
     const std::vector<float> mono = load_audio_mono(*in, 16000);
-    write_wav_f32(*out, mono, 16000);
-    std::cerr << *out << ": " << mono.size() << " samples (" << mono.size() / 16000.0 << " s)\n";
+    // libsndfile writes by name: to the temporary, or to a device such as /dev/null directly.
+    write_wav_f32(sink->temporary_path().empty() ? std::filesystem::path(*out) : sink->temporary_path(), mono, 16000);
+    sink->commit();
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f", mono.size() / 16000.0);
+    std::cerr << *out << ": " << mono.size() << " samples (" << seconds << " s)\n";
   });
 }
 

@@ -1,29 +1,71 @@
 #include "cli/engine_options.h"
 
+#include <cstdio>
 #include <iostream>
+#include <thread>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
+#include "voxtral/protocol.h"
 
 namespace voxrt::cli {
+namespace {
+
+// Options that were not given keep a value meaning "not given": a given value outside the range is
+// an error, never silently the default (--delay-ms 0 and -t 0 used to mean "default").
+constexpr int kNotGiven = 0;
+
+}  // namespace
 
 void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_option("--model,-m", a.model, "Model directory (default: the one `voxrt pull` downloads)");
   cmd->add_option("--device", a.device, "auto (a GPU if there is one), cuda or cpu")->capture_default_str();
   cmd->add_option("--gpu", a.gpu, "CUDA device index")->capture_default_str();
   cmd->add_option("--layout", a.layout, "Checkpoint files to read: auto, mistral or hf")->capture_default_str();
-  cmd->add_option("--threads,-t", a.threads, "CPU threads (default: all cores)");
+  cmd->add_option("--threads,-t", a.threads, "CPU threads, 1 to the number of CPUs (default: all)");
   cmd->add_option("--draft-rows", a.draft_rows,
                   "Decoder positions verified per pass when audio is ahead (0: 8 on the GPU, 1 on the CPU)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, EngineOptions::kMaxDraftRows));
-  cmd->add_flag("--quiet,-q", a.quiet, "No messages on standard error");
+      ->capture_default_str();
+  cmd->add_flag("--quiet,-q", a.quiet, "No messages on standard error (errors excepted)");
 }
 
 void add_delay_option(CLI::App* cmd, int& delay_ms) {
-  cmd->add_option("--delay-ms", delay_ms, "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
+  cmd->add_option("--delay-ms", delay_ms,
+                  "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
+}
+
+void check_delay(int delay_ms) {
+  try {
+    delay_tokens_from_ms(delay_ms);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
+void check_engine_args(const EngineArgs& a) {
+  if (a.device != "auto" && a.device != "cuda" && a.device != "cpu")
+    throw UsageError("--device " + a.device + ": expected auto, cuda or cpu");
+  if (a.layout != "auto" && a.layout != "mistral" && a.layout != "hf")
+    throw UsageError("--layout " + a.layout + ": expected auto, mistral or hf");
+  if (a.gpu < 0) throw UsageError("--gpu " + std::to_string(a.gpu) + ": expected a device index, 0 or more");
+  const int cpus = std::max(1u, std::thread::hardware_concurrency());
+  if (a.threads != kNotGiven && (a.threads < 1 || a.threads > cpus))
+    throw UsageError("--threads " + std::to_string(a.threads) + ": expected 1 to " + std::to_string(cpus) +
+                     " (the CPUs this machine has)");
+  if (a.draft_rows < 0 || a.draft_rows > EngineOptions::kMaxDraftRows)
+    throw UsageError("--draft-rows " + std::to_string(a.draft_rows) + ": expected 0 (automatic) to " +
+                     std::to_string(EngineOptions::kMaxDraftRows));
+  if (!a.model.empty()) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(a.model, ec);
+    if (!std::filesystem::exists(status)) throw Error("--model " + a.model + ": no such directory");
+    if (!std::filesystem::is_directory(status))
+      throw Error("--model " + a.model + ": not a directory (give the model's folder, the one holding tekken.json)");
+  }
 }
 
 std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
+  check_engine_args(a);
   const std::filesystem::path dir = resolve_model_dir(a.model);
   EngineOptions eo;
   eo.device = a.device;
@@ -35,8 +77,10 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
   const ModelInfo& info = engine->info();
   if (!a.quiet) {
     if (!info.device_note.empty()) std::cerr << "voxrt: " << info.device_note << "\n";
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%.2f", info.load_seconds);
     std::cerr << "voxrt: loaded " << dir.string() << " (" << info.layout << " layout, " << info.backend << ") in "
-              << info.load_seconds << " s\n";
+              << seconds << " s\n";
   }
   return engine;
 }

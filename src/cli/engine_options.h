@@ -1,5 +1,6 @@
-// The options every model-running subcommand shares (--model, --device, --gpu, --layout,
-// --threads, --quiet) and loading the engine they describe.
+// The options every model-running subcommand shares (--model, --device, --gpu, --layout, --threads,
+// --draft-rows, --quiet, --delay-ms): registering them, checking their values before anything loads,
+// and loading the engine they describe.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -15,13 +16,21 @@ struct EngineArgs {
   std::string device = "auto";
   int gpu = 0;
   std::string layout = "auto";
-  int threads = 0;
+  int threads = 0;  // 0: not given (all cores)
   int draft_rows = 0;
   bool quiet = false;
 };
 
 void add_engine_options(CLI::App* cmd, EngineArgs& args);
+// --delay-ms; 0 stays "not given" (tekken.json's default), any given value is checked.
 void add_delay_option(CLI::App* cmd, int& delay_ms);
+
+// Checks the shared options' values (UsageError, exit 2) and that --model names a directory
+// (Error, exit 1). Every command calls it before opening inputs or loading the model.
+void check_engine_args(const EngineArgs& args);
+// Checks a --delay-ms value that was given (UsageError).
+void check_delay(int delay_ms);
+
 // Resolves the model directory, loads it, and (unless quiet) says what was loaded and where.
 std::unique_ptr<Engine> load_engine(const EngineArgs& args);
 

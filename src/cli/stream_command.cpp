@@ -1,11 +1,13 @@
-// voxrt stream --model DIR [--delay-ms N] [--format txt|jsonl|json] [--raw s16le|s32le|f32le] [--rate HZ]
-//              [--channels N] [--realtime] [--stats] [--stop-at-eos] [--chunk-ms N] [INPUT|-]
+// voxrt stream --model DIR [--delay-ms N] [--format txt|jsonl|json|srt|vtt] [-o FILE]
+//              [--raw s16le|s32le|f32le [--rate HZ] [--channels N]] [--realtime] [--stats] [--stop-at-eos]
+//              [--chunk-ms N] [INPUT|-]
 //
 // Live transcription through a Session (include/voxrt/session.h): text is printed as the model
 // decides it, while the audio is still arriving. The input is a file (fed in chunks, optionally at
 // real-time pace) or standard input: a WAV stream (`arecord ... | voxrt stream -`) or headerless
 // PCM (--raw). Ctrl-C or SIGTERM ends the input like EOF does: the session is flushed so the last
-// words still come out, and the exit status is 0.
+// words still come out, and the exit status is 0. Every write is checked: output that cannot be
+// written stops the stream with exit status 1.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,7 +29,10 @@
 #include "audio/pcm_stream.h"
 #include "cli/commands.h"
 #include "cli/engine_options.h"
+#include "cli/input_check.h"
 #include "cli/output_formats.h"
+#include "cli/output_sink.h"
+#include "cli/usage.h"
 #include "common/error.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
@@ -54,16 +59,21 @@ struct StreamArgs {
   bool stats = false;
   bool stop_at_eos = false;
   int chunk_ms = 80;
+  std::string output;
   std::string input = "-";
+  bool rate_given = false, channels_given = false;
 };
 
-enum class StreamFormat { Txt, Jsonl, Json };
+// txt and jsonl are printed as the model decides; json, srt and vtt are the whole transcript at the end.
+enum class StreamFormat { Txt, Jsonl, Json, Srt, Vtt };
 
 StreamFormat parse_stream_format(const std::string& name) {
   if (name == "txt") return StreamFormat::Txt;
   if (name == "jsonl") return StreamFormat::Jsonl;
   if (name == "json") return StreamFormat::Json;
-  throw Error("--format " + name + ": expected txt, jsonl or json");
+  if (name == "srt") return StreamFormat::Srt;
+  if (name == "vtt") return StreamFormat::Vtt;
+  throw UsageError("--format " + name + ": expected txt, jsonl, json, srt or vtt");
 }
 
 // ---- stopping: signals, and EOS with --stop-at-eos ----
@@ -104,10 +114,12 @@ std::string dump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// Prints session events as they come (txt, jsonl) or the whole transcript at the end (json).
+// Prints session events as they come (txt, jsonl) or the whole transcript at the end (json, srt,
+// vtt), through a checked output.
 class EventPrinter {
  public:
-  EventPrinter(StreamFormat format, std::string source) : format_(format), source_(std::move(source)) {}
+  EventPrinter(StreamFormat format, std::string source, OutputSink& out)
+      : format_(format), source_(std::move(source)), out_(out) {}
 
   void on_event(const StreamEvent& e) {
     if (format_ == StreamFormat::Txt && e.kind == StreamEvent::Kind::Text) print_text(e.text);
@@ -117,13 +129,14 @@ class EventPrinter {
   void finish(const Session& s) {
     const Transcript t = s.transcript();
     switch (format_) {
-      case StreamFormat::Txt: std::cout << "\n"; break;
+      case StreamFormat::Txt: out_.write("\n"); break;
       case StreamFormat::Jsonl:
-        std::cout << dump({{"type", "done"}, {"duration", t.duration}, {"steps", s.stats().steps}}) << "\n";
+        out_.write(dump({{"type", "done"}, {"duration", t.duration}, {"steps", s.stats().steps}}) + "\n");
         break;
-      case StreamFormat::Json: std::cout << render(t, Format::Json, source_); break;
+      case StreamFormat::Json: out_.write(render(t, Format::Json, source_)); break;
+      case StreamFormat::Srt: out_.write(render(t, Format::Srt, source_)); break;
+      case StreamFormat::Vtt: out_.write(render(t, Format::Vtt, source_)); break;
     }
-    std::cout << std::flush;
   }
 
  private:
@@ -136,7 +149,7 @@ class EventPrinter {
       text.remove_prefix(b);
       started_ = true;
     }
-    std::cout << text << std::flush;
+    out_.write(text);
   }
 
   void print_jsonl(const StreamEvent& e) {
@@ -152,11 +165,12 @@ class EventPrinter {
         break;
       case StreamEvent::Kind::SegmentStart: return;  // the segment is printed whole when it ends
     }
-    std::cout << dump(j) << "\n" << std::flush;
+    out_.write(dump(j) + "\n");
   }
 
   StreamFormat format_;
   std::string source_;
+  OutputSink& out_;
   bool started_ = false;
 };
 
@@ -254,26 +268,47 @@ void stream_path(const std::string& path, const StreamArgs& a, Session& session,
   stream_fd(file.fd, path, a, session, stop);
 }
 
+// Every value and the input are checked before the model loads: a typo should not cost a load.
 void check_args(const StreamArgs& a) {
   parse_stream_format(a.format);
-  if (a.delay_ms != 0) delay_tokens_from_ms(a.delay_ms);
-  if (!a.raw.empty()) parse_raw_sample_type(a.raw);
-  if (a.chunk_ms < 1 || a.chunk_ms > 60000) throw Error("--chunk-ms " + std::to_string(a.chunk_ms) + ": expected 1 to 60000");
-  if (a.rate < 1 || a.rate > 1'000'000) throw Error("--rate " + std::to_string(a.rate) + ": expected a sample rate in Hz");
-  if (a.channels < 1 || a.channels > 256) throw Error("--channels " + std::to_string(a.channels) + ": expected 1 to 256");
-  if (a.input == "-" && isatty(0))
-    throw Error("standard input is a terminal: pipe audio in (arecord -f S16_LE -r 16000 -c 1 | voxrt stream -) "
-                "or name a file");
+  if (a.delay_ms != 0) check_delay(a.delay_ms);
+  if (!a.raw.empty()) {
+    try {
+      parse_raw_sample_type(a.raw);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+  }
+  if (a.raw.empty() && (a.rate_given || a.channels_given))
+    throw UsageError(std::string(a.rate_given ? "--rate" : "--channels") +
+                     " describes headerless input: use it with --raw (WAV and other files carry their own)");
+  if (a.realtime && a.input == "-")
+    throw UsageError("--realtime paces a file input; standard input arrives at its own pace");
+  if (a.chunk_ms < 1 || a.chunk_ms > 60000) throw UsageError("--chunk-ms " + std::to_string(a.chunk_ms) + ": expected 1 to 60000");
+  if (a.rate < 1 || a.rate > 1'000'000) throw UsageError("--rate " + std::to_string(a.rate) + ": expected a sample rate in Hz, 1 to 1000000");
+  if (a.channels < 1 || a.channels > 256) throw UsageError("--channels " + std::to_string(a.channels) + ": expected 1 to 256");
+  check_engine_args(a.engine);
+  if (a.input == "-") {
+    if (isatty(0))
+      throw UsageError("standard input is a terminal: pipe audio in (arecord -f S16_LE -r 16000 -c 1 | voxrt stream -) "
+                       "or name a file");
+  } else {
+    check_audio_input(a.input);
+    if (!a.output.empty() && same_file(a.output, a.input)) throw Error("-o " + a.output + ": is the input " + a.input);
+  }
 }
 
 void run_stream(const StreamArgs& a) {
-  check_args(a);  // before loading: a typo should not cost a model load
+  check_args(a);
+  // Made before the load too, so that an output that cannot be written costs nothing. A file is
+  // renamed into place when the stream ends (Ctrl-C included); follow standard output to watch it live.
+  const std::unique_ptr<OutputSink> out = a.output.empty() ? OutputSink::standard_output() : OutputSink::file(a.output);
   const std::unique_ptr<Engine> engine = load_engine(a.engine);
   // Only now: Ctrl-C during the load keeps its default action (quit at once, nothing to flush yet).
   install_stop_handlers();
 
   const bool from_stdin = a.input == "-";
-  EventPrinter printer(parse_stream_format(a.format), a.input);
+  EventPrinter printer(parse_stream_format(a.format), a.input, *out);
   StopCondition stop(a.stop_at_eos);
   SessionOptions so;
   so.delay_ms = a.delay_ms;
@@ -294,6 +329,9 @@ void run_stream(const StreamArgs& a) {
 
   session->flush();  // the right pad: without it the last words never come out
   printer.finish(*session);
+  out->commit();
+  if (session->stats().audio_seconds == 0 && !a.engine.quiet)
+    std::cerr << "voxrt: " << (from_stdin ? "stdin" : a.input) << ": no audio (0 samples): the transcript is empty\n";
   if (a.stats) print_stats(session->stats());
 }
 
@@ -304,17 +342,25 @@ void add_stream_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("stream", "Transcribe live: standard input (WAV or raw PCM) or a file, printing text as it is decided");
   add_engine_options(cmd, args->engine);
   add_delay_option(cmd, args->delay_ms);
-  cmd->add_option("--format,-f", args->format, "Output: txt (text as it comes), jsonl (one event per line) or json (at the end)")
+  cmd->add_option("--format,-f", args->format,
+                  "Output: txt (text as it comes), jsonl (one event per line), or at the end json, srt or vtt")
       ->capture_default_str();
+  cmd->add_option("--output,-o", args->output, "Write to FILE (renamed into place when the stream ends) instead of standard output");
   cmd->add_option("--raw", args->raw, "Headerless PCM input of this sample type: s16le, s32le or f32le (default: WAV)");
-  cmd->add_option("--rate", args->rate, "Sample rate of --raw input in Hz (resampled to 16000)")->capture_default_str();
-  cmd->add_option("--channels", args->channels, "Channels of --raw input (averaged to mono)")->capture_default_str();
+  cmd->add_option("--rate", args->rate, "Sample rate of --raw input in Hz (resampled to 16000)")
+      ->capture_default_str();
+  cmd->add_option("--channels", args->channels, "Channels of --raw input (averaged to mono)")
+      ->capture_default_str();
   cmd->add_flag("--realtime", args->realtime, "Feed a file input at real-time pace (as a microphone would)");
   cmd->add_flag("--stats", args->stats, "Print step timings and the real-time factor on standard error at the end");
   cmd->add_flag("--stop-at-eos", args->stop_at_eos, "End at the model's end-of-sequence token (like transcribe)");
   cmd->add_option("--chunk-ms", args->chunk_ms, "Chunk size for file input, in ms")->capture_default_str();
   cmd->add_option("input", args->input, "Audio file, or - for standard input (the default)");
-  cmd->callback([args] { run_stream(*args); });
+  cmd->callback([args, cmd] {
+    args->rate_given = cmd->count("--rate") > 0;
+    args->channels_given = cmd->count("--channels") > 0;
+    run_stream(*args);
+  });
 }
 
 }  // namespace voxrt::cli

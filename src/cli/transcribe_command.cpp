@@ -1,16 +1,23 @@
-// voxrt transcribe --model DIR [--delay-ms N] [--format txt|json|srt|vtt] [-o FILE] AUDIO...
+// voxrt transcribe [--model DIR] [--delay-ms N] [-f txt|json|srt|vtt[,...]] [-o FILE | --output-dir DIR]
+//                  [--max-line-chars N] [--max-cue-seconds S] [--timestamps] AUDIO...
+//
+// Every value and every input is checked before the model loads. Outputs are written through
+// OutputSink: checked writes, files renamed into place only when complete. One input failing does
+// not stop the others; the exit status is then 1.
 #include <chrono>
-#include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/engine_options.h"
+#include "cli/input_check.h"
 #include "cli/output_formats.h"
+#include "cli/output_sink.h"
+#include "cli/usage.h"
 #include "common/error.h"
 #include "voxrt/voxrt.h"
-#include "voxtral/protocol.h"
 
 namespace voxrt::cli {
 namespace {
@@ -20,6 +27,8 @@ struct TranscribeArgs {
   int delay_ms = 0;
   std::string format = "txt";
   std::string output;
+  std::string output_dir;
+  RenderOptions render;
   std::vector<std::string> inputs;
 };
 
@@ -32,7 +41,7 @@ class ProgressLine {
   void update(int done, int total) {
     if (!enabled_ || total <= 0) return;
     const auto now = std::chrono::steady_clock::now();
-    const int pct = static_cast<int>(100.0 * done / total);
+    const int pct = std::min(100, static_cast<int>(100.0 * done / total));
     if (tty_) {
       if (done < total && now - last_ < std::chrono::milliseconds(200)) return;
       std::cerr << "\r" << name_ << ": " << pct << "% (" << done << "/" << total << " steps)" << std::flush;
@@ -53,36 +62,134 @@ class ProgressLine {
   int last_pct_ = -1;
 };
 
-void run_transcribe(const TranscribeArgs& a) {
-  const Format format = parse_format(a.format);
-  if (a.delay_ms != 0) delay_tokens_from_ms(a.delay_ms);  // reject bad delays before loading
-  std::unique_ptr<Engine> engine = load_engine(a.engine);
+// What the arguments ask to be written, decided (and checked) before anything runs.
+struct OutputPlan {
+  std::vector<Format> formats;
+  // --output-dir: each input's files, one per format, in the order of `formats`.
+  std::map<std::string, std::vector<std::filesystem::path>> files;
+};
 
-  std::ofstream file;
-  if (!a.output.empty()) {
-    file.open(a.output, std::ios::binary);
-    if (!file) throw Error(a.output + ": cannot open for writing");
+std::filesystem::path output_file_for(const std::string& dir, const std::string& input, Format f) {
+  return std::filesystem::path(dir) / (std::filesystem::path(input).stem().string() + "." + format_extension(f));
+}
+
+OutputPlan plan_outputs(const TranscribeArgs& a) {
+  OutputPlan plan;
+  try {
+    plan.formats = parse_format_list(a.format);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
   }
-  std::ostream& out = a.output.empty() ? std::cout : file;
-  for (const std::string& input : a.inputs) {
-    try {
-      TranscribeOptions to;
-      to.delay_ms = a.delay_ms;
-      auto progress = std::make_shared<ProgressLine>(input, false);
-      to.progress = [&, progress](int done, int total) {
-        // Enable once the input is known to be long: 12.5 steps per second of audio.
-        if (done == 1 && total / 12.5 > kProgressMinSeconds && !a.engine.quiet)
-          *progress = ProgressLine(input, true);
-        progress->update(done, total);
-      };
-      const Transcript t = engine->transcribe_file(input, to);
-      progress->finish();
-      out << render(t, format, input) << std::flush;
-    } catch (const std::exception& e) {
-      std::cerr << "voxrt: error: " << e.what() << "\n";
-      set_exit_status(1);
+  const bool several_inputs = a.inputs.size() > 1;
+  if (!a.output.empty() && !a.output_dir.empty()) throw UsageError("-o and --output-dir: give one of them");
+  if (a.output_dir.empty()) {
+    if (plan.formats.size() > 1)
+      throw UsageError("--format " + a.format + ": several formats need --output-dir DIR (one file per input and format)");
+    const Format f = plan.formats[0];
+    if (several_inputs && (f == Format::Srt || f == Format::Vtt))
+      throw UsageError("--format " + a.format + " with " + std::to_string(a.inputs.size()) +
+                       " inputs: one subtitle file holds one input; use --output-dir DIR for a file per input");
+  }
+  if (a.render.timestamps && std::find(plan.formats.begin(), plan.formats.end(), Format::Txt) == plan.formats.end())
+    throw UsageError("--timestamps applies to --format txt (json, srt and vtt always carry times)");
+  if (a.render.max_line_chars < 10 || a.render.max_line_chars > 1000)
+    throw UsageError("--max-line-chars " + std::to_string(a.render.max_line_chars) + ": expected 10 to 1000");
+  if (!(a.render.max_cue_seconds >= 1.0 && a.render.max_cue_seconds <= 600.0))
+    throw UsageError("--max-cue-seconds " + std::to_string(a.render.max_cue_seconds) + ": expected 1 to 600");
+
+  if (!a.output_dir.empty()) {
+    std::map<std::filesystem::path, std::string> owner;  // output file -> the input writing it
+    for (const std::string& input : a.inputs) {
+      std::vector<std::filesystem::path>& mine = plan.files[input];
+      if (!mine.empty()) throw UsageError(input + ": given twice");
+      for (Format f : plan.formats) {
+        const std::filesystem::path out = output_file_for(a.output_dir, input, f);
+        const auto [it, fresh] = owner.emplace(out.lexically_normal(), input);
+        if (!fresh)
+          throw UsageError(it->second + " and " + input + " would both write " + out.string() +
+                           ": give inputs with different names, or run them separately");
+        mine.push_back(out);
+      }
     }
   }
+  return plan;
+}
+
+// Refuses an output that is one of the inputs: transcribing talk.wav into talk.wav destroys it.
+void check_outputs_spare_inputs(const TranscribeArgs& a, const OutputPlan& plan) {
+  for (const std::string& input : a.inputs) {
+    if (!a.output.empty() && same_file(a.output, input)) throw Error("-o " + a.output + ": is the input " + input);
+    for (const auto& [owner, files] : plan.files)
+      for (const std::filesystem::path& f : files)
+        if (same_file(f, input)) throw Error(f.string() + ": is the input " + input + "; it would be overwritten");
+  }
+}
+
+// `voxrt transcribe a.wav b.wav` in txt: a header per input, the convention of head(1) and tail(1).
+std::string with_header(const std::string& input, const std::string& doc, bool first) {
+  return (first ? "" : "\n") + std::string("==> ") + input + " <==\n" + doc;
+}
+
+Transcript transcribe_one(Engine& engine, const TranscribeArgs& a, const std::string& input) {
+  TranscribeOptions to;
+  to.delay_ms = a.delay_ms;
+  auto progress = std::make_shared<ProgressLine>(input, false);
+  to.progress = [&, progress](int done, int total) {
+    // Enable once the input is known to be long: 12.5 steps per second of audio.
+    if (done == 1 && total / 12.5 > kProgressMinSeconds && !a.engine.quiet) *progress = ProgressLine(input, true);
+    progress->update(done, total);
+  };
+  Transcript t = engine.transcribe_file(input, to);
+  progress->finish();
+  if (t.tokens.empty() && t.duration == 0 && !a.engine.quiet)
+    std::cerr << "voxrt: " << input << ": no audio (0 samples): the transcript is empty\n";
+  return t;
+}
+
+void run_transcribe(const TranscribeArgs& a) {
+  // Everything that can be checked is, before the model loads.
+  const OutputPlan plan = plan_outputs(a);
+  if (a.delay_ms != 0) check_delay(a.delay_ms);
+  check_engine_args(a.engine);
+  check_audio_inputs(a.inputs);
+  check_outputs_spare_inputs(a, plan);
+  if (!a.output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.output_dir, ec);
+    if (!std::filesystem::is_directory(a.output_dir))
+      throw Error("--output-dir " + a.output_dir + ": cannot create the directory" + (ec ? ": " + ec.message() : ""));
+  }
+  std::unique_ptr<Engine> engine = load_engine(a.engine);
+
+  // -o FILE and standard output take every input's document; --output-dir a file per input and format.
+  std::unique_ptr<OutputSink> shared;
+  if (a.output_dir.empty()) shared = a.output.empty() ? OutputSink::standard_output() : OutputSink::file(a.output);
+  const bool headers = a.inputs.size() > 1 && plan.formats[0] == Format::Txt;
+  int done = 0;
+  for (const std::string& input : a.inputs) {
+    try {
+      const Transcript t = transcribe_one(*engine, a, input);
+      if (shared) {
+        const std::string doc = render(t, plan.formats[0], input, a.render);
+        shared->write(headers ? with_header(input, doc, done == 0) : doc);
+      } else {
+        const std::vector<std::filesystem::path>& files = plan.files.at(input);
+        for (size_t i = 0; i < files.size(); ++i) {
+          std::unique_ptr<OutputSink> file = OutputSink::file(files[i]);
+          file->write(render(t, plan.formats[i], input, a.render));
+          file->commit();
+        }
+      }
+      ++done;
+    } catch (const WriteError&) {
+      throw;  // everything after it would be lost too
+    } catch (const std::exception& e) {
+      std::cerr << "voxrt: error: " << e.what() << "\n";
+      set_exit_status(kExitFailure);
+    }
+  }
+  // A run whose inputs all failed leaves an existing -o FILE as it was.
+  if (shared && done > 0) shared->commit();
 }
 
 }  // namespace
@@ -92,8 +199,15 @@ void add_transcribe_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("transcribe", "Transcribe audio files (offline, whole file)");
   add_engine_options(cmd, args->engine);
   add_delay_option(cmd, args->delay_ms);
-  cmd->add_option("--format,-f", args->format, "Output format: txt, json, srt or vtt")->capture_default_str();
-  cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output");
+  cmd->add_option("--format,-f", args->format, "Output format: txt, json, srt or vtt; several with --output-dir (srt,vtt,json)")
+      ->capture_default_str();
+  cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (replaced only when complete)");
+  cmd->add_option("--output-dir", args->output_dir, "Write one file per input and format into DIR, named after the input (talk.flac -> DIR/talk.srt)");
+  cmd->add_option("--max-line-chars", args->render.max_line_chars, "srt/vtt: characters per subtitle line (2 lines a cue at most)")
+      ->capture_default_str();
+  cmd->add_option("--max-cue-seconds", args->render.max_cue_seconds, "srt/vtt: seconds a subtitle stays on screen at most")
+      ->capture_default_str();
+  cmd->add_flag("--timestamps", args->render.timestamps, "txt: one line per segment with its start and end");
   cmd->add_option("audio", args->inputs, "Audio files (WAV, FLAC, OGG/Opus, MP3; any rate, any channels)")->required();
   cmd->callback([args] { run_transcribe(*args); });
 }

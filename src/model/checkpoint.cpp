@@ -337,7 +337,7 @@ std::vector<float> Checkpoint::load_f32(const std::string& canonical) const {
   check(is_float_dtype(t.dtype), where,
         "tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) + ", which cannot be loaded as F32");
   std::vector<float> out(static_cast<size_t>(t.numel()));
-  convert_to_f32(t.dtype, t.data, out.data(), out.size());
+  copy_out(canonical, [&](size_t first, size_t n) { convert_to_f32(t.dtype, t.data + first * dtype_size(t.dtype), out.data() + first, n); });
   to_internal_rows(canonical, out.data(), out.size());
   return out;
 }
@@ -349,13 +349,28 @@ std::vector<uint16_t> Checkpoint::load_bf16(const std::string& canonical) const 
   check(t.dtype == DType::BF16, file_of(canonical).string(),
         "tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) + ", not BF16");
   std::vector<uint16_t> out(static_cast<size_t>(t.numel()));
-  // Large tensors are copied by all cores: the copy is what touches the mapped file's pages.
-  const size_t n = out.size(), block = size_t{1} << 20;
+  copy_out(canonical, [&](size_t first, size_t n) {
+    // Large slices are copied by all cores: the copy is what touches the mapped file's pages.
+    const size_t block = size_t{1} << 20;
 #pragma omp parallel for schedule(static) if (n > block)
-  for (size_t b = 0; b < (n + block - 1) / block; ++b)
-    std::memcpy(out.data() + b * block, t.data + b * block * 2, std::min(block, n - b * block) * 2);
+    for (size_t b = 0; b < (n + block - 1) / block; ++b)
+      std::memcpy(out.data() + first + b * block, t.data + (first + b * block) * 2, std::min(block, n - b * block) * 2);
+  });
   to_internal_rows(canonical, out.data(), out.size());
   return out;
+}
+
+template <typename Copy>
+void Checkpoint::copy_out(const std::string& canonical, Copy copy) const {
+  const TensorInfo& t = tensor(canonical);
+  const SafetensorsFile& file = *files_[by_canonical_.at(canonical).file];
+  const size_t n = static_cast<size_t>(t.numel()), elem = dtype_size(t.dtype);
+  const size_t slice = std::max<size_t>(1, kCopySliceBytes / elem);
+  for (size_t first = 0; first < n; first += slice) {
+    const size_t count = std::min(slice, n - first);
+    copy(first, count);
+    file.release(t.data + first * elem, count * elem);
+  }
 }
 
 template <typename T>

@@ -51,6 +51,10 @@ class Checkpoint {
   // The file that holds it, for error messages.
   const std::filesystem::path& file_of(const std::string& canonical) const;
 
+  // Loading copies a tensor out of the mapped file slice by slice and releases each slice's pages
+  // once copied (SafetensorsFile::release): while a model loads, the process holds the weights it
+  // made and one slice of the file, not the whole file (8.86 GB for the full-size checkpoint).
+  //
   // The tensor converted to f32 in voxrt's internal layout: q/k projection weights (and the
   // encoder's q bias) use the "rotate half" RoPE pairing (i, i + head_dim/2), i.e. the Hugging Face
   // layout; Mistral-layout tensors are permuted on the way. Row-major, shape as tensor().shape.
@@ -63,6 +67,11 @@ class Checkpoint {
 
  private:
   void add_tensor(const std::string& canonical, const TensorInfo* info, size_t file);
+  // Calls copy(first, count) over the tensor's elements in slices of kCopySliceBytes, releasing
+  // each slice's mapped pages after its copy.
+  template <typename Copy>
+  void copy_out(const std::string& canonical, Copy copy) const;
+  static constexpr size_t kCopySliceBytes = size_t{32} << 20;
   // Mistral-layout q/k rows into the internal (rotate-half) order, in place.
   template <typename T>
   void to_internal_rows(const std::string& canonical, T* data, size_t n) const;

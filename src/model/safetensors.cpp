@@ -29,6 +29,9 @@ using nlohmann::json;
 // Headers of real checkpoints are ~100 KB; anything near this limit is garbage or an attack.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
+// Linux's default fault_around_bytes (a power of two, a multiple of the page size).
+constexpr size_t kFaultAroundBytes = 64 * 1024;
+
 struct DTypeEntry {
   DType dtype;
   const char* name;
@@ -246,6 +249,26 @@ std::unique_ptr<SafetensorsFile> SafetensorsFile::open(const std::filesystem::pa
 
 SafetensorsFile::~SafetensorsFile() {
   if (map_ != nullptr) munmap(map_, map_size_);
+}
+
+void SafetensorsFile::release(const uint8_t* data, size_t nbytes) const {
+  const auto* base = static_cast<const uint8_t*>(map_);
+  check(data >= base && nbytes <= map_size_ && static_cast<size_t>(data - base) <= map_size_ - nbytes, path_.string(),
+        "release: range outside the mapping");
+  if (nbytes == 0) return;
+  // Whole fault-around windows covering the range. A read fault maps the cached pages of its whole
+  // window (the kernel's fault_around_bytes, 64 KiB by default, aligned in the address space, not in
+  // the file: mmap only page-aligns the mapping), so copying the next tensor maps again the released
+  // pages that share its first window: dropping whole windows each time leaves nothing of the copied
+  // tensors behind.
+  const uintptr_t window = std::max<uintptr_t>(kFaultAroundBytes, static_cast<uintptr_t>(sysconf(_SC_PAGESIZE)));
+  const auto map_begin = reinterpret_cast<uintptr_t>(base), map_end = map_begin + map_size_;
+  const auto first = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t begin = std::max(map_begin, first / window * window);
+  const uintptr_t end = std::min(map_end, (first + nbytes + window - 1) / window * window);
+  // The mapping is private and read-only, so no page was ever written: dropping one loses nothing.
+  // Advice only: should the kernel refuse, the pages merely stay resident until the file closes.
+  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 const TensorInfo* SafetensorsFile::find(const std::string& name) const {

@@ -41,6 +41,16 @@ class SafetensorsFile {
   const TensorInfo* find(const std::string& name) const;  // nullptr when absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
+  // Drops the pages of [data, data + nbytes), a range inside this file's mapping, from the
+  // process's resident memory. A loader calls it once it has copied a tensor out: the file-backed
+  // pages a read touches count in the process's RSS until they are unmapped, so a model loaded
+  // without it holds the whole file resident (8.86 GB for the full-size checkpoint) on top of the
+  // weights it made. The bytes stay valid: a later read faults them in again from the page cache
+  // (the kernel keeps the file cached; nothing is read from disk twice while memory allows).
+  // Pages around the range (up to the 64 KiB windows the kernel maps a read fault's neighbours in)
+  // are dropped as well, harmlessly: a neighbouring tensor's pages are read again when it is.
+  void release(const uint8_t* data, size_t nbytes) const;
+
  private:
   SafetensorsFile() = default;
   std::filesystem::path path_;

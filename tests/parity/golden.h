@@ -11,10 +11,9 @@
 #include <vector>
 
 #include "model/safetensors.h"
+#include "test_paths.h"
 
 namespace voxrt::test {
-
-inline std::filesystem::path test_data() { return VOXRT_TEST_DATA; }
 
 class Golden {
  public:

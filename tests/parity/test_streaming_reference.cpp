@@ -13,14 +13,7 @@
 namespace voxrt::test {
 namespace {
 
-std::vector<std::string> streaming_cases() {
-  std::vector<std::string> names;
-  const auto dir = test_data() / "tiny" / "streaming";
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".safetensors") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> streaming_cases() { return fixture_names("tiny/streaming"); }
 
 class StreamingReference : public ::testing::TestWithParam<std::string> {};
 

@@ -42,15 +42,7 @@ Loaded& loaded(LayoutPreference layout) {
   return *slot;
 }
 
-std::vector<std::string> golden_cases() {
-  std::vector<std::string> names;
-  const auto dir = tiny_dir() / "golden";
-  if (!std::filesystem::exists(dir)) return names;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".safetensors") names.push_back(e.path().stem().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> golden_cases() { return fixture_names("tiny/golden"); }
 
 std::string audio_name(const std::string& golden_case) { return golden_case.substr(0, golden_case.rfind('_')); }
 

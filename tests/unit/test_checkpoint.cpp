@@ -10,6 +10,7 @@
 #include "checkpoint_test_util.h"
 #include "common/error.h"
 #include "model/checkpoint.h"
+#include "test_paths.h"
 
 namespace voxrt {
 namespace {
@@ -263,7 +264,7 @@ TEST_F(CheckpointTest, UnknownTensorIsAnErrorOnlyWhenAsked) {
 class CheckpointFixtureTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::filesystem::path tiny = std::filesystem::path(VOXRT_TEST_DATA) / "tiny";
+    const std::filesystem::path tiny = test::test_data() / "tiny";
     if (!std::filesystem::exists(tiny / "hf") || !std::filesystem::exists(tiny / "mistral"))
       GTEST_SKIP() << "no reference fixtures under " << tiny;
     mistral_.emplace(Checkpoint::open(tiny / "mistral"));

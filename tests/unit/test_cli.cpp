@@ -32,7 +32,7 @@ std::string slurp(const fs::path& p) {
 
 RunResult run_voxrt(const std::string& args) {
   testutil::TempDir tmp;
-  const std::string cmd = std::string(VOXRT_BINARY) + " " + args + " >" + (tmp / "out").string() + " 2>" +
+  const std::string cmd = voxrt_binary().string() + " " + args + " >" + (tmp / "out").string() + " 2>" +
                           (tmp / "err").string() + " </dev/null";
   const int raw = std::system(cmd.c_str());
   RunResult r;
@@ -111,14 +111,14 @@ TEST(Cli, SubtitleFormatsAndOutputFile) {
 
 TEST(Cli, BadDelayIsRejectedBeforeLoading) {
   const RunResult r = run_voxrt("transcribe --delay-ms 500 --model /nonexistent " + audio("speech_short"));
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);  // a usage error
   EXPECT_NE(r.err.find("--delay-ms 500"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("80 to 1200"), std::string::npos) << r.err;
 }
 
 TEST(Cli, BadFormatIsRejected) {
   const RunResult r = run_voxrt("transcribe -f docx --model " + model_dir() + " " + audio("speech_short"));
-  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--format docx"), std::string::npos) << r.err;
 }
 

@@ -15,6 +15,7 @@
 #include "audio/pcm_stream.h"
 #include "checkpoint_test_util.h"
 #include "common/error.h"
+#include "test_paths.h"
 
 namespace voxrt::test {
 namespace {
@@ -255,13 +256,13 @@ TEST(PcmInput, ChunksBeforeDataAreSkipped) {
 
 TEST(PcmInput, PipedWavFileMatchesTheFileReader) {
   // jfk.wav carries a LIST chunk before its data (as ffmpeg writes it).
-  const std::filesystem::path jfk = std::filesystem::path(VOXRT_TEST_DATA) / "audio" / "jfk.wav";
+  const std::filesystem::path jfk = test_data() / "audio" / "jfk.wav";
   const Bytes bytes = testutil::read_bytes(jfk);
   EXPECT_EQ(decode_wav(bytes, random_sizes(5, 5000), 16000), load_audio_mono(jfk));
 }
 
 TEST(PcmInput, PipedStereo44kMatchesTheFileReaderAfterResampling) {
-  const std::filesystem::path f = std::filesystem::path(VOXRT_TEST_DATA) / "audio" / "stereo_44k.wav";
+  const std::filesystem::path f = test_data() / "audio" / "stereo_44k.wav";
   const std::vector<float> want = load_audio_mono(f);
   const std::vector<float> got = decode_wav(testutil::read_bytes(f), random_sizes(6, 6000), 16000);
   ASSERT_EQ(got.size(), want.size());

@@ -77,12 +77,12 @@ class VoxrtProcess {
     posix_spawnattr_setsigdefault(&attr, &defaults);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
 
-    std::vector<std::string> argv_s = {VOXRT_BINARY};
+    std::vector<std::string> argv_s = {voxrt_binary().string()};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (std::string& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
-    const int rc = posix_spawn(&pid_, VOXRT_BINARY, &fa, &attr, argv.data(), environ);
+    const int rc = posix_spawn(&pid_, argv_s[0].c_str(), &fa, &attr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     close(fds[0]);
@@ -214,7 +214,7 @@ Bytes file_bytes(const std::string& path) { return testutil::read_bytes(path); }
 // `transcribe --format json` on a file: the reference every stream must reproduce.
 json offline(const std::string& path) {
   testutil::TempDir tmp;
-  const std::string cmd = std::string(VOXRT_BINARY) + " transcribe -q -f json --model " + model_dir() + " " + path +
+  const std::string cmd = voxrt_binary().string() + " transcribe -q -f json --model " + model_dir() + " " + path +
                           " >" + (tmp / "out").string() + " </dev/null";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   return json::parse(slurp(tmp / "out"));
@@ -500,7 +500,7 @@ TEST(StreamCli, BadOptionsAreRejectedBeforeLoading) {
     std::vector<std::string> args;
     std::string message;
   };
-  for (const Case& c : std::vector<Case>{{{"--format", "srt"}, "--format srt: expected txt, jsonl or json"},
+  for (const Case& c : std::vector<Case>{{{"--format", "docx"}, "--format docx: expected txt, jsonl, json, srt or vtt"},
                                          {{"--raw", "mp3"}, "--raw mp3: expected s16le"},
                                          {{"--delay-ms", "500"}, "--delay-ms 500"},
                                          {{"--chunk-ms", "0"}, "--chunk-ms 0"},
@@ -510,7 +510,7 @@ TEST(StreamCli, BadOptionsAreRejectedBeforeLoading) {
     args.insert(args.end(), c.args.begin(), c.args.end());
     VoxrtProcess p(args);
     const RunResult r = p.wait();
-    EXPECT_EQ(r.status, 1);
+    EXPECT_EQ(r.status, 2) << r.err;  // usage errors, found before the missing model
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
   }
 }

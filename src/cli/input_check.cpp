@@ -1,0 +1,37 @@
+#include "cli/input_check.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "common/error.h"
+
+namespace voxrt::cli {
+
+void check_audio_input(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) throw Error(path + ": no such file");
+  if (std::filesystem::is_directory(status)) throw Error(path + ": is a directory, not an audio file");
+  if (access(path.c_str(), R_OK) != 0) throw Error(path + ": cannot read: " + std::strerror(errno));
+}
+
+void check_audio_inputs(const std::vector<std::string>& paths) {
+  int bad = 0;
+  for (const std::string& p : paths) {
+    try {
+      check_audio_input(p);
+    } catch (const Error& e) {
+      if (bad++ == 0 && paths.size() == 1) throw;
+      std::cerr << "voxrt: error: " << e.what() << "\n";
+    }
+  }
+  if (bad > 0)
+    throw Error(std::to_string(bad) + " of " + std::to_string(paths.size()) +
+                " inputs cannot be read; nothing was transcribed");
+}
+
+}  // namespace voxrt::cli
