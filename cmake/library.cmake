@@ -25,6 +25,8 @@ set_target_properties(voxrt_library PROPERTIES OUTPUT_NAME voxrt EXPORT_NAME vox
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
 
 install(TARGETS voxrt RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# `voxrt bench`'s default recording, found next to the installed program (src/cli/data_files.h).
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/tests/data/audio/jfk.wav DESTINATION ${CMAKE_INSTALL_DATADIR}/voxrt/audio)
 install(TARGETS voxrt_library EXPORT voxrtTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}

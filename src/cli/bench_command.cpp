@@ -50,7 +50,6 @@ std::string utc_stamp() {
 }
 
 void check_args(const BenchArgs& a) {
-  if (a.delay_ms != 0) check_delay(a.delay_ms);
   if (a.steps < 1 || a.steps > kMaxSteps)
     throw UsageError("--steps " + std::to_string(a.steps) + ": expected 1 to " + std::to_string(kMaxSteps));
   for (double s : a.offline_seconds)

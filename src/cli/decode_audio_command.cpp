@@ -6,13 +6,16 @@
 #include <iostream>
 #include <memory>
 
-#include "audio/audio_file.h"
+#include "audio/audio_reader.h"
+#include "audio/wav_writer.h"
 #include "cli/commands.h"
 #include "cli/input_check.h"
 #include "cli/output_sink.h"
 #include "common/error.h"
 
 namespace voxrt::cli {
+
+constexpr int kRate = 16000;  // what the engine hears
 
 void add_decode_audio_command(CLI::App& app) {
   auto in = std::make_shared<std::string>();
@@ -24,13 +27,18 @@ void add_decode_audio_command(CLI::App& app) {
     check_audio_input(*in);
     if (same_file(*in, *out)) throw Error(*out + ": is the input; give another output file");
     const std::unique_ptr<OutputSink> sink = OutputSink::file(*out);
-    const std::vector<float> mono = load_audio_mono(*in, 16000);
-    // libsndfile writes by name: to the temporary, or to a device such as /dev/null directly.
-    write_wav_f32(sink->temporary_path().empty() ? std::filesystem::path(*out) : sink->temporary_path(), mono, 16000);
+    // Block by block, so that hours of audio never sit in memory. libsndfile writes by name: to the
+    // temporary, or to a device such as /dev/null directly.
+    AudioFileReader reader(*in, kRate);
+    WavFileWriter writer(sink->temporary_path().empty() ? std::filesystem::path(*out) : sink->temporary_path(), kRate);
+    std::vector<float> block;
+    while (reader.read(block, AudioFileReader::kBlockFrames) > 0) writer.write(block);
+    writer.close();
     sink->commit();
+    const int64_t samples = writer.samples_written();
     char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.2f", mono.size() / 16000.0);
-    std::cerr << *out << ": " << mono.size() << " samples (" << seconds << " s)\n";
+    std::snprintf(seconds, sizeof seconds, "%.2f", static_cast<double>(samples) / kRate);
+    std::cerr << *out << ": " << samples << " samples (" << seconds << " s)\n";
   });
 }
 

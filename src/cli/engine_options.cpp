@@ -11,27 +11,14 @@
 namespace voxrt::cli {
 namespace {
 
-// Options that were not given keep a value meaning "not given": a given value outside the range is
-// an error, never silently the default (--delay-ms 0 and -t 0 used to mean "default").
-constexpr int kNotGiven = 0;
-
-}  // namespace
-
-void add_engine_options(CLI::App* cmd, EngineArgs& a) {
-  cmd->add_option("--model,-m", a.model, "Model directory (default: the one `voxrt pull` downloads)");
-  cmd->add_option("--device", a.device, "auto (a GPU if there is one), cuda or cpu")->capture_default_str();
-  cmd->add_option("--gpu", a.gpu, "CUDA device index")->capture_default_str();
-  cmd->add_option("--layout", a.layout, "Checkpoint files to read: auto, mistral or hf")->capture_default_str();
-  cmd->add_option("--threads,-t", a.threads, "CPU threads, 1 to the number of CPUs (default: all)");
-  cmd->add_option("--draft-rows", a.draft_rows,
-                  "Decoder positions verified per pass when audio is ahead (0: 8 on the GPU, 1 on the CPU)")
-      ->capture_default_str();
-  cmd->add_flag("--quiet,-q", a.quiet, "No messages on standard error (errors excepted)");
-}
-
-void add_delay_option(CLI::App* cmd, int& delay_ms) {
-  cmd->add_option("--delay-ms", delay_ms,
-                  "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
+// --threads and --delay-ms are checked as they are parsed, so that any value given, 0 included, is
+// checked: 0 stays the "not given" of the options' defaults (--delay-ms 0 and -t 0 used to mean
+// "default" silently).
+void check_threads(int threads) {
+  const int cpus = std::max(1u, std::thread::hardware_concurrency());
+  if (threads < 1 || threads > cpus)
+    throw UsageError("--threads " + std::to_string(threads) + ": expected 1 to " + std::to_string(cpus) +
+                     " (the CPUs this machine has)");
 }
 
 void check_delay(int delay_ms) {
@@ -42,16 +29,35 @@ void check_delay(int delay_ms) {
   }
 }
 
+}  // namespace
+
+void add_engine_options(CLI::App* cmd, EngineArgs& a) {
+  cmd->add_option("--model,-m", a.model, "Model directory (default: the one `voxrt pull` downloads)");
+  cmd->add_option("--device", a.device, "auto (a GPU if there is one), cuda or cpu")->capture_default_str();
+  cmd->add_option("--gpu", a.gpu, "CUDA device index")->capture_default_str();
+  cmd->add_option("--layout", a.layout, "Checkpoint files to read: auto, mistral or hf")->capture_default_str();
+  cmd->add_option_function<int>(
+      "--threads,-t", [&a](const int& v) { check_threads(v); a.threads = v; }, "CPU threads, 1 to the number of CPUs (default: all)");
+  cmd->add_option("--draft-rows", a.draft_rows,
+                  "Decoder positions verified per pass when audio is ahead (0: 8 on the GPU, 1 on the CPU)")
+      ->capture_default_str();
+  cmd->add_flag("--quiet,-q", a.quiet, "No messages on standard error (errors excepted)");
+}
+
+void add_delay_option(CLI::App* cmd, int& delay_ms) {
+  cmd->add_option_function<int>(
+      "--delay-ms", [&delay_ms](const int& v) { check_delay(v); delay_ms = v; },
+      "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
+}
+
+
 void check_engine_args(const EngineArgs& a) {
   if (a.device != "auto" && a.device != "cuda" && a.device != "cpu")
     throw UsageError("--device " + a.device + ": expected auto, cuda or cpu");
   if (a.layout != "auto" && a.layout != "mistral" && a.layout != "hf")
     throw UsageError("--layout " + a.layout + ": expected auto, mistral or hf");
   if (a.gpu < 0) throw UsageError("--gpu " + std::to_string(a.gpu) + ": expected a device index, 0 or more");
-  const int cpus = std::max(1u, std::thread::hardware_concurrency());
-  if (a.threads != kNotGiven && (a.threads < 1 || a.threads > cpus))
-    throw UsageError("--threads " + std::to_string(a.threads) + ": expected 1 to " + std::to_string(cpus) +
-                     " (the CPUs this machine has)");
+  if (a.threads != 0) check_threads(a.threads);
   if (a.draft_rows < 0 || a.draft_rows > EngineOptions::kMaxDraftRows)
     throw UsageError("--draft-rows " + std::to_string(a.draft_rows) + ": expected 0 (automatic) to " +
                      std::to_string(EngineOptions::kMaxDraftRows));

@@ -22,14 +22,13 @@ struct EngineArgs {
 };
 
 void add_engine_options(CLI::App* cmd, EngineArgs& args);
-// --delay-ms; 0 stays "not given" (tekken.json's default), any given value is checked.
+// --delay-ms; 0 stays "not given" (tekken.json's default), any given value (0 too) is checked as it
+// is parsed.
 void add_delay_option(CLI::App* cmd, int& delay_ms);
 
 // Checks the shared options' values (UsageError, exit 2) and that --model names a directory
 // (Error, exit 1). Every command calls it before opening inputs or loading the model.
 void check_engine_args(const EngineArgs& args);
-// Checks a --delay-ms value that was given (UsageError).
-void check_delay(int delay_ms);
 
 // Resolves the model directory, loads it, and (unless quiet) says what was loaded and where.
 std::unique_ptr<Engine> load_engine(const EngineArgs& args);

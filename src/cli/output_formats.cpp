@@ -52,10 +52,9 @@ std::string timestamp(double seconds, char sep) {
   return buf;
 }
 
-namespace {
-
-// Whole milliseconds, so that JSON shows 3.84 and not 3.8400000000000003.
 double json_seconds(double seconds) { return std::round(seconds * 1000.0) / 1000.0; }
+
+namespace {
 
 nlohmann::json words_json(const std::vector<Word>& words) {
   nlohmann::json a = nlohmann::json::array();

@@ -26,6 +26,8 @@ std::string format_extension(Format f);  // "txt", "json", "srt", "vtt"
 // One document per input. json is a single line (so several inputs make JSON Lines), its times in
 // whole milliseconds. srt and vtt are complete files (numbering from 1, one WEBVTT header).
 std::string render(const Transcript& t, Format f, const std::string& source, const RenderOptions& o = {});
+// Seconds rounded to whole milliseconds, as every JSON output writes them (3.84, not 3.8400000000000003).
+double json_seconds(double seconds);
 // "00:01:02,345" (srt) or "00:01:02.345" (vtt).
 std::string timestamp(double seconds, char millis_separator);
 

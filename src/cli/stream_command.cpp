@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "audio/audio_file.h"
+#include "audio/audio_reader.h"
 #include "audio/pcm_stream.h"
 #include "cli/commands.h"
 #include "cli/engine_options.h"
@@ -131,7 +131,7 @@ class EventPrinter {
     switch (format_) {
       case StreamFormat::Txt: out_.write("\n"); break;
       case StreamFormat::Jsonl:
-        out_.write(dump({{"type", "done"}, {"duration", t.duration}, {"steps", s.stats().steps}}) + "\n");
+        out_.write(dump({{"type", "done"}, {"duration", json_seconds(t.duration)}, {"steps", s.stats().steps}}) + "\n");
         break;
       case StreamFormat::Json: out_.write(render(t, Format::Json, source_)); break;
       case StreamFormat::Srt: out_.write(render(t, Format::Srt, source_)); break;
@@ -155,13 +155,13 @@ class EventPrinter {
   void print_jsonl(const StreamEvent& e) {
     nlohmann::json j;
     switch (e.kind) {
-      case StreamEvent::Kind::Text: j = {{"type", "text"}, {"text", e.text}, {"step", e.step}, {"start", e.start}}; break;
+      case StreamEvent::Kind::Text: j = {{"type", "text"}, {"text", e.text}, {"step", e.step}, {"start", json_seconds(e.start)}}; break;
       case StreamEvent::Kind::SegmentEnd:
-        j = {{"type", "segment"}, {"start", e.start}, {"end", e.end}, {"text", e.text}};
+        j = {{"type", "segment"}, {"start", json_seconds(e.start)}, {"end", json_seconds(e.end)}, {"text", e.text}};
         break;
       case StreamEvent::Kind::Eos: j = {{"type", "eos"}, {"step", e.step}}; break;
       case StreamEvent::Kind::Word:
-        j = {{"type", "word"}, {"start", e.start}, {"end", e.end}, {"text", e.text}, {"step", e.step}};
+        j = {{"type", "word"}, {"start", json_seconds(e.start)}, {"end", json_seconds(e.end)}, {"text", e.text}, {"step", e.step}};
         break;
       case StreamEvent::Kind::SegmentStart: return;  // the segment is printed whole when it ends
     }
@@ -205,16 +205,18 @@ void sleep_until_or_stopped(std::chrono::steady_clock::time_point due, const Sto
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(due - now, std::chrono::milliseconds(kPollMs)));
 }
 
-// A file decoded whole (any format libsndfile reads), fed in chunks of chunk_ms. With --realtime,
-// chunk k is fed once it would have been captured live: (k + 1) chunk durations after the start.
+// A file (any format libsndfile reads), decoded and resampled incrementally and fed in chunks of
+// chunk_ms: memory stays that of one chunk however long the file. With --realtime, chunk k is fed
+// once it would have been captured live: (k + 1) chunk durations after the start.
 void stream_file(const std::string& path, const StreamArgs& a, Session& session, const StopCondition& stop) {
-  const std::vector<float> audio = load_audio_mono(path, kSampleRate);
+  AudioFileReader reader(path, kSampleRate);
   const size_t chunk = static_cast<size_t>(a.chunk_ms) * kSampleRate / 1000;
+  std::vector<float> samples;
   const auto start = std::chrono::steady_clock::now();
-  for (size_t k = 0, pos = 0; pos < audio.size(); ++k, pos += chunk) {
-    if (a.realtime) sleep_until_or_stopped(start + std::chrono::milliseconds(static_cast<int64_t>(k + 1) * a.chunk_ms), stop);
-    if (stop()) break;
-    session.feed(std::span<const float>(audio).subspan(pos, std::min(chunk, audio.size() - pos)));
+  for (int64_t k = 0;; ++k) {
+    if (a.realtime) sleep_until_or_stopped(start + std::chrono::milliseconds((k + 1) * a.chunk_ms), stop);
+    if (stop() || reader.read(samples, chunk) == 0) break;
+    session.feed(samples);
   }
 }
 
@@ -271,7 +273,6 @@ void stream_path(const std::string& path, const StreamArgs& a, Session& session,
 // Every value and the input are checked before the model loads: a typo should not cost a load.
 void check_args(const StreamArgs& a) {
   parse_stream_format(a.format);
-  if (a.delay_ms != 0) check_delay(a.delay_ms);
   if (!a.raw.empty()) {
     try {
       parse_raw_sample_type(a.raw);
@@ -293,7 +294,7 @@ void check_args(const StreamArgs& a) {
       throw UsageError("standard input is a terminal: pipe audio in (arecord -f S16_LE -r 16000 -c 1 | voxrt stream -) "
                        "or name a file");
   } else {
-    check_audio_input(a.input);
+    check_audio_input(a.input, /*open_as_audio=*/a.raw.empty());
     if (!a.output.empty() && same_file(a.output, a.input)) throw Error("-o " + a.output + ": is the input " + a.input);
   }
 }

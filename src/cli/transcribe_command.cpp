@@ -149,7 +149,6 @@ Transcript transcribe_one(Engine& engine, const TranscribeArgs& a, const std::st
 void run_transcribe(const TranscribeArgs& a) {
   // Everything that can be checked is, before the model loads.
   const OutputPlan plan = plan_outputs(a);
-  if (a.delay_ms != 0) check_delay(a.delay_ms);
   check_engine_args(a.engine);
   check_audio_inputs(a.inputs);
   check_outputs_spare_inputs(a, plan);
@@ -159,11 +158,12 @@ void run_transcribe(const TranscribeArgs& a) {
     if (!std::filesystem::is_directory(a.output_dir))
       throw Error("--output-dir " + a.output_dir + ": cannot create the directory" + (ec ? ": " + ec.message() : ""));
   }
-  std::unique_ptr<Engine> engine = load_engine(a.engine);
-
-  // -o FILE and standard output take every input's document; --output-dir a file per input and format.
+  // -o FILE and standard output take every input's document; --output-dir a file per input and
+  // format. Opened before the load, so that an output that cannot be made costs nothing.
   std::unique_ptr<OutputSink> shared;
   if (a.output_dir.empty()) shared = a.output.empty() ? OutputSink::standard_output() : OutputSink::file(a.output);
+  std::unique_ptr<Engine> engine = load_engine(a.engine);
+
   const bool headers = a.inputs.size() > 1 && plan.formats[0] == Format::Txt;
   int done = 0;
   for (const std::string& input : a.inputs) {
@@ -207,7 +207,7 @@ void add_transcribe_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-cue-seconds", args->render.max_cue_seconds, "srt/vtt: seconds a subtitle stays on screen at most")
       ->capture_default_str();
-  cmd->add_flag("--timestamps", args->render.timestamps, "txt: one line per segment with its start and end");
+  cmd->add_flag("--timestamps", args->render.timestamps, "txt: one line per subtitle cue, with its start and end ([00:00:01.200 --> 00:00:03.400] text)");
   cmd->add_option("audio", args->inputs, "Audio files (WAV, FLAC, OGG/Opus, MP3; any rate, any channels)")->required();
   cmd->callback([args] { run_transcribe(*args); });
 }

@@ -180,14 +180,13 @@ void configure(CURL* c, const HttpRequest& req, curl_slist* headers, Transfer& t
 }
 
 [[noreturn]] void throw_transport_error(CURL* c, CURLcode code, const char* errbuf, const Transfer& t,
-                                        const std::string& url) {
+                                        const HttpRequest& req) {
   const char* effective = nullptr;
   curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &effective);
-  std::string origin = url_origin(effective ? effective : url);
+  std::string origin = url_origin(effective ? effective : req.url);
   std::string detail = errbuf[0] ? errbuf : curl_easy_strerror(code);
   if (!t.final_head) {  // no answer at all, or only redirects to a host that is unreachable
-    throw Error("cannot reach " + origin + ": " + detail +
-                " (no network? set HF_ENDPOINT for a mirror)");
+    throw Error("cannot reach " + origin + ": " + detail + " (" + req.unreachable_hint + ")");
   }
   throw Error("transfer from " + origin + " broke off after " + std::to_string(t.result.body_bytes) +
               " bytes: " + detail);
@@ -225,7 +224,7 @@ HttpResult http_get(const HttpRequest& req, const HeadFn& on_head, const BodyFn&
 
   CURLcode code = curl_easy_perform(curl.get());
   if (t.error) std::rethrow_exception(t.error);
-  if (code != CURLE_OK) throw_transport_error(curl.get(), code, errbuf, t, req.url);
+  if (code != CURLE_OK) throw_transport_error(curl.get(), code, errbuf, t, req);
   if (!t.final_head) {  // e.g. a 3xx loop cut off by the redirect limit is reported as an error above
     throw Error("no usable answer from " + url_origin(req.url) + " for " + req.url);
   }

@@ -19,6 +19,9 @@ struct HttpRequest {
   long connect_timeout_s = 15;       // covers name resolution and the TCP/TLS handshake
   long low_speed_limit = 1024;       // bytes per second; slower than this ...
   long low_speed_time_s = 60;        // ... for this long aborts the transfer
+  // Appended to "cannot reach HOST: ..." when no answer came: what the user can change (the caller
+  // knows where the address came from).
+  std::string unreachable_hint = "no network?";
 };
 
 // The head of the final response (after redirects).

@@ -105,6 +105,7 @@ struct Hub {
   std::string revision;
   std::vector<std::string> headers;
   long connect_timeout_s;
+  std::string unreachable_hint;  // names where the endpoint came from: --endpoint, HF_ENDPOINT or the default
 
   std::string tree_url() const {
     return endpoint + "/api/models/" + url_encode(repo, true) + "/tree/" + url_encode(revision, false);
@@ -118,6 +119,7 @@ struct Hub {
     req.url = url;
     req.headers = headers;
     req.connect_timeout_s = connect_timeout_s;
+    req.unreachable_hint = unreachable_hint;
     return req;
   }
 };
@@ -125,6 +127,12 @@ struct Hub {
 Hub make_hub(const PullOptions& opts) {
   Hub hub;
   hub.endpoint = !opts.endpoint.empty() ? opts.endpoint : env("HF_ENDPOINT");
+  if (!opts.endpoint.empty())
+    hub.unreachable_hint = "no network, or a wrong --endpoint?";
+  else if (!hub.endpoint.empty())
+    hub.unreachable_hint = "no network, or a wrong HF_ENDPOINT=" + hub.endpoint + "?";
+  else
+    hub.unreachable_hint = "no network? --endpoint URL or HF_ENDPOINT=URL sets a mirror";
   if (hub.endpoint.empty()) hub.endpoint = kDefaultEndpoint;
   while (hub.endpoint.ends_with('/')) hub.endpoint.pop_back();
   if (!hub.endpoint.starts_with("http://") && !hub.endpoint.starts_with("https://")) {

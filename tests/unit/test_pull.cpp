@@ -270,7 +270,19 @@ TEST_F(PullTest, UnreachableEndpointFailsFast) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(seconds, 20.0);
   EXPECT_NE(msg.find("cannot reach " + o.endpoint), std::string::npos) << msg;
-  EXPECT_NE(msg.find("HF_ENDPOINT"), std::string::npos) << msg;
+  // The address came from --endpoint: the hint names it, not HF_ENDPOINT (which was not set).
+  EXPECT_NE(msg.find("wrong --endpoint?"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("HF_ENDPOINT"), std::string::npos) << msg;
+}
+
+TEST_F(PullTest, UnreachableHfEndpointIsNamed) {
+  PullOptions o = options();
+  o.endpoint.clear();
+  const std::string url = "http://127.0.0.1:" + std::to_string(closed_port());
+  ::setenv("HF_ENDPOINT", url.c_str(), 1);
+  std::string msg = error_of([&] { pull_model(o, log_); });
+  ::unsetenv("HF_ENDPOINT");
+  EXPECT_NE(msg.find("wrong HF_ENDPOINT=" + url + "?"), std::string::npos) << msg;
 }
 
 TEST_F(PullTest, HfEndpointEnvironmentIsUsed) {

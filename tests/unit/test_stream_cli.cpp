@@ -25,6 +25,7 @@
 #include "../parity/golden.h"
 #include "audio/audio_file.h"
 #include "checkpoint_test_util.h"
+#include "cli_run.h"
 
 extern char** environ;
 
@@ -35,21 +36,6 @@ namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
-
-std::string model_dir() { return (test_data() / "tiny" / "mistral").string(); }
-std::string audio(const std::string& name) { return (test_data() / "audio" / (name + ".wav")).string(); }
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-struct RunResult {
-  int status = -1;  // exit status, or 128 + signal
-  std::string out, err;
-};
 
 // voxrt started with a pipe on its standard input; stdout and stderr go to files (a pipe could fill
 // up and block the child while the test is busy writing).

@@ -1,0 +1,62 @@
+// Running the voxrt command from a test: through the shell (so that a test can redirect its output
+// to /dev/full or run it from another directory), with its exit status, standard output and
+// standard error. Shared by the command-line tests.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "temp_dir.h"
+#include "test_paths.h"
+
+namespace voxrt::test {
+
+struct RunResult {
+  int status = -1;  // exit status, or 128 + signal
+  std::string out, err;
+};
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Single quotes for the shell.
+inline std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+struct RunOptions {
+  std::string stdout_to;  // a path standard output goes to instead of being captured (/dev/full)
+  std::string cwd;        // the directory it runs in (default: the test's)
+  std::string stdin_from = "/dev/null";
+};
+
+// `voxrt ARGS` (ARGS as the shell splits them).
+inline RunResult run_voxrt(const std::string& args, const RunOptions& o = {}) {
+  testutil::TempDir tmp;
+  const std::string out = o.stdout_to.empty() ? (tmp / "out").string() : o.stdout_to;
+  std::string cmd = voxrt_binary().string() + " " + args + " >" + quoted(out) + " 2>" + quoted((tmp / "err").string()) +
+                    " <" + quoted(o.stdin_from);
+  if (!o.cwd.empty()) cmd = "cd " + quoted(o.cwd) + " && " + cmd;
+  const int raw = std::system(cmd.c_str());
+  RunResult r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  if (o.stdout_to.empty()) r.out = slurp(tmp / "out");
+  r.err = slurp(tmp / "err");
+  return r;
+}
+
+inline std::string model_dir() { return (test_data() / "tiny" / "mistral").string(); }
+inline std::string audio(const std::string& name) { return (test_data() / "audio" / (name + ".wav")).string(); }
+
+}  // namespace voxrt::test
