@@ -59,7 +59,11 @@ std::unique_ptr<OutputSink> OutputSink::file(const std::filesystem::path& path) 
   const std::filesystem::path target = std::filesystem::weakly_canonical(path, ec);
   std::filesystem::path temp;
   const int fd = create_temporary(ec ? path : target, temp);
-  if (fd < 0) throw Error(name + ": cannot write beside it: " + errno_text());
+  if (fd < 0) {
+    const std::string why = errno_text();
+    const std::filesystem::path dir = (ec ? path : target).parent_path();
+    throw Error(name + ": cannot create a file in " + (dir.empty() ? std::string(".") : dir.string()) + ": " + why);
+  }
   return std::unique_ptr<OutputSink>(new OutputSink(fd, name, ec ? path : target, temp, true));
 }
 

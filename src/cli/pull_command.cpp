@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/usage.h"
 #include "common/error.h"
 #include "hub/pull.h"
 
@@ -23,7 +24,7 @@ struct PullArgs {
 std::vector<std::string> layout_files(const std::string& layout) {
   if (layout == "mistral") return {"params.json", "consolidated.safetensors", "tekken.json"};
   if (layout == "hf") return {"config.json", "model.safetensors", "tekken.json"};
-  throw Error("--layout " + layout + ": expected mistral or hf");
+  throw UsageError("--layout " + layout + ": expected mistral or hf");
 }
 
 }  // namespace
@@ -49,11 +50,11 @@ void add_pull_command(CLI::App& app) {
   cmd->add_flag("--quiet,-q", args->quiet, "No progress bar");
   cmd->callback([args] {
     PullOptions o;
+    o.files = layout_files(args->layout);  // before anything is asked of the hub
     o.repo = args->repo;
     o.dir = args->dir;
     o.endpoint = args->endpoint;
     o.revision = args->revision;
-    o.files = layout_files(args->layout);
     o.progress = !args->quiet;
     const std::filesystem::path dir = pull_model(o, std::cerr);
     std::cout << dir.string() << "\n";

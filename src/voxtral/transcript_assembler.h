@@ -45,6 +45,8 @@ class TranscriptAssembler {
   const std::vector<Segment>& segments() const { return segments_; }
   const std::vector<Word>& words() const { return words_; }
   const std::vector<int32_t>& tokens() const { return tokens_; }
+  // Everything, moved out (the assembler is spent): a transcript of hours is not held twice.
+  Transcript take_transcript(double duration) &&;
 
  private:
   // Seconds at the start of step `step` (step + 1: the end of `step`), rounded and clamped.

@@ -205,6 +205,12 @@ TEST(CliErrors, CommandLineMistakesExit2WithOneStyleAndAHint) {
   }
 }
 
+TEST(CliErrors, AnOutputThatCannotBeMadeIsNamedBeforeLoading) {
+  const RunResult r = run_voxrt(transcribe("-o /nonexistent/dir/x.txt " + audio("jfk")));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "voxrt: error: /nonexistent/dir/x.txt: cannot create a file in /nonexistent/dir: No such file or directory\n");
+}
+
 TEST(CliErrors, HelpAndVersionExit0) {
   for (const char* args : {"--help", "transcribe --help", "--version"}) {
     const RunResult r = run_voxrt(args);
@@ -250,6 +256,7 @@ TEST(CliValues, EveryValueIsCheckedBeforeTheModelLoads) {
            {"bench --offline-seconds 0" + m, "--offline-seconds 0"},
            {"bench --figures foo" + m, "--figures foo"},
            {"bench --steps 0" + m, "--steps 0"},
+           {"pull --layout gguf --endpoint http://127.0.0.1:1", "--layout gguf"},
        }) {
     const RunResult r = run_voxrt(c.args);
     EXPECT_EQ(r.status, 2) << "voxrt " << c.args << "\n" << r.err;
