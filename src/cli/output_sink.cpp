@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "cli/temporary_files.h"
 #include "common/error.h"
 
 namespace voxrt::cli {
@@ -37,7 +38,9 @@ int create_temporary(const std::filesystem::path& target, std::filesystem::path&
 
 OutputSink::OutputSink(int fd, std::string name, std::filesystem::path target, std::filesystem::path temp,
                        bool owns_fd)
-    : fd_(fd), name_(std::move(name)), target_(std::move(target)), temp_(std::move(temp)), owns_fd_(owns_fd) {}
+    : fd_(fd), name_(std::move(name)), target_(std::move(target)), temp_(std::move(temp)), owns_fd_(owns_fd) {
+  if (!temp_.empty()) track_temporary(temp_);
+}
 
 std::unique_ptr<OutputSink> OutputSink::standard_output() {
   return std::unique_ptr<OutputSink>(new OutputSink(STDOUT_FILENO, "standard output", {}, {}, false));
@@ -69,7 +72,10 @@ std::unique_ptr<OutputSink> OutputSink::file(const std::filesystem::path& path) 
 
 OutputSink::~OutputSink() {
   if (owns_fd_ && fd_ >= 0) close(fd_);
-  if (!temp_.empty() && !committed_) unlink(temp_.c_str());
+  if (!temp_.empty() && !committed_) {
+    unlink(temp_.c_str());
+    untrack_temporary(temp_);
+  }
 }
 
 void OutputSink::fail(const std::string& what) const { throw WriteError(name_ + ": " + what + ": " + errno_text()); }
@@ -96,6 +102,7 @@ void OutputSink::commit() {
     fd_ = -1;
     if (close(fd) != 0) fail("write failed");
     if (std::rename(temp_.c_str(), target_.c_str()) != 0) fail("cannot rename " + temp_.string() + " into place");
+    untrack_temporary(temp_);
   } else if (owns_fd_) {
     const int fd = fd_;
     fd_ = -1;

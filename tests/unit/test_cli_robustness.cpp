@@ -3,7 +3,11 @@
 // exit status 2 for usage errors and 1 for failures, values and inputs checked before the model
 // loads, empty input as an empty transcript on every route, and bench from any directory. Each test
 // is a defect the issue found; it failed before the fix.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -131,6 +135,41 @@ TEST(CliOutputs, DecodeAudioLeavesAnExistingOutputWhenTheInputFails) {
   const RunResult r = run_voxrt("decode-audio " + broken_flac(tmp).string() + " " + out.string());
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(slurp(out), "an older file");
+}
+
+// Ctrl-C in the middle of `transcribe -o FILE`: the run stops as interrupted, and neither FILE nor
+// its temporary is left behind.
+TEST(CliOutputs, AnInterruptedRunLeavesNoFileBehind) {
+  TempDir tmp;
+  const fs::path long_input = tmp / "long.wav", out_dir = tmp / "out";
+  testutil::write_sparse_silent_wav(long_input, 16000, 1, 16000ull * 60 * 60);  // an hour: minutes to transcribe
+  fs::create_directories(out_dir);
+  const std::string exe = voxrt_binary().string(), model = model_dir(), out = (out_dir / "talk.txt").string();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_RDWR);
+    dup2(devnull, 0), dup2(devnull, 1), dup2(devnull, 2);
+    execl(exe.c_str(), exe.c_str(), "transcribe", "-q", "-t", "1", "--model", model.c_str(), "-o", out.c_str(),
+          long_input.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(pid, 0);
+  // The temporary appears before the model loads; then the hour of audio takes its time.
+  auto entries = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(out_dir)) names.push_back(e.path().filename().string());
+    return names;
+  };
+  for (int i = 0; i < 1000 && entries().empty(); ++i) usleep(10'000);
+  ASSERT_EQ(entries().size(), 1u) << "no temporary output appeared";
+  EXPECT_TRUE(entries()[0].starts_with(".talk.txt.") && entries()[0].ends_with(".part")) << entries()[0];
+  usleep(200'000);  // inside the transcription
+  kill(pid, SIGINT);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exited with " << WEXITSTATUS(status) << " before the signal";
+  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  EXPECT_TRUE(entries().empty()) << entries()[0];
 }
 
 // ---- defect 4: one output per input and format ----
