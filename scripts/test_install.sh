@@ -6,6 +6,7 @@
 #   scripts/test_install.sh [BUILD_DIR]        (default build/cpu; built already)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD  # the checkout: the tiny model is given by its absolute path below
 build=${1:-build/cpu}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/voxrt-install-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -61,5 +62,12 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 # shellcheck disable=SC2046  # pkg-config's output is a list of flags
 c++ -std=c++20 examples/transcribe.cpp -o "$tmp/transcribe-pc" $(pkg-config --cflags --libs voxrt) -Wl,-rpath,"$libdir"
 check_example "$tmp/transcribe-pc"
+# The installed command works from any directory: bench finds its recording in PREFIX/share/voxrt
+# and writes its result into the current directory.
+mkdir "$tmp/elsewhere"
+(cd "$tmp/elsewhere" && "$prefix/bin/voxrt" bench -q --figures decoder --steps 2 --model "$root/$model" > /dev/null) ||
+  fail "the installed voxrt bench failed when run from another directory"
+grep -q "\"$prefix/share/voxrt/audio/jfk.wav\"" "$tmp"/elsewhere/*.json ||
+  fail "the installed voxrt bench did not use $prefix/share/voxrt/audio/jfk.wav: $(cat "$tmp"/elsewhere/*.json)"
 echo "test_install: installed $build into a temporary prefix; README's example built with find_package and" \
   "with pkg-config transcribes with it (offline and live) and catches voxrt::Error" >&2
