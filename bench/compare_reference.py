@@ -6,7 +6,7 @@ prints voxrt's figures against it (run both in the same device call).
     python3 bench/compare_reference.py --model DIR --voxrt bench/results/<file>.json
 
 The reference runs as users run it: bf16 weights on CUDA, `generate()` greedy over the offline
-protocol (SPEC §9), which encodes the audio incrementally and decodes one token per 80 ms step.
+protocol (docs/model.md §9), which encodes the audio incrementally and decodes one token per 80 ms step.
 Its per-step time is the generate() time over the number of steps (encoder and decoder together);
 voxrt's comparable figure is its encoder step + decoder step.
 """

@@ -1,4 +1,4 @@
-// voxrt live sessions: transcribe while the audio arrives (SPEC §9).
+// voxrt live sessions: transcribe while the audio arrives (docs/model.md §10).
 //
 //   auto session = engine->open_session({.delay_ms = 480, .on_event = [](const voxrt::StreamEvent& e) {
 //     if (e.kind == voxrt::StreamEvent::Kind::Text) std::cout << e.text << std::flush;

@@ -1,6 +1,6 @@
-// Voxtral's log-mel front end (SPEC §2): n_fft = win = 400, hop 160, periodic Hann window, centred
-// STFT with reflect padding, power spectrum, the last STFT frame dropped, 128 Slaney mel filters
-// (0-8000 Hz, Slaney area norm) computed in code, log10(max(mel,1e-10)), floored at
+// Voxtral's log-mel front end (docs/model.md §2): n_fft = win = 400, hop 160, periodic Hann window,
+// centred STFT with reflect padding, power spectrum, the last STFT frame dropped, 128 Slaney mel
+// filters (0-8000 Hz, Slaney area norm) computed in code, log10(max(mel,1e-10)), floored at
 // global_log_mel_max - 8, then (x + 4) / 4.
 // Frame k covers samples [160k - 200, 160k + 200) of the signal; the offline result for n samples
 // has n / 160 frames (integer division), and is laid out time-major: out[k * n_mels + m].

@@ -1,6 +1,6 @@
-// Checkpoint directories in the Mistral and Hugging Face layouts (SPEC §6, §7). Both are reduced to
-// one view: canonical (Mistral) tensor names, and on load_f32 the Hugging Face "rotate half" RoPE
-// row order for q/k projections.
+// Checkpoint directories in the Mistral and Hugging Face layouts (docs/model.md §6, §7). Both are
+// reduced to one view: canonical (Mistral) tensor names, and on load_f32 the Hugging Face "rotate
+// half" RoPE row order for q/k projections.
 #include "model/checkpoint.h"
 
 #include <algorithm>

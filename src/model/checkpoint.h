@@ -1,4 +1,4 @@
-// Opens an official Voxtral Realtime model directory in either layout (SPEC §6, §7):
+// Opens an official Voxtral Realtime model directory in either layout (docs/model.md §6, §7):
 //   Mistral:      params.json + consolidated.safetensors (+ tekken.json)
 //   Hugging Face: config.json + model.safetensors, or model-0000N-of-0000M.safetensors with
 //                 model.safetensors.index.json (+ tekken.json)

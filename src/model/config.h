@@ -1,5 +1,5 @@
 // The model's hyper-parameters, as read from params.json (Mistral layout) or config.json
-// (Hugging Face layout). Defaults are those of Voxtral-Mini-4B-Realtime-2602 (SPEC §1-§5).
+// (Hugging Face layout). Defaults are those of Voxtral-Mini-4B-Realtime-2602 (docs/model.md §1-§5).
 #pragma once
 
 #include <cstdint>

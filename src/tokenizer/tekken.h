@@ -1,5 +1,5 @@
-// Mistral's tekken.json tokenizer, decode side (SPEC §7, §8). Ids below num_special_tokens are
-// special (control) tokens; regular id = rank + num_special_tokens; ranks 0-255 are raw bytes.
+// Mistral's tekken.json tokenizer, decode side (docs/model.md §7, §8). Ids below num_special_tokens
+// are special (control) tokens; regular id = rank + num_special_tokens; ranks 0-255 are raw bytes.
 // Text is assembled from raw bytes across tokens, so a UTF-8 character may span several tokens.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The Voxtral Realtime network (SPEC §3-§5), written once against the Backend interface:
+// The Voxtral Realtime network (docs/model.md §3-§5), written once against the Backend interface:
 //   conv stem -> causal sliding-window encoder -> adapter (4 frames -> 1 vector) -> decoder.
 // Each stage works on a batch of rows; rows carry (cache slot, absolute position) so one call can
 // advance several sessions. The decode protocol (prompt, padding, greedy loop) is in offline.h.
@@ -92,7 +92,7 @@ class VoxtralModel {
   Buffer conv1_out_;                      // conv stem: conv1 output with its context row
   Buffer adapter_hidden_;                 // adapter: after the first product
   Buffer dec_x_, dec_final_, dec_logits_;  // decoder: hidden rows, normed logit rows, logits
-  // Per decoder layer: rows n = 0..30 hold (1 + ada(t_cond(n))) for n delay tokens (SPEC §5).
+  // Per decoder layer: rows n = 0..30 hold (1 + ada(t_cond(n))) for n delay tokens (docs/model.md §5).
   std::vector<Buffer> ada_scale_;
 };
 

@@ -1,4 +1,4 @@
-// The transcription protocol's numbers (SPEC §9): delay, left pad, prompt, offline right pad.
+// The transcription protocol's numbers (docs/model.md §9): delay, left pad, prompt, offline right pad.
 #pragma once
 
 #include <cstdint>

@@ -74,8 +74,8 @@ void StreamDecoder::flush(const StepCallback& on_step) {
     audio_.clear();
     return;
   }
-  // The offline right pad (SPEC §9): zeros to a whole step, then n_delay + 1 + 10 steps. The left
-  // pad is whole steps, so rounding the padded stream rounds the audio.
+  // The offline right pad (docs/model.md §9): zeros to a whole step, then n_delay + 1 + 10 steps.
+  // The left pad is whole steps, so rounding the padded stream rounds the audio.
   const int64_t step = opts_.protocol.samples_per_step;
   const int64_t padded = (total_ + step - 1) / step * step + opts_.protocol.right_pad_steps() * step;
   audio_.resize(audio_.size() + static_cast<size_t>(padded - total_), 0.0f);

@@ -1,5 +1,5 @@
-// One live session's incremental pipeline, on exactly the offline grid (SPEC §2, §9), so that its
-// token ids equal the offline result for the same audio whatever the chunk sizes:
+// One live session's incremental pipeline, on exactly the offline grid (docs/model.md §2, §10), so
+// that its token ids equal the offline result for the same audio whatever the chunk sizes:
 //   samples -> log-mel frame k as soon as samples [160k-200, 160k+200) of the left-padded stream
 //   exist -> conv stem per 8 mel frames with its carried context (2 mel rows, 1 conv1 row) ->
 //   encoder (ring cache of its window) -> adapter (4 frames -> 1 vector) -> decoder: prefill the

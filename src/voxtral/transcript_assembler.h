@@ -1,6 +1,6 @@
 // Turns decoder output ids, one step at a time, into text, timed segments, timed words and stream
-// events (SPEC §8, §9). Used by offline transcription (all ids at once) and live sessions (id by id),
-// so both routes give the same words and times.
+// events (docs/model.md §8, §11). Used by offline transcription (all ids at once) and live sessions
+// (id by id), so both routes give the same words and times.
 //
 // Timing (the one place it is defined): output id i (the i-th step after the prompt) is emitted at
 // decoder position prompt_len - 1 + i, whose audio reaches (i + n_delay + 1) * 80 ms; the model speaks

@@ -1,5 +1,5 @@
 // Checkpoint directories: configuration parsing, layout detection, Hugging Face name mapping, the
-// RoPE row permutation of Mistral files (SPEC §6), and broken directories.
+// RoPE row permutation of Mistral files (docs/model.md §6), and broken directories.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -132,7 +132,7 @@ TEST(CheckpointConfigTest, ConfigJsonRoundTripsTinyConfig) {
 
 TEST(CheckpointConfigTest, ExpectedTensorsOfTheRealModel) {
   const auto expected = expected_tensors(ModelConfig{});
-  EXPECT_EQ(expected.size(), 711u);  // SPEC §1
+  EXPECT_EQ(expected.size(), 711u);  // docs/model.md §1
   std::map<std::string, std::vector<int64_t>> by_name(expected.begin(), expected.end());
   EXPECT_EQ(by_name.size(), expected.size());
   EXPECT_EQ(by_name.at(kTok), (std::vector<int64_t>{131072, 3072}));

@@ -1,6 +1,6 @@
 """Runs the transformers reference on one WAV file and records every stage (golden fixture).
 
-The transcription protocol (SPEC §9) is built here by hand because mistral-common is not
+The transcription protocol (docs/model.md §9) is built here by hand because mistral-common is not
 installed on the GPU machine: left pad 32 x 1280 zero samples, right pad to a multiple of 1280
 and then (n_delay + 1 + 10) x 1280 more zeros, prompt [BOS] + [STREAMING_PAD] x (32 + n_delay).
 """
@@ -64,7 +64,7 @@ def read_wav_mono16k(path: Path) -> np.ndarray:
 
 
 def delay_tokens(delay_ms: int) -> int:
-    """transcription delay in ms -> decoder steps of 80 ms (SPEC §9)."""
+    """transcription delay in ms -> decoder steps of 80 ms (docs/model.md §9)."""
     if delay_ms % 80 != 0 or not 80 <= delay_ms <= 2400:
         raise SystemExit(f"error: --delay-ms {delay_ms}: must be a multiple of 80 in [80, 2400]")
     return delay_ms // 80

@@ -2,8 +2,8 @@
 
 This is the inverse of transformers' convert_voxtral_realtime_weights_to_hf.py: the same name
 table read the other way, and the inverse of its `permute_for_rope` on the q/k projections
-(SPEC §6). The file is written tensor by tensor (our own small safetensors writer), so the 8.9 GB
-full-size checkpoint never has to sit in host memory at once.
+(docs/model.md §6). The file is written tensor by tensor (our own small safetensors writer), so
+the 8.9 GB full-size checkpoint never has to sit in host memory at once.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def mistral_name(hf_name: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# RoPE layout (SPEC §6)
+# RoPE layout (docs/model.md §6)
 # ---------------------------------------------------------------------------------------------
 
 def hf_from_mistral_rope(t: torch.Tensor, n_heads: int) -> torch.Tensor:

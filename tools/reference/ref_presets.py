@@ -13,7 +13,7 @@ ROPE_THETA = 1_000_000.0
 NORM_EPS = 1e-5
 ADA_T_COND_DIM = 32  # VoxtralRealtimeTextAdaRmsNorm's bottleneck (hard-coded 32 in transformers)
 
-# Token ids (SPEC §8); the synthetic tekken.json puts the named specials at these ranks.
+# Token ids (docs/model.md §8); the synthetic tekken.json puts the named specials at these ranks.
 BOS_ID = 1
 EOS_ID = 2
 STREAMING_PAD_ID = 32
@@ -91,7 +91,7 @@ PRESETS = {
         dim=64, n_layers=2, n_heads=4, n_kv_heads=2, head_dim=32, hidden=192,
         vocab=2048, window=64, max_positions=131072,
     ),
-    # The real Voxtral-Mini-4B-Realtime-2602 shapes (SPEC §1, §3-§5).
+    # The real Voxtral-Mini-4B-Realtime-2602 shapes (docs/model.md §1, §3-§5).
     "full": Preset(
         name="full",
         enc_dim=1280, enc_layers=32, enc_heads=32, enc_head_dim=64, enc_hidden=5120,

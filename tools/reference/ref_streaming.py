@@ -8,7 +8,7 @@ encoder keeps its conv "padding cache" and KV cache between chunks.
 
 The chunking below is the one of transformers' own streaming example (docs/source/en/model_doc/
 voxtral_realtime.md) with `VoxtralRealtimeProcessor(is_streaming=True)`, rebuilt without
-mistral-common (the processor needs it only for the prompt and the left pad, SPEC §9):
+mistral-common (the processor needs it only for the prompt and the left pad, docs/model.md §9):
 
 - first chunk: `audio[:F]` with F = `num_samples_first_audio_chunk`
   = ((n_delay + 1) * 8 - 1) * 160 + 400 // 2 samples, left-padded with 32 * 1280 zeros
@@ -21,7 +21,7 @@ mistral-common (the processor needs it only for the prompt and the left pad, SPE
 
 In the left-padded stream, chunk k >= 1 covers decoder position p = prompt_len - 1 + k and needs the
 samples [1280 p - 200, 1280 (p + 1) + 200): mel frame 8p + j is centred on sample 160 (8p + j) exactly
-as offline, so the streamed features are the offline ones (SPEC §2).
+as offline, so the streamed features are the offline ones (docs/model.md §2, §10).
 
 Flush: the stream is the audio followed by the offline right pad (zeros to a multiple of 1280, then
 (n_delay + 1 + 10) * 1280). With the strict rule the last offline position (n_positions - 1, the
@@ -67,7 +67,8 @@ def first_chunk_samples(n_delay: int) -> int:
 
 
 def right_pad(n_samples: int, n_delay: int) -> np.ndarray:
-    """The offline right pad (SPEC §9): zeros to a multiple of 1280, then (n_delay + 1 + 10) * 1280."""
+    """The offline right pad (docs/model.md §9): zeros to a multiple of 1280, then
+    (n_delay + 1 + 10) * 1280."""
     align = (-n_samples) % SAMPLES_PER_TOKEN
     return np.zeros(align + (n_delay + 1 + OFFLINE_BUFFER_TOKENS) * SAMPLES_PER_TOKEN, dtype=np.float32)
 

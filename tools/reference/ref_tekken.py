@@ -1,4 +1,4 @@
-"""A synthetic tekken.json in the real file format (SPEC §7, §8), for random-weight models.
+"""A synthetic tekken.json in the real file format (docs/model.md §7, §8), for random-weight models.
 
 Layout of the ids (as in the real tokenizer): ids 0..999 are special tokens (control), regular
 id = rank + 1000, ranks 0..255 are the single raw bytes 0x00..0xFF. The merged tokens after the
