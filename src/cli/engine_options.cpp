@@ -12,8 +12,8 @@ namespace voxrt::cli {
 namespace {
 
 // --threads and --delay-ms are checked as they are parsed, so that any value given, 0 included, is
-// checked: 0 stays the "not given" of the options' defaults (--delay-ms 0 and -t 0 used to mean
-// "default" silently).
+// checked: 0 stays the "not given" of the options' defaults, and a 0 given (--delay-ms 0, -t 0) is
+// an error rather than a silent "default".
 void check_threads(int threads) {
   const int cpus = std::max(1u, std::thread::hardware_concurrency());
   if (threads < 1 || threads > cpus)

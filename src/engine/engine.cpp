@@ -27,9 +27,9 @@ namespace {
 
 // Audio handed to the pipeline at a time by offline transcription (bounds the buffered samples).
 constexpr double kOfflineChunkSeconds = 30.0;
-// Draft rows a pass on a batch-invariant backend (EngineOptions::draft_rows = 0). On the H200 a pass
-// of 8 rows takes ~3.4 ms against 2.4 ms for one (the weights are read once either way; the extra
-// is mostly the rows' attention), and 8 beat 2, 4 and 16 offline (bench/README.md, fifth session).
+// Draft rows a pass on a batch-invariant backend (EngineOptions::draft_rows = 0). A pass reads the
+// weights once however many rows it takes, so more rows save passes, but each row adds its
+// attention: 8 is the balance offline, 16 rows cost more than the passes they save (bench/README.md).
 constexpr int kDefaultDraftRows = 8;
 
 LayoutPreference parse_layout(const std::string& s) {

@@ -147,7 +147,7 @@ Transcript assemble_transcript(const Tokenizer& tok, std::span<const int32_t> id
   TranscriptAssembler a(tok, step_seconds);
   a.limit_times(duration);
   // The events are not wanted here: dropped step by step, so that memory holds the transcript only
-  // (keeping them held a Text and a Word event a step: ~20 MB for 3 hours of the random model).
+  // (kept, they would add a Text and a Word event a step, growing with the input's length).
   std::vector<StreamEvent> ignored;
   for (int32_t id : ids) {
     a.push(id, ignored);

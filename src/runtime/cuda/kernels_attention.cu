@@ -83,8 +83,8 @@ __device__ __forceinline__ int ring_entry(int e0, int j, int ring) {
 }
 
 // Asynchronous 16-byte copies from global to shared memory (cp.async, L2 only): they take no
-// registers, so every copy of a chunk is in flight at once, where register loads were issued a
-// few at a time (the compiler spaces them out to bound register use).
+// registers, so every copy of a chunk is in flight at once, where register loads are issued a few
+// at a time (the compiler spaces them out to bound register use).
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
   const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
@@ -98,8 +98,9 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 // is larger; then the keys and values of the rows' chunks as stored (chunk + R - 1 rows: the rows'
 // chunks start one key apart), each row padded by 16 bytes so that threads reading different rows
 // at the same offset fall in different banks. The plan caps the chunk so that this fits
-// kAttentionMaxSmemBytes. (Staging the values in the keys' space after the score phase halves
-// this, but measured slower: decoder step 2.72 -> 3.58 ms, encoder step 1.77 -> 1.83 ms, H200.)
+// kAttentionMaxSmemBytes. (Staging the values in the keys' space after the score phase would halve
+// this, but their copies could then start only after the scores, not in flight with the keys'
+// copies: slower, bench/README.md.)
 __host__ __device__ constexpr int value_slices(int head_dim, int elem_bytes) { return kThreads / (head_dim * elem_bytes / 16); }
 __host__ __device__ constexpr int padded_row_bytes(int head_dim, int elem_bytes) { return head_dim * elem_bytes + 16; }
 __host__ __device__ constexpr size_t chunk_work_floats(int head_dim, int elem_bytes, int queries, int chunk) {
@@ -359,7 +360,7 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
 
 // Merges a (row, head)'s chunks: out = sum_s acc_s e^(m_s - M) / sum_s l_s e^(m_s - M). The
 // chunks' maxima and sums are reduced across the block (a row over a full decoder window has 64
-// chunks: a serial pass over them was most of this kernel's time).
+// chunks: a serial pass over them would be most of this kernel's time).
 __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
   pdl_trigger();
   pdl_wait();
@@ -486,10 +487,9 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   // (a few rows per step) computes exactly what an offline pass (many rows) computes.
   // It is the largest chunk that still gives a live step (step_rows rows over a full window) at
   // least VOXRT_CUDA_ATTN_BLOCKS_PER_SM (default 8) blocks per SM, and no smaller than kMinChunk
-  // keys (below that the partial results outweigh the keys themselves). Measured on the H200 with
-  // the K/V-staging chunk kernel: both live steps run best at the smallest chunk, 64 keys, which
-  // the default gives them (encoder 1.70 -> 1.63 ms, decoder 2.42 -> 2.38 ms against the previous
-  // default of 2 blocks per SM: 256-key encoder and 128-key decoder chunks; bench/README.md).
+  // keys (below that the partial results outweigh the keys themselves). With K and V staged by
+  // cp.async a block's work is one round trip, so more, smaller blocks win: the default gives both
+  // live steps the smallest chunk, 64 keys (bench/README.md).
   const long long blocks_per_split =
       static_cast<long long>(std::max(1, step_rows)) * n_kv_heads * cdiv(group, kHeadsPerBlock);
   const int basis = std::max(1, window);

@@ -15,8 +15,8 @@
 // piece order, applies the epilogue and resets the counter. The order of every addition is fixed
 // by (K, the weight's tiles, the SM count): a row's result never depends on M, on the other rows
 // in the launch or on which block finishes last (batch invariance, cuda_backend.cpp), and a
-// weight gives the same result alone or in a fused launch. Smaller pieces or more blocks measured
-// slower: each block pays the round trip (bench --figures products, bench/README.md).
+// weight gives the same result alone or in a fused launch. The pieces are few and long: every block
+// of a split pays a round trip through the workspace, so many small pieces lose (bench/README.md).
 //
 // Within each 32-element chunk, lane (g, t) = (lane / 4, lane % 4) takes elements 8t .. 8t+7 of
 // weight rows g and g + 8 (16 bytes each) and of x row g, and uses them as fragment k-slots
@@ -26,9 +26,8 @@
 // The weight streams through a ring in shared memory (cp.async, 4-8 units ahead, 64 KiB a block):
 // each thread copies its own 16-byte pieces and reads back only those, so the ring needs no
 // barrier, and the loads of the next units are in flight while the current one is multiplied.
-// Loading straight into registers, a round at a time, let the stream drain at every round: a
-// DRAM round trip per round, which cost the small products up to half their time
-// (bench/README.md).
+// Loading straight into registers, a round at a time, would let the stream drain at every round: a
+// DRAM round trip per round, a large share of a small product's time (bench/README.md).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -68,8 +67,8 @@ __device__ __forceinline__ void mma16816(float (&c)[4], uint32_t a0, uint32_t a1
 }
 
 // Units in flight per block: 64 KiB of ring either way (ring_bytes), so that three blocks fit an SM
-// with their staged x: a 96 KiB ring (two blocks an SM) made the decoder step 17 % slower, a
-// 32 KiB one 4 % slower (bench/README.md).
+// with their staged x. A larger ring leaves room for only two blocks an SM, a smaller one keeps fewer
+// units in flight; both lose (bench/README.md).
 __host__ __device__ constexpr int ring_stages(int weights) { return weights == 2 ? 4 : 8; }
 __host__ __device__ constexpr int ring_bytes(int weights) { return ring_stages(weights) * weights * 2 * kWarps * 32 * 16; }
 
@@ -318,7 +317,7 @@ int gemv_mma_pieces(int n, int K, int sm_count) {
   const int tiles = (n + 15) / 16, units = units_of(K / 8);
   const int target = split_blocks_per_sm() * sm_count;
   // Splitting costs each block a round trip through the workspace; it pays only for long rows
-  // (measured on the H200: K >= 4096, fewer tiles than 2 blocks per SM; bench --figures products).
+  // (K >= 4096) of weights with fewer tiles than the target's blocks (bench/README.md).
   if (tiles == 0 || target <= tiles || units < kMinSplitUnits) return 1;
   return std::clamp((target + tiles - 1) / tiles, 1, std::max(units / min_piece_units(), 1));
 }

@@ -111,7 +111,7 @@ __global__ void rope_kernel(T* x, int ld, int n_heads, int head_dim, const DevRo
 // heads, then of k's (rotated in place and written to the row's ring entry), then the same pair of
 // elements of v (copied to the ring entry). Each thread makes its own cos/sin (the same fp32 angle,
 // float(pos) * inv_freq[i], and the same functions as rope_kernel's table), so a block is one round
-// trip with no barrier: with one block per row, a decode step's row was a chain of waves on one SM.
+// trip with no barrier: one block per row would make a decode step's row a chain of waves on one SM.
 constexpr int kRopeStoreThreads = 128;
 
 template <typename T>
