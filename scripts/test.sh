@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh), checks that the CUDA backend compiles (its GPU tests run on a GPU
 # machine: scripts/gpu_check.sh; here they report themselves skipped), runs the CPU suite under
-# AddressSanitizer + UndefinedBehaviorSanitizer (the asan preset: any report fails its test), then
+# AddressSanitizer + UndefinedBehaviorSanitizer (the asan preset: any report fails its test) and the
+# concurrency test under ThreadSanitizer (the tsan preset), then
 # the whole suite on the CPU build, and last installs that build into a temporary prefix and builds
 # and runs README's C++ example against it (scripts/test_install.sh).
 set -euo pipefail
@@ -24,6 +25,10 @@ echo "test: the CPU test suite under AddressSanitizer + UndefinedBehaviorSanitiz
 cmake --preset asan >/dev/null
 cmake --build build/asan -j"$(nproc)"
 ctest --preset asan -j"$(nproc)"
+echo "test: many threads through one engine under ThreadSanitizer (build/tsan, the Concurrency test)" >&2
+cmake --preset tsan >/dev/null
+cmake --build --preset tsan -j"$(nproc)"
+ctest --preset tsan
 echo "test: the CPU test suite (the Cuda* tests run in the CUDA build above)" >&2
 ctest --test-dir build/cpu --output-on-failure -j"$(nproc)" -E '^Cuda'
 scripts/test_install.sh build/cpu
