@@ -45,10 +45,30 @@ class DecoderStep {
 };
 
 // The prompt's prefill, in one pass: the prompt tokens with the first prompt_len() adapter vectors
-// `audio` at positions 0 .. P-1 of the cache's slot 0; the result is the argmax of the last
+// `audio` at positions 0 .. P-1 of the cache's slot `slot`; the result is the argmax of the last
 // position (the first token) and its logits.
 DecoderStepResult decode_prompt(VoxtralModel& model, const Protocol& protocol, const ProtocolIds& ids, Mat audio,
-                                KvCache& cache);
+                                KvCache& cache, int slot = 0);
+
+// One row of a decoder pass over several sessions: the session's cache slot, its model position,
+// the token fed in (its previous output) and its delay in steps (sessions with different delays
+// share a pass).
+struct SessionRow {
+  int slot = 0;
+  int64_t pos = 0;
+  int32_t input = 0;
+  int n_delay = 0;
+};
+
+// One decoder pass over rows of several sessions, each in its own slot of `cache` (at most one
+// row per slot: a session's drafted rows go through DecoderStep::run_rows): every product reads the
+// weights once for all rows, attention runs per row over its own slot's keys. Row i takes adapter
+// vector `audio` row i ([rows, dim], backend memory). Each row's result is what its session gets
+// stepped alone: bit for bit on a batch-invariant backend (Backend::batch_invariant()), within
+// fp32 rounding on the CPU. Run eagerly (not a recorded step). The batching scheduler's decoder
+// pass (docs/scheduler.md).
+std::vector<DecoderStepResult> decode_sessions(VoxtralModel& model, std::span<const SessionRow> rows, Mat audio,
+                                               KvCache& cache);
 
 // A step key no other caller uses ("<what> #<n>"), so that sessions sharing a backend each keep
 // their own recorded step.
