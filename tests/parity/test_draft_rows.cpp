@@ -9,6 +9,7 @@
 
 #include "audio/audio_file.h"
 #include "common/error.h"
+#include "backend_by_name.h"
 #include "golden.h"
 #include "gpu_here.h"
 #include "model/checkpoint.h"
@@ -19,19 +20,6 @@
 
 namespace voxrt::test {
 namespace {
-
-std::unique_ptr<Backend> backend_named(const std::string& name) {
-#ifdef VOXRT_WITH_CUDA
-  if (name == "cuda") return make_cuda_backend(0);
-#endif
-  return make_cpu_backend();
-}
-
-std::vector<float> host(Backend& be, Mat m) {
-  std::vector<float> v(static_cast<size_t>(m.rows) * m.cols);
-  be.download(v.data(), m.data, v.size());
-  return v;
-}
 
 struct Decoded {
   std::vector<int32_t> ids;

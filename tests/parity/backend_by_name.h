@@ -1,0 +1,26 @@
+// The backends a parity test is instantiated over ("cpu", "cuda"), and reading a backend matrix back
+// to the host. GPU cases check REQUIRE_GPU() (gpu_here.h) before asking for "cuda".
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/backend.h"  // make_cpu_backend, make_cuda_backend
+
+namespace voxrt::test {
+
+inline std::unique_ptr<Backend> backend_named(const std::string& name) {
+#ifdef VOXRT_WITH_CUDA
+  if (name == "cuda") return make_cuda_backend(0);
+#endif
+  return make_cpu_backend();
+}
+
+inline std::vector<float> host(Backend& be, Mat m) {
+  std::vector<float> v(static_cast<size_t>(m.rows) * m.cols);
+  be.download(v.data(), m.data, v.size());
+  return v;
+}
+
+}  // namespace voxrt::test
