@@ -57,7 +57,6 @@ void check_engine_args(const EngineArgs& a) {
   if (a.layout != "auto" && a.layout != "mistral" && a.layout != "hf")
     throw UsageError("--layout " + a.layout + ": expected auto, mistral or hf");
   if (a.gpu < 0) throw UsageError("--gpu " + std::to_string(a.gpu) + ": expected a device index, 0 or more");
-  if (a.threads != 0) check_threads(a.threads);
   if (a.draft_rows < 0 || a.draft_rows > EngineOptions::kMaxDraftRows)
     throw UsageError("--draft-rows " + std::to_string(a.draft_rows) + ": expected 0 (automatic) to " +
                      std::to_string(EngineOptions::kMaxDraftRows));
