@@ -1,6 +1,7 @@
 // The Engine behind the public API: loads a model directory onto a backend, transcribes files
-// (through the streaming pipeline, see transcribe()) and opens live sessions. Model work of all
-// calls and sessions on one engine is serialised by one mutex.
+// (through the streaming pipeline, see transcribe_chunks()) and opens live sessions. The model work
+// of every call and session on one engine runs on its scheduler's loop, rounds of all of them
+// together (engine/scheduler.h); the mel front end runs on the caller's thread.
 #include <algorithm>
 #include <chrono>
 #include <functional>
@@ -15,9 +16,11 @@
 #endif
 #include "engine/engine_bench.h"
 #include "engine/live_session.h"
+#include "engine/scheduler.h"
 #include "tokenizer/tekken.h"
 #include "voxrt/voxrt.h"
 #include "voxtral/benchmark.h"
+#include "voxtral/mel_front_end.h"
 #include "voxtral/model.h"
 #include "voxtral/stream_decoder.h"
 #include "voxtral/transcript_assembler.h"
@@ -25,8 +28,9 @@
 namespace voxrt {
 namespace {
 
-// Audio handed to the pipeline at a time by offline transcription (bounds the buffered samples).
-constexpr double kOfflineChunkSeconds = 30.0;
+// Audio handed to the pipeline at a time by offline transcription: bounds the buffered samples, and
+// the progress callback is called for each piece's steps once they have run.
+constexpr double kOfflineChunkSeconds = 5.0;
 // Draft rows a pass on a batch-invariant backend (EngineOptions::draft_rows = 0). A pass reads the
 // weights once however many rows it takes, so more rows save passes, but each row adds its
 // attention: 8 is the balance offline, 16 rows cost more than the passes they save (bench/README.md).
@@ -95,6 +99,7 @@ class EngineImpl final : public Engine {
     info_.vocab_size = model_->config().decoder.vocab_size;
     info_.default_delay_ms = tokenizer_->audio().transcription_delay_ms;
     draft_rows_ = o.draft_rows > 0 ? o.draft_rows : backend_->batch_invariant() ? kDefaultDraftRows : 1;
+    scheduler_ = std::make_unique<Scheduler>(*model_, mu_, protocol(info_.default_delay_ms));
     info_.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
@@ -117,23 +122,28 @@ class EngineImpl final : public Engine {
 
   std::unique_ptr<Session> open_session(const SessionOptions& o) override {
     const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
-    const StreamDecoder::Options d = stream_options(protocol(delay_ms), o.stop_at_eos);
-    std::lock_guard<std::mutex> lock(mu_);  // the session's caches are allocated on the backend
-    return std::make_unique<LiveSession>(*model_, *logmel_, *tokenizer_, mu_, d, o, delay_ms);
+    return std::make_unique<LiveSession>(*logmel_, *tokenizer_, *scheduler_, stream_options(protocol(delay_ms), o.stop_at_eos),
+                                         o, delay_ms, model_->config().audio.sampling_rate);
   }
 
   const ModelInfo& info() const override { return info_; }
 
   nlohmann::json benchmark(std::span<const float> audio, int delay_ms, BenchOptions b) {
     b.protocol = protocol(delay_ms > 0 ? delay_ms : info_.default_delay_ms);
-    b.transcribe = [this, &b](std::span<const float> audio) {  // run_benchmark runs under mu_
+    // run_benchmark runs under mu_ (the scheduler waits meanwhile): one stream alone, as the
+    // scheduler steps a stream alone.
+    b.transcribe = [this, &b](std::span<const float> audio) {
       OfflineRun run;
-      const WholeRun whole = decode_whole(chunks_of(audio), b.protocol, /*stop_at_eos=*/false, [&](int32_t, double seconds) {
+      StreamDecoder decoder(*model_, *logmel_, stream_options(b.protocol, /*stop_at_eos=*/false));
+      const StreamDecoder::StepCallback on_step = [&](int32_t, double seconds) {
         ++run.steps;
         run.step_seconds += seconds;
-      });
-      run.decoder_passes = whole.decoder_passes;
-      run.encoder_seconds = whole.encoder_seconds;
+      };
+      const ChunkSource next = chunks_of(audio);
+      for (std::span<const float> chunk = next(); !chunk.empty(); chunk = next()) decoder.feed(chunk, on_step);
+      decoder.flush(on_step);
+      run.decoder_passes = decoder.decoder_passes();
+      run.encoder_seconds = decoder.encoder_seconds();
       return run;
     };
     nlohmann::json r;
@@ -176,11 +186,7 @@ class EngineImpl final : public Engine {
       const int64_t done = static_cast<int64_t>(tokens.size());
       if (o.progress) o.progress(static_cast<int>(done), static_cast<int>(std::max(expected_steps, done)));
     };
-    WholeRun run;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      run = decode_whole(next, p, /*stop_at_eos=*/true, on_step);
-    }
+    const WholeRun run = decode_whole(next, p, on_step);
     const double rate = model_->config().audio.sampling_rate;
     const double step_s = static_cast<double>(p.samples_per_step) / rate;
     Transcript t = assemble_transcript(*tokenizer_, tokens, step_s, static_cast<double>(run.audio_samples) / rate);
@@ -189,33 +195,36 @@ class EngineImpl final : public Engine {
     return t;
   }
 
-  // Offline transcription runs the streaming pipeline over the whole input, fed in 30 s chunks: its
-  // ids are identical to the whole-file pass (run_offline; the parity and streaming tests hold
-  // both to the reference) and its memory stays flat however long the input is. No audio at all
-  // gives no steps (StreamDecoder::flush). The caller holds mu_.
+  // Offline transcription runs the streaming pipeline over the whole input, a stream of the
+  // scheduler fed in chunks and stopped at EOS: its ids are identical to the whole-file pass
+  // (run_offline; the parity and streaming tests hold both to the reference), its memory stays flat
+  // however long the input is, and transcriptions on several threads share the scheduler's passes.
+  // No audio at all gives no steps (MelFrontEnd::flush).
   struct WholeRun {
     bool stopped = false;  // at EOS
-    int64_t decoder_passes = 0;
-    double encoder_seconds = 0;
     int64_t audio_samples = 0;  // of the whole input, also the part after an EOS
   };
-  WholeRun decode_whole(const ChunkSource& next, const Protocol& p, bool stop_at_eos,
-                        const StreamDecoder::StepCallback& on_step) {
-    StreamDecoder decoder(*model_, *logmel_, stream_options(p, stop_at_eos));
+  WholeRun decode_whole(const ChunkSource& next, const Protocol& p, const std::function<void(int32_t, double)>& on_step) {
+    MelFrontEnd front(*logmel_, p);
+    const std::unique_ptr<Scheduler::Stream> stream = scheduler_->open(stream_options(p, /*stop_at_eos=*/true));
+    auto take = [&](const std::vector<StreamState::Step>& steps) {
+      for (const StreamState::Step& s : steps) on_step(s.token, s.seconds);
+    };
     WholeRun run;
     for (std::span<const float> chunk = next(); !chunk.empty(); chunk = next()) {
       run.audio_samples += static_cast<int64_t>(chunk.size());
-      if (!decoder.stopped()) decoder.feed(chunk, on_step);  // after EOS the rest is only counted
+      if (stream->stopped()) continue;  // after EOS the rest is only counted
+      front.feed(chunk);
+      take(stream->run(front.take_frames()));
     }
-    decoder.flush(on_step);
-    run.stopped = decoder.stopped();
-    run.decoder_passes = decoder.decoder_passes();
-    run.encoder_seconds = decoder.encoder_seconds();
+    front.flush();
+    take(stream->run(front.take_frames(), front.final_positions()));
+    run.stopped = stream->stopped();
     return run;
   }
 
-  StreamDecoder::Options stream_options(const Protocol& p, bool stop_at_eos) const {
-    StreamDecoder::Options d;
+  StreamState::Options stream_options(const Protocol& p, bool stop_at_eos) const {
+    StreamState::Options d;
     d.protocol = p;
     d.ids = ids();
     d.stop_at_eos = stop_at_eos;
@@ -235,11 +244,12 @@ class EngineImpl final : public Engine {
     return {tokenizer_->bos_id(), tokenizer_->eos_id(), tokenizer_->streaming_pad_id(), tokenizer_->streaming_word_id()};
   }
 
-  std::mutex mu_;
+  std::mutex mu_;  // serialises every use of the model and backend (the scheduler's rounds, the bench)
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<VoxtralModel> model_;
   std::unique_ptr<LogMel> logmel_;
+  std::unique_ptr<Scheduler> scheduler_;  // after the model: its loop stops before the model goes
   ModelInfo info_;
   int draft_rows_ = 1;
 };

@@ -1,36 +1,32 @@
 #include "engine/live_session.h"
 
-#include <chrono>
-
 namespace voxrt {
 namespace {
 // Per-step times kept for --stats percentiles: an hour of audio, then the oldest are dropped.
 constexpr size_t kStepHistory = 45000;
 }  // namespace
 
-LiveSession::LiveSession(VoxtralModel& model, const LogMel& logmel, const Tokenizer& tok, std::mutex& model_mutex,
-                         const StreamDecoder::Options& decoder_options, const SessionOptions& options, int delay_ms)
-    : model_mutex_(model_mutex),
-      tok_(tok),
+LiveSession::LiveSession(const LogMel& logmel, const Tokenizer& tok, Scheduler& scheduler,
+                         const StreamState::Options& stream_options, const SessionOptions& options, int delay_ms,
+                         double sample_rate)
+    : tok_(tok),
       options_(options),
       delay_ms_(delay_ms),
-      sample_rate_(model.config().audio.sampling_rate),
-      decoder_(std::make_unique<StreamDecoder>(model, logmel, decoder_options)),
-      assembler_(tok, decoder_options.protocol.samples_per_step / sample_rate_) {}
+      sample_rate_(sample_rate),
+      front_(logmel, stream_options.protocol),
+      stream_(scheduler.open(stream_options)),
+      assembler_(tok, stream_options.protocol.samples_per_step / sample_rate_) {}
 
-LiveSession::~LiveSession() {
-  // Another session may be running model work on the shared backend right now.
-  std::lock_guard<std::mutex> lock(model_mutex_);
-  decoder_.reset();
-}
-
-void LiveSession::on_step(int32_t token, double seconds) {
-  if (token == tok_.eos_id()) eos_ = true;
-  assembler_.push(token, pending_);
-  ++stats_.steps;
-  stats_.compute_seconds += seconds;
-  if (stats_.step_ms.size() == kStepHistory) stats_.step_ms.erase(stats_.step_ms.begin(), stats_.step_ms.begin() + kStepHistory / 10);
-  stats_.step_ms.push_back(seconds * 1000.0);
+void LiveSession::take(const std::vector<StreamState::Step>& steps) {
+  for (const StreamState::Step& s : steps) {
+    if (s.token == tok_.eos_id()) eos_ = true;
+    assembler_.push(s.token, pending_);
+    ++stats_.steps;
+    stats_.compute_seconds += s.seconds;
+    if (stats_.step_ms.size() == kStepHistory)
+      stats_.step_ms.erase(stats_.step_ms.begin(), stats_.step_ms.begin() + kStepHistory / 10);
+    stats_.step_ms.push_back(s.seconds * 1000.0);
+  }
 }
 
 void LiveSession::deliver() {
@@ -42,26 +38,22 @@ void LiveSession::deliver() {
 }
 
 void LiveSession::feed(std::span<const float> samples) {
-  {
-    std::lock_guard<std::mutex> lock(model_mutex_);
-    decoder_->feed(samples, [this](int32_t t, double s) { on_step(t, s); });
-  }
+  front_.feed(samples);
+  take(stream_->run(front_.take_frames()));
   deliver();
 }
 
 void LiveSession::flush() {
-  if (decoder_->flushed()) return;
+  if (front_.flushed()) return;
   // The right pad's steps map past the end of the audio: their events must already be clamped to it.
   assembler_.limit_times(seconds_fed());
-  {
-    std::lock_guard<std::mutex> lock(model_mutex_);
-    decoder_->flush([this](int32_t t, double s) { on_step(t, s); });
-  }
+  front_.flush();
+  take(stream_->run(front_.take_frames(), front_.final_positions()));
   assembler_.finish(seconds_fed(), pending_);
   deliver();
 }
 
-double LiveSession::seconds_fed() const { return static_cast<double>(decoder_->audio_samples()) / sample_rate_; }
+double LiveSession::seconds_fed() const { return static_cast<double>(front_.audio_samples()) / sample_rate_; }
 
 Transcript LiveSession::transcript() const {
   Transcript t;

@@ -1,24 +1,22 @@
-// The Session behind the public API: a StreamDecoder for the model work, a TranscriptAssembler for
-// text, segments and events, and per-step timing. Model work runs under the engine's mutex, so
-// sessions on different threads take turns on the shared model.
+// The Session behind the public API: a MelFrontEnd run on the caller's thread, a stream of the
+// engine's scheduler for the model work (its steps batched with every other session's), a
+// TranscriptAssembler for text, segments and events, and per-step timing.
 #pragma once
 
 #include <memory>
-#include <mutex>
 
+#include "engine/scheduler.h"
 #include "tokenizer/tekken.h"
 #include "voxrt/session.h"
-#include "voxtral/stream_decoder.h"
+#include "voxtral/mel_front_end.h"
 #include "voxtral/transcript_assembler.h"
 
 namespace voxrt {
 
 class LiveSession final : public Session {
  public:
-  LiveSession(VoxtralModel& model, const LogMel& logmel, const Tokenizer& tok, std::mutex& model_mutex,
-              const StreamDecoder::Options& decoder_options, const SessionOptions& options, int delay_ms);
-
-  ~LiveSession() override;
+  LiveSession(const LogMel& logmel, const Tokenizer& tok, Scheduler& scheduler, const StreamState::Options& stream_options,
+              const SessionOptions& options, int delay_ms, double sample_rate);
 
   void feed(std::span<const float> samples) override;
   void flush() override;
@@ -26,16 +24,16 @@ class LiveSession final : public Session {
   const SessionStats& stats() const override { return stats_; }
 
  private:
-  void on_step(int32_t token, double seconds);
+  void take(const std::vector<StreamState::Step>& steps);
   void deliver();
   double seconds_fed() const;  // real audio fed so far (no padding)
 
-  std::mutex& model_mutex_;
   const Tokenizer& tok_;
   SessionOptions options_;
   int delay_ms_;
   double sample_rate_;
-  std::unique_ptr<StreamDecoder> decoder_;  // freed under the model mutex (its caches live on the backend)
+  MelFrontEnd front_;
+  std::unique_ptr<Scheduler::Stream> stream_;
   TranscriptAssembler assembler_;
   std::vector<StreamEvent> pending_;
   SessionStats stats_;

@@ -138,15 +138,19 @@ TEST_P(SessionRows, SessionsInOnePassEqualEachAlone) {
 INSTANTIATE_TEST_SUITE_P(Backends, SessionRows, ::testing::Values("cpu", "cuda"),
                          [](const auto& info) { return info.param; });
 
-TEST(SessionRowsChecks, ARowPerSlotAndSlotsInRange) {
+TEST(SessionRowsChecks, SlotRowsAdjacentAndConsecutiveSlotsInRange) {
   auto be = make_cpu_backend();
   const Checkpoint ckpt = Checkpoint::open(test_data() / "tiny" / "mistral", LayoutPreference::Mistral);
   VoxtralModel model(ckpt, *be);
   KvCache cache(be.get(), model.decoder_cache_shape(2, 64));
-  Buffer audio(be.get(), 2, model.config().decoder.dim);
+  Buffer audio(be.get(), 3, model.config().decoder.dim);
   be->fill(audio.data(), 0.0f, audio.size());
-  const std::vector<SessionRow> same_slot{{1, 40, 5, 6}, {1, 41, 5, 6}};
-  EXPECT_THROW(decode_sessions(model, same_slot, audio.all(), cache), Error);
+  const std::vector<SessionRow> gap{{1, 40, 5, 6}, {1, 42, 5, 6}};
+  EXPECT_THROW(decode_sessions(model, gap, audio.view(0, 2), cache), Error);
+  const std::vector<SessionRow> apart{{1, 40, 5, 6}, {0, 40, 5, 6}, {1, 41, 5, 6}};
+  EXPECT_THROW(decode_sessions(model, apart, audio.all(), cache), Error);
+  const std::vector<SessionRow> drafted{{1, 40, 5, 6}, {1, 41, 5, 6}, {0, 40, 5, 6}};
+  EXPECT_NO_THROW(decode_sessions(model, drafted, audio.all(), cache));
   const std::vector<SessionRow> bad_slot{{2, 40, 5, 6}};
   EXPECT_THROW(decode_sessions(model, bad_slot, audio.view(0, 1), cache), Error);
   const std::vector<SessionRow> bad_delay{{0, 40, 5, 31}};

@@ -1,0 +1,148 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "common/error.h"
+#include "voxtral/stream_stepper.h"
+
+namespace voxrt {
+
+// A stream's state and its hand-over with the loop. While `wanted`, the loop owns `state`;
+// otherwise the stream's owner may read it.
+struct Scheduler::Entry {
+  std::unique_ptr<StreamState> state;
+  // Under mu_:
+  std::vector<float> inbox;  // frames handed over, not yet given to the state
+  int64_t final_positions = -1;
+  bool wanted = false;       // the owner waits for the loop to run everything handed over
+  std::vector<StreamState::Step> outbox;
+  std::string error;         // the model work failed: every later run() throws it
+  std::condition_variable done;
+};
+
+Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol)
+    : model_(model),
+      model_mutex_(model_mutex),
+      one_pass_(model.backend().batch_invariant()),
+      slots_(model.backend(), StreamState::decoder_cache_shape(model, protocol, 1)),
+      pass_(model, unique_step_key("decoder pass")),
+      thread_([this] { loop(); }) {}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_.notify_all();
+  thread_.join();
+}
+
+std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& opts) {
+  std::unique_ptr<StreamState> state;
+  {
+    std::lock_guard<std::mutex> model_lock(model_mutex_);
+    const int slot = slots_.acquire();
+    try {
+      state = std::make_unique<StreamState>(model_, opts, slots_.cache(), slot);
+    } catch (...) {
+      slots_.release(slot);
+      throw;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  Entry& e = entries_.emplace_back();
+  e.state = std::move(state);
+  return std::unique_ptr<Stream>(new Stream(*this, &e));
+}
+
+int Scheduler::open_streams() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(entries_.size());
+}
+
+void Scheduler::close(Entry* entry) {
+  std::unique_ptr<StreamState> state;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Not wanted (its owner is not waiting in run()), so the loop does not hold it.
+    auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return &e == entry; });
+    state = std::move(it->state);
+    entries_.erase(it);
+  }
+  // Another stream's round may be running on the backend right now.
+  std::lock_guard<std::mutex> model_lock(model_mutex_);
+  const int slot = state->decoder_slot();
+  state.reset();
+  slots_.release(slot);
+}
+
+void Scheduler::loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  std::vector<Entry*> active;
+  std::vector<StreamState*> states;
+  for (;;) {
+    work_.wait(lock, [&] {
+      return stop_ || std::any_of(entries_.begin(), entries_.end(), [](const Entry& e) { return e.wanted; });
+    });
+    if (stop_) return;  // the engine is going away; its sessions must be closed before it
+    active.clear();
+    states.clear();
+    for (Entry& e : entries_) {
+      if (!e.wanted) continue;
+      e.state->add_frames(e.inbox);
+      e.inbox.clear();
+      if (e.final_positions >= 0) e.state->set_final_positions(e.final_positions);
+      active.push_back(&e);
+      states.push_back(e.state.get());
+    }
+    lock.unlock();
+    std::string failure;
+    {
+      std::lock_guard<std::mutex> model_lock(model_mutex_);
+      try {
+        step_streams(states, pass_, slots_.cache(), one_pass_);
+      } catch (const std::exception& ex) {
+        failure = ex.what();
+      }
+    }
+    lock.lock();
+    for (Entry* e : active) {
+      for (const StreamState::Step& s : e->state->take_steps()) e->outbox.push_back(s);
+      if (!failure.empty()) e->error = failure;
+      if (!failure.empty() || !e->state->has_work()) {
+        e->wanted = false;
+        e->done.notify_one();
+      }
+    }
+  }
+}
+
+std::vector<StreamState::Step> Scheduler::Stream::run(std::vector<float> frames, int64_t final_positions) {
+  Entry& e = *entry_;
+  std::unique_lock<std::mutex> lock(owner_.mu_);
+  if (!e.error.empty()) throw Error(e.error);
+  if (e.state->stopped()) return {};
+  const bool news = !frames.empty() || (final_positions >= 0 && e.final_positions < 0);
+  if (!news) return {};  // everything handed over before has run
+  if (e.inbox.empty())
+    e.inbox = std::move(frames);
+  else
+    e.inbox.insert(e.inbox.end(), frames.begin(), frames.end());
+  if (final_positions >= 0) e.final_positions = final_positions;
+  e.wanted = true;
+  owner_.work_.notify_one();
+  e.done.wait(lock, [&] { return !e.wanted; });
+  std::vector<StreamState::Step> steps;
+  steps.swap(e.outbox);
+  if (!e.error.empty()) throw Error(e.error);
+  return steps;
+}
+
+bool Scheduler::Stream::stopped() const { return entry_->state->stopped(); }
+int64_t Scheduler::Stream::decoder_passes() const { return entry_->state->decoder_passes(); }
+double Scheduler::Stream::encoder_seconds() const { return entry_->state->encoder_seconds(); }
+
+Scheduler::Stream::~Stream() { owner_.close(entry_); }
+
+}  // namespace voxrt

@@ -1,0 +1,84 @@
+// The step loop of an engine (docs/scheduler.md): one thread runs the model for every live session
+// and offline transcription of the engine. A stream's owner computes its mel frames on its own
+// thread (MelFrontEnd), hands them over and waits for the steps they make possible; meanwhile the
+// loop runs rounds over every stream with work (step_streams): each stream's encoder pass, then one
+// decoder pass over the ready rows of all of them. A stream alone runs exactly as StreamDecoder
+// runs it; streams together share the decoder's weight reads, and on a batch-invariant backend each
+// still gets, bit for bit, the ids it gets alone.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/kv_slot_pool.h"
+#include "voxtral/decoder_step.h"
+#include "voxtral/stream_state.h"
+
+namespace voxrt {
+
+class Scheduler {
+  struct Entry;
+
+ public:
+  // model_mutex serialises every use of the model and its backend: the loop holds it for a round,
+  // opening and closing a stream take it to allocate and free the stream's caches.
+  Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // One stream, used by one thread at a time; closing it (destroying the handle) frees its caches.
+  class Stream {
+   public:
+    ~Stream();
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+
+    // Hands over mel frames (time-major, whole frames) and, once the input has ended, the offline
+    // position count (final_positions >= 0), then waits until every step they make possible has
+    // run, and returns those steps. Throws voxrt::Error when the model work failed (and from then
+    // on). After EOS with stop_at_eos nothing more is decoded and the frames are dropped.
+    std::vector<StreamState::Step> run(std::vector<float> frames, int64_t final_positions = -1);
+
+    // Between run() calls:
+    bool stopped() const;
+    int64_t decoder_passes() const;
+    double encoder_seconds() const;
+
+   private:
+    friend class Scheduler;
+    Stream(Scheduler& owner, Entry* entry) : owner_(owner), entry_(entry) {}
+    Scheduler& owner_;
+    Entry* entry_;
+  };
+
+  // A stream of `opts` (its protocol's left pad must be the scheduler's: they share a decoder cache).
+  std::unique_ptr<Stream> open(const StreamState::Options& opts);
+
+  int open_streams() const;
+
+ private:
+  void loop();
+  void close(Entry* entry);
+
+  VoxtralModel& model_;
+  std::mutex& model_mutex_;
+  const bool one_pass_;
+  // Used by the loop only, or under model_mutex_ when streams open and close.
+  KvSlotPool slots_;
+  DecoderPass pass_;
+
+  mutable std::mutex mu_;  // guards entries_, every entry's hand-over fields and stop_
+  std::condition_variable work_;
+  std::list<Entry> entries_;
+  bool stop_ = false;
+  std::thread thread_;  // last: started once everything above exists
+};
+
+}  // namespace voxrt

@@ -1,0 +1,214 @@
+#include "voxtral/stream_state.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/error.h"
+
+namespace voxrt {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+KvCacheShape StreamState::decoder_cache_shape(const VoxtralModel& model, const Protocol& p, int slots) {
+  // The spare entries beyond the window hold the longest prompt of any delay, so that streams of
+  // every delay share one cache, and a stream alone has the cache it has among others.
+  Protocol longest = p;
+  longest.n_delay = VoxtralModel::kMaxDelayTokens;
+  return model.decoder_cache_shape(slots, model.config().decoder.sliding_window + longest.prompt_len());
+}
+
+StreamState::StreamState(VoxtralModel& model, const Options& opts, KvCache& decoder_cache, int decoder_slot)
+    : model_(model),
+      opts_(opts),
+      n_mels_(model.config().encoder.num_mel_bins),
+      enc_dim_(model.config().encoder.dim),
+      dim_(model.config().decoder.dim),
+      dec_cache_(decoder_cache),
+      slot_(decoder_slot),
+      encoder_key_(unique_step_key("encoder")) {
+  const ModelConfig& c = model.config();
+  Backend& be = model.backend();
+  if (opts_.encoder_position_limit <= 0) opts_.encoder_position_limit = c.decoder.max_position;
+  if (opts_.decoder_position_limit <= 0) opts_.decoder_position_limit = c.decoder.max_position;
+  check(opts_.max_batch_positions >= 1, "session", "max_batch_positions must be at least 1");
+  check(opts_.draft_rows >= 1 && opts_.draft_rows <= max_draft_rows(opts_.protocol), "session",
+        "draft_rows must be 1 .. " + std::to_string(max_draft_rows(opts_.protocol)));
+  const KvCacheShape want = decoder_cache_shape(model, opts_.protocol, 1);
+  const KvCacheShape& have = decoder_cache.shape();
+  check(slot_ >= 0 && slot_ < have.slots, "session", "decoder cache slot out of range");
+  check(have.ring >= want.ring && have.layers == want.layers && have.kv_heads == want.kv_heads &&
+            have.head_dim == want.head_dim,
+        "session", "decoder cache too small for the protocol");
+  const int frames_per_position = c.downsample_factor;
+  enc_cache_ = KvCache(&be, model.encoder_cache_shape(1, c.encoder.sliding_window + frames_per_position * opts_.max_batch_positions));
+  mel_context_.assign(2 * static_cast<size_t>(n_mels_), 0.0f);
+  const int max_frames = frames_per_position * opts_.max_batch_positions;
+  mel_ = Buffer(&be, 2 * max_frames + 2, n_mels_);
+  conv1_context_ = Buffer(&be, 1, enc_dim_);
+  be.fill(conv1_context_.data(), 0.0f, conv1_context_.size());
+  frames_ = Buffer(&be, max_frames, enc_dim_);
+  adapter_ = Buffer(&be, opts_.max_batch_positions, dim_);
+  // Before the prompt runs the queue holds fewer than prompt_len() + max_batch_positions vectors,
+  // after it fewer than max_batch_positions (encodable() waits for the decoder to catch up): twice
+  // the first plus a batch lets compaction copy forward without overlap.
+  queue_ = Buffer(&be, 2 * (opts_.protocol.prompt_len() + opts_.max_batch_positions) + opts_.max_batch_positions, dim_);
+}
+
+void StreamState::add_frames(std::span<const float> frames) {
+  check(frames.size() % n_mels_ == 0, "session", "mel frames of the model's width expected");
+  mel_pending_.insert(mel_pending_.end(), frames.begin(), frames.end());
+}
+
+void StreamState::set_final_positions(int64_t positions) { final_positions_ = positions; }
+
+int64_t StreamState::decodable() const {
+  if (next_decode_ == 0) return 0;  // the prompt first
+  // Like offline, the last position (N - 1) is never decoded: its output would lie past the end.
+  const int64_t q = queued();
+  return final_positions_ < 0 ? q : std::min(q, final_positions_ - 1 - next_decode_);
+}
+
+int StreamState::encodable() const {
+  if (stopped_) return 0;
+  // Encode ahead only what the decoder will take next: the prompt's positions, then a batch once
+  // the queue is drained. This bounds the queue, and one stream alone runs as it always has.
+  if (next_decode_ > 0 && decodable() > 0) return 0;
+  const int per_position = 2 * model_.config().downsample_factor;  // mel rows
+  const int ready = static_cast<int>(mel_pending_.size() / n_mels_) / per_position;
+  return std::min(ready, opts_.max_batch_positions);
+}
+
+void StreamState::encode(int count) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Backend& be = model_.backend();
+  const int factor = model_.config().downsample_factor;
+  const int rows = count * 2 * factor;  // mel rows
+  const int n_frames = count * factor;
+  check(count >= 1 && count <= opts_.max_batch_positions && mel_pending_.size() >= static_cast<size_t>(rows) * n_mels_,
+        "session", "encode: positions not ready");
+  const int64_t first_frame = encoded_positions_ * factor;
+  rebase_if_needed(enc_cache_, 0, true, enc_base_, first_frame, n_frames, opts_.encoder_position_limit);
+  std::vector<RowRef> refs(n_frames);
+  for (int i = 0; i < n_frames; ++i) refs[i] = {0, first_frame + i - enc_base_};
+
+  const Mat mel = mel_.view(0, rows + 2), frames = frames_.view(0, n_frames), adapter = adapter_.view(0, count);
+  be.run_step(encoder_key_ + " x" + std::to_string(count), [&] {
+    be.upload(mel.data, mel_context_.data(), mel_context_.size());
+    be.upload(mel_.row(2), mel_pending_.data(), static_cast<size_t>(rows) * n_mels_);
+    model_.encode_positions(mel, conv1_context_.all(), frames, refs, enc_cache_, adapter);
+  });
+  std::copy(mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows - 2) * n_mels_,
+            mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows) * n_mels_, mel_context_.begin());
+  mel_pending_.erase(mel_pending_.begin(), mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows) * n_mels_);
+
+  // Into the device queue, outside the step (its place in the queue moves); nothing waits here.
+  if (queue_write_ + count > queue_.rows()) {
+    // Move the vectors not yet decoded to the front. The queue holds at least twice what can be
+    // pending, so the source lies wholly past the destination.
+    const int pending = queue_write_ - queue_read_;
+    if (pending > 0) be.copy(queue_.row(0), queue_.row(queue_read_), static_cast<size_t>(pending) * dim_);
+    queue_read_ = 0;
+    queue_write_ = pending;
+  }
+  check(queue_write_ + count <= queue_.rows(), "session", "adapter queue overflow");
+  be.copy(queue_.row(queue_write_), adapter.data, static_cast<size_t>(count) * dim_);
+  queue_write_ += count;
+  encoded_positions_ += count;
+  // Wait for the pass, so that its time is its own: a backend queues work (the GPU's), and the next
+  // decoder pass would otherwise absorb it (its ids come back to the host, so it waits anyway).
+  be.synchronize();
+  const double seconds = seconds_since(t0);
+  encoder_seconds_ += seconds;
+  queue_seconds_.insert(queue_seconds_.end(), count, seconds / count);
+}
+
+bool StreamState::prompt_ready() const {
+  return !stopped_ && next_decode_ == 0 && queued() >= opts_.protocol.prompt_len();
+}
+
+void StreamState::decode_prompt() {
+  const int P = opts_.protocol.prompt_len();
+  check(prompt_ready(), "session", "prompt not ready");
+  const auto t0 = std::chrono::steady_clock::now();
+  const int32_t id = voxrt::decode_prompt(model_, opts_.protocol, opts_.ids, queue_.view(queue_read_, P), dec_cache_, slot_).id;
+  ++decoder_passes_;
+  const double decode_s = seconds_since(t0);
+  emit(id, decode_s + pop(P));
+}
+
+int StreamState::rows_ready() const {
+  if (stopped_) return 0;
+  return static_cast<int>(std::min<int64_t>(opts_.draft_rows, decodable()));
+}
+
+void StreamState::put_rows(int k, std::vector<SessionRow>& rows, Mat pass_audio) {
+  check(k >= 1 && k <= rows_ready(), "session", "put_rows: rows not ready");
+  const int first = static_cast<int>(rows.size());
+  check(first + k <= pass_audio.rows && pass_audio.cols == dim_, "session", "put_rows: pass too small");
+  rebase_if_needed(dec_cache_, slot_, false, dec_base_, next_decode_, k, opts_.decoder_position_limit);
+  // Row 0 takes the true previous token; rows 1.. guess that the output repeats it.
+  for (int i = 0; i < k; ++i) rows.push_back({slot_, next_decode_ + i - dec_base_, last_token_, opts_.protocol.n_delay});
+  model_.backend().copy(pass_audio.data + static_cast<size_t>(first) * dim_, queue_.row(queue_read_),
+                        static_cast<size_t>(k) * dim_);
+  put_rows_ = k;
+}
+
+void StreamState::take_results(std::span<const DecoderStepResult> results, double seconds) {
+  check(put_rows_ > 0 && results.size() == static_cast<size_t>(put_rows_), "session", "take_results: not the rows put");
+  const int k = put_rows_;
+  put_rows_ = 0;
+  ++decoder_passes_;
+  // Row i was fed the right token when row i - 1's output is the guess.
+  const int32_t guess = last_token_;
+  int kept = 1;
+  while (kept < k && results[kept - 1].id == guess) ++kept;
+  const double share = seconds / kept;
+  for (int i = 0; i < kept && !stopped_; ++i) emit(results[i].id, share + pop(1));
+}
+
+bool StreamState::has_work() const { return encodable() > 0 || prompt_ready() || rows_ready() > 0; }
+
+std::vector<StreamState::Step> StreamState::take_steps() {
+  std::vector<Step> out;
+  out.swap(steps_);
+  return out;
+}
+
+double StreamState::pop(int n) {
+  queue_read_ += n;
+  next_decode_ += n;
+  double s = 0;
+  for (int i = 0; i < n; ++i) {
+    s += queue_seconds_.front();
+    queue_seconds_.pop_front();
+  }
+  return s;
+}
+
+void StreamState::emit(int32_t id, double seconds) {
+  last_token_ = id;
+  if (opts_.stop_at_eos && id == opts_.ids.eos) stopped_ = true;
+  steps_.push_back({id, seconds});
+}
+
+void StreamState::rebase_if_needed(KvCache& cache, int slot, bool encoder, int64_t& base, int64_t next, int count,
+                                   int64_t limit) {
+  if (next + count - base <= limit) return;
+  // Every key a query at `next` or later can see (the last window - 1 positions) must keep a
+  // non-negative position; shifting by whole rings keeps each key in its ring entry.
+  const int64_t ring = cache.shape().ring;
+  const int window = encoder ? model_.config().encoder.sliding_window : model_.config().decoder.sliding_window;
+  const int64_t shift = (next - base - window + 1) / ring * ring;
+  check(shift > 0 && next + count - base - shift <= limit, "session",
+        "position limit " + std::to_string(limit) + " too small for the cache ring " + std::to_string(ring));
+  model_.shift_positions(cache, slot, encoder, shift);
+  base += shift;
+  ++rebases_;
+}
+
+}  // namespace voxrt

@@ -1,0 +1,130 @@
+// The model side of one live stream, stepped from outside (step_streams, stream_stepper.h) so that
+// the passes of many streams can be run together (docs/model.md §10, docs/scheduler.md):
+//   mel frames (from its MelFrontEnd) -> conv stem per 8 frames with its carried context (2 mel
+//   rows, 1 conv1 row) -> encoder (its own ring cache) -> adapter (4 frames -> 1 vector) into a
+//   device queue -> decoder rows in its slot of a decoder cache that other streams may share: the
+//   prompt's prefill once its positions exist, then one row per position, several when several
+//   wait (Options::draft_rows).
+// Its ids are those of the offline result for the same audio, whatever the frames' grouping. Like
+// offline, the last position is never decoded. The steps it decides wait in take_steps().
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "voxtral/decoder_step.h"
+#include "voxtral/model.h"
+#include "voxtral/protocol.h"
+
+namespace voxrt {
+
+class StreamState {
+ public:
+  struct Options {
+    Protocol protocol;
+    ProtocolIds ids;
+    bool stop_at_eos = false;
+    int max_batch_positions = 32;  // positions encoded together when a large chunk arrives
+    // Positions given to the model stay below these: when a stream gets there, both caches are
+    // re-based (model positions shifted down by a multiple of the ring), so a session can run for
+    // hours without reaching the model's 131072 positions. 0: the decoder's max_position.
+    int64_t encoder_position_limit = 0;
+    int64_t decoder_position_limit = 0;
+    // Draft verification: when several positions wait for the decoder (an offline file, a live
+    // stream that fell behind), up to draft_rows of them are decoded in one pass, each row fed the
+    // last output token as its guess of the token before it (the model's output is mostly runs of
+    // one token: [STREAMING_PAD] through silence and between words). The rows up to the first wrong
+    // guess are kept, so the ids are those of one step at a time, bit for bit on a batch-invariant
+    // backend (Backend::batch_invariant()), while the weights are read once for the whole pass.
+    // 1: one position per pass. At most max_draft_rows().
+    int draft_rows = 1;
+  };
+  // A decided step: its output id and the compute time attributed to it (its share of its decoder
+  // pass, the prompt's for the first, and of the encoder passes that produced its positions).
+  // Summed over the steps, no more than the time spent in both.
+  struct Step {
+    int32_t token = 0;
+    double seconds = 0;
+  };
+
+  // The most draft_rows a pass may take under this protocol: a pass's rejected rows overwrite ring
+  // entries of positions up to draft_rows - 1 beyond it, and the decoder ring's prompt_len() spare
+  // entries (beyond the window) keep those out of every later query's window.
+  static int max_draft_rows(const Protocol& p) { return p.prompt_len() + 1; }
+  // A decoder cache of `slots` streams of this protocol's left pad, any delay.
+  static KvCacheShape decoder_cache_shape(const VoxtralModel& model, const Protocol& p, int slots);
+
+  // The stream decodes into slot `decoder_slot` of `decoder_cache` (shaped as decoder_cache_shape
+  // says), which must outlive it and may be reallocated between passes (it is held by reference).
+  StreamState(VoxtralModel& model, const Options& opts, KvCache& decoder_cache, int decoder_slot);
+
+  // Input, from the front end: mel frames (time-major, whole frames), and after its flush the
+  // offline position count.
+  void add_frames(std::span<const float> frames);
+  void set_final_positions(int64_t positions);
+
+  // Work, in the order step_streams runs it. Each call reads or writes only this stream's state.
+  int encodable() const;      // positions to encode now (only once the decoder has caught up)
+  void encode(int count);     // one encoder pass; waits for it
+  bool prompt_ready() const;  // the prompt's positions are encoded and it has not run
+  void decode_prompt();
+  int rows_ready() const;     // decoder rows this stream puts in the next pass
+  // Appends its next k rows to `rows` and copies their adapter vectors into `pass_audio` rows
+  // [rows.size(), + k) (re-basing first when the positions would pass the limit).
+  void put_rows(int k, std::vector<SessionRow>& rows, Mat pass_audio);
+  // The results of the rows put last, and this stream's share of the pass's time.
+  void take_results(std::span<const DecoderStepResult> results, double seconds);
+  bool has_work() const;
+
+  std::vector<Step> take_steps();
+
+  int decoder_slot() const { return slot_; }
+  const Options& options() const { return opts_; }
+  bool stopped() const { return stopped_; }  // stop_at_eos and EOS seen
+  int64_t rebases() const { return rebases_; }
+  int64_t decoder_passes() const { return decoder_passes_; }  // decoder passes it took part in, the prompt's included
+  double encoder_seconds() const { return encoder_seconds_; }  // in encoder passes (conv stem to adapter)
+
+ private:
+  int64_t queued() const { return queue_write_ - queue_read_; }
+  int64_t decodable() const;  // positions the decoder could run now
+  double pop(int n);          // takes n vectors off the queue; returns their encoder seconds
+  void emit(int32_t id, double seconds);
+  // Shifts `base` (and the cache slot) so that model positions [next, next + count) stay below `limit`.
+  void rebase_if_needed(KvCache& cache, int slot, bool encoder, int64_t& base, int64_t next, int count, int64_t limit);
+
+  VoxtralModel& model_;
+  Options opts_;
+  const int n_mels_, enc_dim_, dim_;
+  KvCache& dec_cache_;
+  const int slot_;
+
+  std::vector<float> mel_pending_;  // frames not yet through the conv stem
+  std::vector<float> mel_context_;  // the 2 mel rows before the next conv chunk
+  KvCache enc_cache_;
+  // Device buffers of the encoder pass, sized for max_batch_positions: mel rows with their context,
+  // the conv1 row before the next chunk (carried on the device), encoder frames, adapter vectors.
+  Buffer mel_, conv1_context_, frames_, adapter_;
+  // Adapter vectors on the device, rows [queue_read_, queue_write_) not yet decoded; row
+  // queue_read_ is position next_decode_. They never visit the host.
+  Buffer queue_;
+  int queue_read_ = 0, queue_write_ = 0;
+  std::deque<double> queue_seconds_;  // each queued vector's share of its encoder pass
+  std::string encoder_key_;
+  int64_t encoded_positions_ = 0;   // adapter vectors produced so far
+  int64_t next_decode_ = 0;         // next decoder position to run
+  int64_t enc_base_ = 0, dec_base_ = 0;  // model position = stream position - base
+  int64_t final_positions_ = -1;    // after the flush: N
+  int32_t last_token_ = 0;
+  int put_rows_ = 0;                // rows in the pass being run
+  std::vector<Step> steps_;
+  bool stopped_ = false;
+  int64_t rebases_ = 0;
+  int64_t decoder_passes_ = 0;
+  double encoder_seconds_ = 0;
+};
+
+}  // namespace voxrt

@@ -1,0 +1,23 @@
+// One round of model work over streams that share a decoder cache: the batching scheduler's step
+// (docs/scheduler.md), and with a single stream the step of one session alone (StreamDecoder).
+#pragma once
+
+#include <span>
+
+#include "voxtral/decoder_step.h"
+#include "voxtral/stream_state.h"
+
+namespace voxrt {
+
+// Every stream whose decoder has caught up encodes the positions waiting for it (an encoder pass
+// each), every stream whose prompt positions now exist runs its prefill, then the ready decoder
+// rows of all streams (drafted rows included) go through decoder passes over `cache`:
+//   - one pass for all of them when `one_pass` (a batch-invariant backend: each row's result does
+//     not depend on the rows beside it, so sharing a pass changes no id);
+//   - otherwise one pass per stream (the CPU, whose products round differently for different row
+//     counts: each stream's ids stay those it gets alone, whoever else is stepping).
+// Every stream with work gets its rows in every round: none waits for another to finish. Each
+// stream's results and times go to its own steps (StreamState::take_steps).
+void step_streams(std::span<StreamState* const> streams, DecoderPass& pass, KvCache& cache, bool one_pass);
+
+}  // namespace voxrt
