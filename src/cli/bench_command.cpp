@@ -1,5 +1,7 @@
 // voxrt bench --model DIR [--audio FILE] [--steps N] [--offline-seconds 30,300] [--figures LIST] [--out DIR]
 // (LIST: encoder, decoder, offline by default; products adds each product of a step timed alone)
+// voxrt bench --model DIR --streams N [--stream-seconds 300] [--measure-seconds 10]: N live streams
+// at once (engine/streams_bench.h) instead of the per-stream figures.
 // Prints each figure against its floor (from ceilings measured in the same run) and writes the
 // whole result as JSON under --out (default: the current directory), named by date and backend.
 // Works from any directory: the default audio is found next to the program (see data_files.h).
@@ -31,6 +33,7 @@ const char* const kFigures[] = {"encoder", "decoder", "offline", "products"};
 // The offline inputs are tiled in memory (4 bytes a sample): an hour is 230 MB.
 constexpr double kMaxOfflineSeconds = 3600;
 constexpr int kMaxSteps = 1'000'000;
+constexpr int kMaxStreams = 4096;
 
 struct BenchArgs {
   EngineArgs engine;
@@ -40,6 +43,8 @@ struct BenchArgs {
   std::vector<double> offline_seconds{30, 300};
   std::vector<std::string> figures{"encoder", "decoder", "offline"};
   std::string out = ".";
+  int streams = 0;  // > 0: the live streams benchmark
+  double stream_seconds = 300, measure_seconds = 10;
 };
 
 std::string utc_stamp() {
@@ -62,6 +67,13 @@ void check_args(const BenchArgs& a) {
   for (const std::string& f : a.figures)
     if (std::find(std::begin(kFigures), std::end(kFigures), f) == std::end(kFigures))
       throw UsageError("--figures " + f + ": expected encoder, decoder, offline or products");
+  if (a.streams < 0 || a.streams > kMaxStreams)
+    throw UsageError("--streams " + std::to_string(a.streams) + ": expected 1 to " + std::to_string(kMaxStreams));
+  if (!(a.measure_seconds >= 1 && a.measure_seconds <= kMaxOfflineSeconds))
+    throw UsageError("--measure-seconds: expected 1 to 3600 seconds");
+  if (!(a.stream_seconds >= a.measure_seconds && a.stream_seconds <= 4 * kMaxOfflineSeconds))
+    throw UsageError("--stream-seconds: expected --measure-seconds (" + std::to_string(static_cast<int>(a.measure_seconds)) +
+                     ") to 14400 seconds");
   check_engine_args(a.engine);
   if (!a.audio.empty()) check_audio_input(a.audio);
 }
@@ -98,6 +110,31 @@ std::vector<float> bench_audio(const BenchArgs& a, std::string& name) {
   return generated_speechlike_audio();
 }
 
+// Writes the result as JSON under --out, named by date, backend and `what`; returns the file.
+std::filesystem::path write_result(nlohmann::json& r, const BenchArgs& a, const std::string& audio_name,
+                                   const std::string& what) {
+  r["audio"] = audio_name;
+  r["date_utc"] = utc_stamp();
+  const std::filesystem::path file = std::filesystem::path(a.out) / (r["date_utc"].get<std::string>() + "-" +
+                                                                     r["backend"].get<std::string>() + what + ".json");
+  const std::unique_ptr<OutputSink> json = OutputSink::file(file);
+  json->write(r.dump(2) + "\n");
+  json->commit();
+  return file;
+}
+
+void run_streams(Engine& engine, const BenchArgs& a, const std::vector<float>& audio, const std::string& audio_name) {
+  StreamsBenchOptions o;
+  o.streams = a.streams;
+  o.stream_seconds = a.stream_seconds;
+  o.measure_seconds = a.measure_seconds;
+  o.delay_ms = a.delay_ms;
+  nlohmann::json r = benchmark_streams(engine, audio, o);
+  const std::filesystem::path file = write_result(r, a, audio_name, "-streams" + std::to_string(a.streams));
+  const std::unique_ptr<OutputSink> out = OutputSink::standard_output();
+  out->write(format_streams_benchmark(r) + "wrote " + file.string() + "\n");
+}
+
 void run_bench(const BenchArgs& a) {
   check_args(a);
   std::string audio_name;
@@ -107,6 +144,7 @@ void run_bench(const BenchArgs& a) {
   if (!std::filesystem::is_directory(a.out))
     throw Error("--out " + a.out + ": cannot create the directory" + (ec ? ": " + ec.message() : ""));
   std::unique_ptr<Engine> engine = load_engine(a.engine);
+  if (a.streams > 0) return run_streams(*engine, a, audio, audio_name);
   BenchOptions b;
   b.steps = a.steps;
   auto wanted = [&](const char* f) { return std::find(a.figures.begin(), a.figures.end(), f) != a.figures.end(); };
@@ -116,13 +154,7 @@ void run_bench(const BenchArgs& a) {
   if (wanted("offline")) b.offline_seconds = a.offline_seconds;
   else b.offline_seconds.clear();
   nlohmann::json r = benchmark_engine(*engine, audio, a.delay_ms, b);
-  r["audio"] = audio_name;
-  r["date_utc"] = utc_stamp();
-  const std::filesystem::path file = std::filesystem::path(a.out) / (r["date_utc"].get<std::string>() + "-" +
-                                                                     r["backend"].get<std::string>() + ".json");
-  const std::unique_ptr<OutputSink> json = OutputSink::file(file);
-  json->write(r.dump(2) + "\n");
-  json->commit();
+  const std::filesystem::path file = write_result(r, a, audio_name, "");
   char load[64];
   std::snprintf(load, sizeof load, "load %.2f s (", r["load_s"].get<double>());
   const std::unique_ptr<OutputSink> out = OutputSink::standard_output();
@@ -145,6 +177,13 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--figures", args->figures, "Which figures to measure (encoder, decoder, offline; products: each product of a step alone)")
       ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--streams", args->streams,
+                  "Run N live streams at once, paced at real time, instead of the per-stream figures");
+  cmd->add_option("--stream-seconds", args->stream_seconds,
+                  "With --streams: the length the streams reach (their caches filled first)")
+      ->capture_default_str();
+  cmd->add_option("--measure-seconds", args->measure_seconds, "With --streams: the paced, measured part at the end")
       ->capture_default_str();
   cmd->add_option("--out", args->out, "Folder for the JSON result (default: the current directory)");
   cmd->callback([args] { run_bench(*args); });

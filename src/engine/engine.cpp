@@ -157,6 +157,15 @@ class EngineImpl final : public Engine {
     return r;
   }
 
+  nlohmann::json benchmark_streams(std::span<const float> audio, const StreamsBenchOptions& o) {
+    nlohmann::json r = run_streams_benchmark(*this, *scheduler_, *model_, audio, o);
+    r["delay_ms"] = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
+    r["load_s"] = info_.load_seconds;
+    r["model_dir"] = info_.dir.string();
+    r["layout"] = info_.layout;
+    return r;
+  }
+
  private:
   // The next piece of the input; an empty span ends it.
   using ChunkSource = std::function<std::span<const float>()>;
@@ -261,6 +270,12 @@ nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k
   auto* impl = dynamic_cast<EngineImpl*>(&engine);
   check(impl != nullptr, "bench", "not a voxrt engine");
   return impl->benchmark(audio_16k, delay_ms, options);
+}
+
+nlohmann::json benchmark_streams(Engine& engine, std::span<const float> audio_16k, const StreamsBenchOptions& options) {
+  auto* impl = dynamic_cast<EngineImpl*>(&engine);
+  check(impl != nullptr, "bench", "not a voxrt engine");
+  return impl->benchmark_streams(audio_16k, options);
 }
 
 std::unique_ptr<Engine> Engine::load(const std::filesystem::path& model_dir, const EngineOptions& options) {

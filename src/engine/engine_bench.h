@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/streams_bench.h"
 #include "voxrt/voxrt.h"
 #include "voxtral/benchmark.h"
 
@@ -15,5 +16,8 @@ namespace voxrt {
 // voxtral/benchmark.h; the engine fills in the protocol and the transcription.
 nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k, int delay_ms,
                                 const BenchOptions& options);
+
+// N live streams at once through the engine's scheduler (engine/streams_bench.h).
+nlohmann::json benchmark_streams(Engine& engine, std::span<const float> audio_16k, const StreamsBenchOptions& options);
 
 }  // namespace voxrt

@@ -1,10 +1,10 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 
 #include "common/error.h"
-#include "voxtral/stream_stepper.h"
 
 namespace voxrt {
 
@@ -56,6 +56,13 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& o
   return std::unique_ptr<Stream>(new Stream(*this, &e));
 }
 
+std::vector<Scheduler::Round> Scheduler::take_rounds() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Round> out;
+  out.swap(rounds_);
+  return out;
+}
+
 int Scheduler::open_streams() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(entries_.size());
@@ -98,15 +105,21 @@ void Scheduler::loop() {
     }
     lock.unlock();
     std::string failure;
+    Round round;
+    round.streams = static_cast<int>(states.size());
     {
       std::lock_guard<std::mutex> model_lock(model_mutex_);
+      const auto t0 = std::chrono::steady_clock::now();
       try {
-        step_streams(states, pass_, slots_.cache(), one_pass_);
+        round.work = step_streams(states, pass_, slots_.cache(), one_pass_);
       } catch (const std::exception& ex) {
         failure = ex.what();
       }
+      round.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     lock.lock();
+    if (rounds_.size() == kRoundHistory) rounds_.erase(rounds_.begin(), rounds_.begin() + kRoundHistory / 2);
+    rounds_.push_back(round);
     for (Entry* e : active) {
       for (const StreamState::Step& s : e->state->take_steps()) e->outbox.push_back(s);
       if (!failure.empty()) e->error = failure;

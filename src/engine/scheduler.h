@@ -19,6 +19,7 @@
 #include "runtime/kv_slot_pool.h"
 #include "voxtral/decoder_step.h"
 #include "voxtral/stream_state.h"
+#include "voxtral/stream_stepper.h"
 
 namespace voxrt {
 
@@ -63,6 +64,17 @@ class Scheduler {
 
   int open_streams() const;
 
+  // A round of the loop: its wall time (with the model lock held), the streams in it and the work
+  // it ran. For benchmarks and metrics.
+  struct Round {
+    double seconds = 0;
+    int streams = 0;
+    RoundStats work;
+  };
+  // The rounds run since the last call (at most the most recent kRoundHistory).
+  std::vector<Round> take_rounds();
+  static constexpr size_t kRoundHistory = 1 << 17;
+
  private:
   void loop();
   void close(Entry* entry);
@@ -77,6 +89,7 @@ class Scheduler {
   mutable std::mutex mu_;  // guards entries_, every entry's hand-over fields and stop_
   std::condition_variable work_;
   std::list<Entry> entries_;
+  std::vector<Round> rounds_;
   bool stop_ = false;
   std::thread thread_;  // last: started once everything above exists
 };

@@ -26,13 +26,9 @@ double layer_params(int dim, int heads, int kv_heads, int head_dim, int hidden) 
   return static_cast<double>(dim) * head_dim * (2.0 * heads + 2.0 * kv_heads) + 3.0 * dim * hidden;
 }
 
-struct Costs {
-  double enc_step_bytes, dec_step_bytes;    // weights + caches read per step (a full window of keys)
-  double dec_weight_bytes, dec_kv_bytes_per_key;
-  double enc_flops_per_frame, dec_flops_per_position;
-};
+}  // namespace
 
-Costs costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes) {
+StepCosts step_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes) {
   const EncoderConfig& e = c.encoder;
   const DecoderConfig& d = c.decoder;
   const double enc_w = e.n_layers * layer_params(e.dim, e.n_heads, e.n_kv_heads, e.head_dim, e.hidden_dim);
@@ -44,12 +40,15 @@ Costs costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes) {
   const double dec_weights = (dec_w + head_w) * weight_bytes;
   return {(enc_w + adapter_w) * weight_bytes + enc_kv,
           dec_weights + dec_kv_per_key * d.sliding_window,
+          (enc_w + adapter_w) * weight_bytes,
+          enc_kv,
           dec_weights,
           dec_kv_per_key,
           2.0 * (enc_w + adapter_w / c.downsample_factor),
           2.0 * (dec_w + head_w)};
 }
 
+namespace {
 
 // Steady-state encoder step as a live session runs it (one Backend step, then the adapter vector
 // downloaded): 8 mel rows -> conv stem -> 4 encoder frames -> 1 adapter vector, at positions past
@@ -123,7 +122,7 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
   r["backend"] = be.name();
   const Ceilings ceil = be.measure_ceilings();
   r["ceilings"] = {{"copy_GBps", ceil.copy_gbps}, {"matmul_TFLOPs", ceil.matmul_tflops}, {"matmul", ceil.matmul_what}};
-  const Costs k = costs(c, be.weight_element_bytes(), be.kv_element_bytes());
+  const StepCosts k = step_costs(c, be.weight_element_bytes(), be.kv_element_bytes());
   // Reads only: a copy moves each byte twice (read + write), a step reads its bytes once.
   const double read_bps = ceil.copy_gbps * 1e9;
 

@@ -34,6 +34,15 @@ struct BenchOptions {
   std::function<OfflineRun(std::span<const float>)> transcribe;
 };
 
+// What a step reads and computes, from the model's shapes and the backend's storage.
+struct StepCosts {
+  double enc_step_bytes, dec_step_bytes;  // weights + caches read per step (a full window of keys)
+  double enc_weight_bytes, enc_kv_bytes;  // the encoder's weights (adapter included), its full window's K/V
+  double dec_weight_bytes, dec_kv_bytes_per_key;
+  double enc_flops_per_frame, dec_flops_per_position;
+};
+StepCosts step_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes);
+
 // rows x cols standard-normal values from a fixed seed: the benchmarks' inputs and test weights.
 std::vector<float> random_rows(int rows, int cols, unsigned seed);
 

@@ -18,6 +18,10 @@ namespace voxrt {
 //     counts: each stream's ids stay those it gets alone, whoever else is stepping).
 // Every stream with work gets its rows in every round: none waits for another to finish. Each
 // stream's results and times go to its own steps (StreamState::take_steps).
-void step_streams(std::span<StreamState* const> streams, DecoderPass& pass, KvCache& cache, bool one_pass);
+struct RoundStats {
+  int encoder_passes = 0, encoded_positions = 0, prompts = 0;
+  int decoder_passes = 0, decoder_rows = 0, decoder_streams = 0;
+};
+RoundStats step_streams(std::span<StreamState* const> streams, DecoderPass& pass, KvCache& cache, bool one_pass);
 
 }  // namespace voxrt

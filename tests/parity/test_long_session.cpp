@@ -40,7 +40,7 @@ TEST(LongSession, RebasedPositionsGiveTheTokensOfAnUnlimitedRun) {
   o.protocol = proto;
   o.ids = ids;
   o.encoder_position_limit = 2000;  // ring 750 + 128: shifted by 878 frames each time (~3500 frames)
-  o.decoder_position_limit = 300;   // ring 64 + 39: shifted by 206 steps each time (~920 steps)
+  o.decoder_position_limit = 300;   // ring 64 + 63 (the longest prompt): shifted by 127 steps each time
   StreamDecoder s(model, logmel, o);
   std::vector<int32_t> tokens;
   auto on_step = [&](int32_t t, double) { tokens.push_back(t); };

@@ -1,11 +1,14 @@
 // Many threads through one Engine at once, through the public API only (issue 13, item 7): 50
 // threads each run 100 jobs (offline transcriptions of samples and of files, and live sessions fed
 // in random chunk sizes) on a handful of short clips and delays, and every result must equal the
-// one the same job gives when nothing else runs. The engine serialises model work internally; what
-// this proves is that no state leaks between sessions, transcriptions or threads.
+// one the same job gives when nothing else runs. The engine's scheduler steps them all together
+// (engine/scheduler.h); what this proves is that no state leaks between sessions, transcriptions or
+// threads, and that sharing the scheduler's rounds changes no result.
 //
 // VOXRT_CONCURRENCY_THREADS and VOXRT_CONCURRENCY_JOBS scale it down (the ThreadSanitizer run in CI
 // uses 8 x 4: under it every memory access is checked, tens of times slower).
+// VOXRT_CONCURRENCY_DEVICE=cuda runs it on the GPU (scripts/gpu_check.sh), where the sessions' rows
+// share decoder passes and drafted rows are on; on the CPU each stream gets passes of its own.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -88,8 +91,10 @@ Result run(Engine& engine, const std::vector<Clip>& clips, const Job& job, uint3
 TEST(Concurrency, ManyThreadsThroughOneEngineGiveTheSerialResults) {
   const int threads = env_int("VOXRT_CONCURRENCY_THREADS", 50);
   const int jobs_per_thread = env_int("VOXRT_CONCURRENCY_JOBS", 100);
+  const char* device = std::getenv("VOXRT_CONCURRENCY_DEVICE");
   // One compute thread: the test's concurrency is its own threads, not the backend's.
-  auto engine = Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1});
+  auto engine = Engine::load(test_data() / "tiny" / "mistral",
+                             {.device = device != nullptr && *device != '\0' ? device : "cpu", .threads = 1});
 
   // Short clips keep 5000 jobs to a couple of minutes: a file, and two pieces of speech as samples
   // (one shorter than the prompt window).

@@ -1,0 +1,204 @@
+#include "engine/streams_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/error.h"
+#include "voxrt/session.h"
+#include "voxtral/benchmark.h"
+
+namespace voxrt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5))];
+}
+
+nlohmann::json spread(const std::vector<double>& v) {
+  return {{"p50", quantile(v, 0.5)}, {"p99", quantile(v, 0.99)}, {"max", quantile(v, 1.0)}};
+}
+
+// Every stream waits here until all are ready to be paced together.
+class Barrier {
+ public:
+  explicit Barrier(int n) : left_(n) {}
+  Clock::time_point arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (--left_ == 0) {
+      start_ = Clock::now();
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return left_ == 0; });
+    }
+    return start_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int left_;
+  Clock::time_point start_;
+};
+
+// Audio from `from` in the looped input, n samples.
+std::vector<float> looped(std::span<const float> audio, size_t from, size_t n) {
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = audio[(from + i) % audio.size()];
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, VoxtralModel& model,
+                                     std::span<const float> audio, const StreamsBenchOptions& o) {
+  check(o.streams >= 1 && !audio.empty(), "bench --streams", "at least one stream and some audio expected");
+  check(o.measure_seconds > 0 && o.stream_seconds >= o.measure_seconds, "bench --streams",
+        "--stream-seconds must be at least --measure-seconds");
+  Backend& be = model.backend();
+  const ModelConfig& c = model.config();
+  const int rate = c.audio.sampling_rate;
+  const size_t step = static_cast<size_t>(c.samples_per_step());
+  const double step_s = static_cast<double>(step) / rate;
+  const size_t paced_steps = static_cast<size_t>(o.measure_seconds / step_s + 0.5);
+  const size_t fill_samples = static_cast<size_t>((o.stream_seconds - o.measure_seconds) * rate);
+  const size_t fill_chunk = 5 * static_cast<size_t>(rate);
+
+  const Ceilings ceil = be.measure_ceilings();
+  const size_t memory_before = be.memory_in_use();
+  std::vector<std::vector<double>> lags(o.streams);  // ms, per stream
+  std::vector<std::string> errors(o.streams);
+  Barrier filled(o.streams + 1);
+  std::mutex mu;  // guards finished and measured
+  std::condition_variable cv;
+  int finished = 0;  // streams done with the paced part
+  bool measured = false;
+  Clock::time_point fill_start = Clock::now();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < o.streams; ++i) {
+    threads.emplace_back([&, i] {
+      std::unique_ptr<Session> session;
+      try {
+        SessionOptions so;
+        so.delay_ms = o.delay_ms;
+        session = engine.open_session(so);
+        const size_t start = static_cast<size_t>(i) * 7919u * 16u % audio.size();
+        for (size_t at = 0; at < fill_samples; at += fill_chunk)
+          session->feed(looped(audio, start + at, std::min(fill_chunk, fill_samples - at)));
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+      const Clock::time_point t0 = filled.arrive_and_wait();
+      if (errors[i].empty()) {
+        try {
+          for (size_t k = 0; k < paced_steps; ++k) {
+            const auto arrival = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>((k + 1) * step_s));
+            std::this_thread::sleep_until(arrival);
+            session->feed(looped(audio, static_cast<size_t>(i) * 7919u * 16u % audio.size() + fill_samples + k * step, step));
+            lags[i].push_back(std::chrono::duration<double, std::milli>(Clock::now() - arrival).count());
+          }
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      }
+      // Closed only once every stream is measured: a stream closing early would lighten the others' rounds.
+      std::unique_lock<std::mutex> lock(mu);
+      ++finished;
+      cv.notify_all();
+      cv.wait(lock, [&] { return measured; });
+      lock.unlock();
+      session.reset();
+    });
+  }
+  const Clock::time_point t0 = filled.arrive_and_wait();
+  const double fill_s = std::chrono::duration<double>(t0 - fill_start).count();
+  const size_t memory_filled = be.memory_in_use();
+  scheduler.take_rounds();  // the fill's rounds are not measured
+  std::vector<Scheduler::Round> rounds;
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return finished == o.streams; });
+    rounds = scheduler.take_rounds();
+    measured = true;
+  }
+  cv.notify_all();
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < o.streams; ++i)
+    if (!errors[i].empty()) throw Error("bench --streams: stream " + std::to_string(i) + ": " + errors[i]);
+
+  std::vector<double> all_lags, round_ms, round_rows, round_streams;
+  int late_streams = 0;
+  double worst = 0;
+  for (const auto& l : lags) {
+    all_lags.insert(all_lags.end(), l.begin(), l.end());
+    const double m = l.empty() ? 0 : *std::max_element(l.begin(), l.end());
+    worst = std::max(worst, m);
+    late_streams += m > step_s * 1e3;
+  }
+  for (const Scheduler::Round& r : rounds) {
+    round_ms.push_back(r.seconds * 1e3);
+    round_rows.push_back(r.work.decoder_rows);
+    round_streams.push_back(r.streams);
+  }
+  // The round's floor: every weight read once, and each stream's caches once at this length
+  // (decoder keys up to its window, the encoder's full window), or its FLOPs at the matrix rate.
+  const StepCosts k = step_costs(c, be.weight_element_bytes(), be.kv_element_bytes());
+  const double keys = std::min<double>(o.stream_seconds / step_s, c.decoder.sliding_window);
+  const double bytes = k.dec_weight_bytes + k.enc_weight_bytes +
+                       o.streams * (k.dec_kv_bytes_per_key * keys + k.enc_kv_bytes);
+  const double flops = o.streams * (k.dec_flops_per_position + k.enc_flops_per_frame * c.downsample_factor);
+  const double floor_ms = std::max(bytes / (ceil.copy_gbps * 1e9), flops / (ceil.matmul_tflops * 1e12)) * 1e3;
+
+  nlohmann::json r;
+  r["backend"] = be.name();
+  r["ceilings"] = {{"copy_GBps", ceil.copy_gbps}, {"matmul_TFLOPs", ceil.matmul_tflops}, {"matmul", ceil.matmul_what}};
+  r["streams"] = o.streams;
+  r["stream_seconds"] = o.stream_seconds;
+  r["measure_seconds"] = o.measure_seconds;
+  r["fill"] = {{"seconds", fill_s}, {"audio_seconds", o.streams * static_cast<double>(fill_samples) / rate},
+               {"rtfx", fill_s > 0 ? o.streams * static_cast<double>(fill_samples) / rate / fill_s : 0.0}};
+  r["lag_ms"] = spread(all_lags);
+  r["late_streams"] = late_streams;  // streams whose worst lag passed one step (80 ms)
+  r["within_real_time"] = worst <= step_s * 1e3;
+  r["rounds"] = {{"count", rounds.size()}, {"ms", spread(round_ms)}, {"decoder_rows", spread(round_rows)},
+                 {"streams", spread(round_streams)}, {"floor_ms", floor_ms}, {"floor_bytes", bytes},
+                 {"floor_flops", flops}};
+  r["memory"] = {{"before_bytes", memory_before}, {"filled_bytes", memory_filled},
+                 {"per_stream_bytes", (static_cast<double>(memory_filled) - memory_before) / o.streams}};
+  return r;
+}
+
+std::string format_streams_benchmark(const nlohmann::json& r) {
+  char buf[1024];
+  std::string out;
+  std::snprintf(buf, sizeof buf, "%s: %d live streams of %.0f s (measured over the last %.0f s, paced at real time)\n",
+                r["backend"].get<std::string>().c_str(), r["streams"].get<int>(), r["stream_seconds"].get<double>(),
+                r["measure_seconds"].get<double>());
+  out += buf;
+  const auto& lag = r["lag_ms"];
+  std::snprintf(buf, sizeof buf, "lag, audio arrival to its steps done: p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d streams passed 80 ms (%s)\n",
+                lag["p50"].get<double>(), lag["p99"].get<double>(), lag["max"].get<double>(), r["late_streams"].get<int>(),
+                r["within_real_time"].get<bool>() ? "all within real time" : "NOT all within real time");
+  out += buf;
+  const auto& rd = r["rounds"];
+  std::snprintf(buf, sizeof buf, "rounds: %d, p50 %.2f ms, p99 %.2f ms against a floor of %.2f ms (%.1fx); streams a round p50 %.0f, decoder rows p50 %.0f max %.0f\n",
+                rd["count"].get<int>(), rd["ms"]["p50"].get<double>(), rd["ms"]["p99"].get<double>(), rd["floor_ms"].get<double>(),
+                rd["ms"]["p50"].get<double>() / std::max(1e-9, rd["floor_ms"].get<double>()), rd["streams"]["p50"].get<double>(),
+                rd["decoder_rows"]["p50"].get<double>(), rd["decoder_rows"]["max"].get<double>());
+  out += buf;
+  std::snprintf(buf, sizeof buf, "fill: %.0f s of audio in %.1f s (RTFx %.0f); memory %.2f GB per stream (%.2f GB in use)\n",
+                r["fill"]["audio_seconds"].get<double>(), r["fill"]["seconds"].get<double>(), r["fill"]["rtfx"].get<double>(),
+                r["memory"]["per_stream_bytes"].get<double>() / 1e9, r["memory"]["filled_bytes"].get<double>() / 1e9);
+  out += buf;
+  return out;
+}
+
+}  // namespace voxrt

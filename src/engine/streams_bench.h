@@ -1,0 +1,34 @@
+// `voxrt bench --streams N`: N live streams through one engine at once, as a server runs them
+// (issue 13, item 8). Each stream is a Session on a thread of its own. Its caches are first filled
+// to --stream-seconds less the measured part by feeding audio as fast as the engine takes it (so
+// the figure is the steady state of streams that long, without waiting for them in real time), then
+// every stream is paced at real time, 80 ms of audio every 80 ms, for --measure-seconds.
+// Reported: each chunk's lag (its arrival to the return of feed(), which is when its steps have run
+// and their events were delivered) as p50/p99/max over all streams, the streams that fell more than
+// one step behind, the scheduler's rounds (time, streams and decoder rows per round) against the
+// round's floor, and memory per stream.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+
+#include "engine/scheduler.h"
+#include "voxrt/voxrt.h"
+
+namespace voxrt {
+
+struct StreamsBenchOptions {
+  int streams = 1;
+  double stream_seconds = 300;  // the length the streams reach (their caches' fill)
+  double measure_seconds = 10;  // the paced part at the end, measured
+  int delay_ms = 0;             // 0: the model's default
+};
+
+// `audio` (16 kHz) is looped; stream i starts at a different place in it.
+nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, VoxtralModel& model,
+                                     std::span<const float> audio, const StreamsBenchOptions& options);
+
+std::string format_streams_benchmark(const nlohmann::json& result);
+
+}  // namespace voxrt
