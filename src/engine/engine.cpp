@@ -99,7 +99,7 @@ class EngineImpl final : public Engine {
     info_.vocab_size = model_->config().decoder.vocab_size;
     info_.default_delay_ms = tokenizer_->audio().transcription_delay_ms;
     draft_rows_ = o.draft_rows > 0 ? o.draft_rows : backend_->batch_invariant() ? kDefaultDraftRows : 1;
-    scheduler_ = std::make_unique<Scheduler>(*model_, mu_, protocol(info_.default_delay_ms));
+    scheduler_ = std::make_unique<Scheduler>(*model_, mu_, protocol(info_.default_delay_ms), StreamState::Options{}.max_batch_positions);
     info_.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 

@@ -21,12 +21,14 @@ struct Scheduler::Entry {
   std::condition_variable done;
 };
 
-Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol)
+Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol, int max_batch_positions)
     : model_(model),
       model_mutex_(model_mutex),
       one_pass_(model.backend().batch_invariant()),
-      slots_(model.backend(), StreamState::decoder_cache_shape(model, protocol, 1)),
-      pass_(model, unique_step_key("decoder pass")),
+      encoder_slots_(model.backend(), StreamState::encoder_cache_shape(model, max_batch_positions, 1)),
+      decoder_slots_(model.backend(), StreamState::decoder_cache_shape(model, protocol, 1)),
+      encoder_(model),
+      decoder_(model, unique_step_key("decoder pass")),
       thread_([this] { loop(); }) {}
 
 Scheduler::~Scheduler() {
@@ -42,11 +44,15 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& o
   std::unique_ptr<StreamState> state;
   {
     std::lock_guard<std::mutex> model_lock(model_mutex_);
-    const int slot = slots_.acquire();
+    const int enc = encoder_slots_.acquire();
+    int dec = -1;
     try {
-      state = std::make_unique<StreamState>(model_, opts, slots_.cache(), slot);
+      dec = decoder_slots_.acquire();
+      state = std::make_unique<StreamState>(model_, opts, StreamState::CacheSlot{encoder_slots_.cache(), enc},
+                                            StreamState::CacheSlot{decoder_slots_.cache(), dec});
     } catch (...) {
-      slots_.release(slot);
+      encoder_slots_.release(enc);
+      if (dec >= 0) decoder_slots_.release(dec);
       throw;
     }
   }
@@ -79,9 +85,10 @@ void Scheduler::close(Entry* entry) {
   }
   // Another stream's round may be running on the backend right now.
   std::lock_guard<std::mutex> model_lock(model_mutex_);
-  const int slot = state->decoder_slot();
+  const int enc = state->encoder_slot(), dec = state->decoder_slot();
   state.reset();
-  slots_.release(slot);
+  encoder_slots_.release(enc);
+  decoder_slots_.release(dec);
 }
 
 void Scheduler::loop() {
@@ -111,7 +118,7 @@ void Scheduler::loop() {
       std::lock_guard<std::mutex> model_lock(model_mutex_);
       const auto t0 = std::chrono::steady_clock::now();
       try {
-        round.work = step_streams(states, pass_, slots_.cache(), one_pass_);
+        round.work = step_streams(states, {encoder_, encoder_slots_.cache(), decoder_, decoder_slots_.cache(), one_pass_});
       } catch (const std::exception& ex) {
         failure = ex.what();
       }

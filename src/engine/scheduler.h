@@ -18,6 +18,7 @@
 
 #include "runtime/kv_slot_pool.h"
 #include "voxtral/decoder_step.h"
+#include "voxtral/encoder_pass.h"
 #include "voxtral/stream_state.h"
 #include "voxtral/stream_stepper.h"
 
@@ -29,7 +30,7 @@ class Scheduler {
  public:
   // model_mutex serialises every use of the model and its backend: the loop holds it for a round,
   // opening and closing a stream take it to allocate and free the stream's caches.
-  Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol);
+  Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol, int max_batch_positions);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -59,7 +60,8 @@ class Scheduler {
     Entry* entry_;
   };
 
-  // A stream of `opts` (its protocol's left pad must be the scheduler's: they share a decoder cache).
+  // A stream of `opts` (its protocol's left pad and max_batch_positions must be the scheduler's:
+  // the streams share the caches).
   std::unique_ptr<Stream> open(const StreamState::Options& opts);
 
   int open_streams() const;
@@ -83,8 +85,9 @@ class Scheduler {
   std::mutex& model_mutex_;
   const bool one_pass_;
   // Used by the loop only, or under model_mutex_ when streams open and close.
-  KvSlotPool slots_;
-  DecoderPass pass_;
+  KvSlotPool encoder_slots_, decoder_slots_;
+  EncoderPass encoder_;
+  DecoderPass decoder_;
 
   mutable std::mutex mu_;  // guards entries_, every entry's hand-over fields and stop_
   std::condition_variable work_;

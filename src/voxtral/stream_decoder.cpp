@@ -6,9 +6,11 @@ namespace voxrt {
 
 StreamDecoder::StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Options& opts)
     : front_(logmel, opts.protocol),
+      enc_cache_(&model.backend(), StreamState::encoder_cache_shape(model, opts.max_batch_positions, 1)),
       dec_cache_(&model.backend(), StreamState::decoder_cache_shape(model, opts.protocol, 1)),
-      state_(model, opts, dec_cache_, 0),
-      pass_(model, unique_step_key("decoder")) {}
+      state_(model, opts, {enc_cache_, 0}, {dec_cache_, 0}),
+      encoder_(model),
+      decoder_(model, unique_step_key("decoder")) {}
 
 void StreamDecoder::feed(std::span<const float> samples, const StepCallback& on_step) {
   front_.feed(samples);
@@ -30,7 +32,8 @@ void StreamDecoder::pump(const StepCallback& on_step) {
   if (front_.flushed()) state_.set_final_positions(front_.final_positions());
   StreamState* const streams[] = {&state_};
   while (state_.has_work()) {
-    step_streams(streams, pass_, dec_cache_, /*one_pass=*/true);  // one stream: one pass either way
+    // One stream: one pass either way.
+    step_streams(streams, {encoder_, enc_cache_, decoder_, dec_cache_, /*one_pass=*/true});
     for (const StreamState::Step& s : state_.take_steps()) on_step(s.token, s.seconds);
   }
 }

@@ -1,5 +1,5 @@
 // One live stream stepped alone, synchronously: a MelFrontEnd for the samples, a StreamState for
-// the model work with a decoder cache of its own, and step_streams over that one stream: exactly
+// the model work with caches of its own, and step_streams over that one stream: exactly
 // what the batching scheduler runs for each of its streams (docs/scheduler.md). Its token ids equal
 // the offline result for the same audio whatever the chunk sizes (docs/model.md §10). Used by the
 // benchmark and the tests that drive one stream directly; the engine's sessions go through the
@@ -12,6 +12,7 @@
 
 #include "audio/log_mel.h"
 #include "voxtral/decoder_step.h"
+#include "voxtral/encoder_pass.h"
 #include "voxtral/mel_front_end.h"
 #include "voxtral/model.h"
 #include "voxtral/stream_state.h"
@@ -45,9 +46,10 @@ class StreamDecoder {
   void pump(const StepCallback& on_step);
 
   MelFrontEnd front_;
-  KvCache dec_cache_;
+  KvCache enc_cache_, dec_cache_;
   StreamState state_;
-  DecoderPass pass_;
+  EncoderPass encoder_;
+  DecoderPass decoder_;
 };
 
 }  // namespace voxrt

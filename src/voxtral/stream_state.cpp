@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 
 #include "common/error.h"
 
@@ -22,15 +23,22 @@ KvCacheShape StreamState::decoder_cache_shape(const VoxtralModel& model, const P
   return model.decoder_cache_shape(slots, model.config().decoder.sliding_window + longest.prompt_len());
 }
 
-StreamState::StreamState(VoxtralModel& model, const Options& opts, KvCache& decoder_cache, int decoder_slot)
+KvCacheShape StreamState::encoder_cache_shape(const VoxtralModel& model, int max_batch_positions, int slots) {
+  const ModelConfig& c = model.config();
+  return model.encoder_cache_shape(slots, c.encoder.sliding_window + c.downsample_factor * max_batch_positions);
+}
+
+StreamState::StreamState(VoxtralModel& model, const Options& opts, CacheSlot encoder, CacheSlot decoder)
     : model_(model),
       opts_(opts),
       n_mels_(model.config().encoder.num_mel_bins),
       enc_dim_(model.config().encoder.dim),
       dim_(model.config().decoder.dim),
-      dec_cache_(decoder_cache),
-      slot_(decoder_slot),
-      encoder_key_(unique_step_key("encoder")) {
+      enc_cache_(encoder.cache),
+      enc_slot_(encoder.slot),
+      dec_cache_(decoder.cache),
+      slot_(decoder.slot),
+      step_key_(unique_step_key("encoder")) {
   const ModelConfig& c = model.config();
   Backend& be = model.backend();
   if (opts_.encoder_position_limit <= 0) opts_.encoder_position_limit = c.decoder.max_position;
@@ -38,21 +46,18 @@ StreamState::StreamState(VoxtralModel& model, const Options& opts, KvCache& deco
   check(opts_.max_batch_positions >= 1, "session", "max_batch_positions must be at least 1");
   check(opts_.draft_rows >= 1 && opts_.draft_rows <= max_draft_rows(opts_.protocol), "session",
         "draft_rows must be 1 .. " + std::to_string(max_draft_rows(opts_.protocol)));
-  const KvCacheShape want = decoder_cache_shape(model, opts_.protocol, 1);
-  const KvCacheShape& have = decoder_cache.shape();
-  check(slot_ >= 0 && slot_ < have.slots, "session", "decoder cache slot out of range");
-  check(have.ring >= want.ring && have.layers == want.layers && have.kv_heads == want.kv_heads &&
-            have.head_dim == want.head_dim,
-        "session", "decoder cache too small for the protocol");
-  const int frames_per_position = c.downsample_factor;
-  enc_cache_ = KvCache(&be, model.encoder_cache_shape(1, c.encoder.sliding_window + frames_per_position * opts_.max_batch_positions));
+  auto check_slot = [](const CacheSlot& s, const KvCacheShape& want, const char* what) {
+    const KvCacheShape& have = s.cache.shape();
+    check(s.slot >= 0 && s.slot < have.slots, "session", std::string(what) + " cache slot out of range");
+    check(have.ring >= want.ring && have.layers == want.layers && have.kv_heads == want.kv_heads &&
+              have.head_dim == want.head_dim,
+          "session", std::string(what) + " cache too small for the stream");
+  };
+  check_slot(encoder, encoder_cache_shape(model, opts_.max_batch_positions, 1), "encoder");
+  check_slot(decoder, decoder_cache_shape(model, opts_.protocol, 1), "decoder");
   mel_context_.assign(2 * static_cast<size_t>(n_mels_), 0.0f);
-  const int max_frames = frames_per_position * opts_.max_batch_positions;
-  mel_ = Buffer(&be, 2 * max_frames + 2, n_mels_);
   conv1_context_ = Buffer(&be, 1, enc_dim_);
   be.fill(conv1_context_.data(), 0.0f, conv1_context_.size());
-  frames_ = Buffer(&be, max_frames, enc_dim_);
-  adapter_ = Buffer(&be, opts_.max_batch_positions, dim_);
   // Before the prompt runs the queue holds fewer than prompt_len() + max_batch_positions vectors,
   // after it fewer than max_batch_positions (encodable() waits for the decoder to catch up): twice
   // the first plus a batch lets compaction copy forward without overlap.
@@ -83,30 +88,35 @@ int StreamState::encodable() const {
   return std::min(ready, opts_.max_batch_positions);
 }
 
-void StreamState::encode(int count) {
-  const auto t0 = std::chrono::steady_clock::now();
-  Backend& be = model_.backend();
+EncoderPart StreamState::put_encoder(int count) {
   const int factor = model_.config().downsample_factor;
   const int rows = count * 2 * factor;  // mel rows
-  const int n_frames = count * factor;
   check(count >= 1 && count <= opts_.max_batch_positions && mel_pending_.size() >= static_cast<size_t>(rows) * n_mels_,
-        "session", "encode: positions not ready");
+        "session", "put_encoder: positions not ready");
   const int64_t first_frame = encoded_positions_ * factor;
-  rebase_if_needed(enc_cache_, 0, true, enc_base_, first_frame, n_frames, opts_.encoder_position_limit);
-  std::vector<RowRef> refs(n_frames);
-  for (int i = 0; i < n_frames; ++i) refs[i] = {0, first_frame + i - enc_base_};
+  rebase_if_needed(enc_cache_, enc_slot_, true, enc_base_, first_frame, count * factor, opts_.encoder_position_limit);
+  put_positions_ = count;
+  EncoderPart p;
+  p.slot = enc_slot_;
+  p.first_frame = first_frame - enc_base_;
+  p.positions = count;
+  p.mel_context = mel_context_;
+  p.mel = std::span<const float>(mel_pending_).first(static_cast<size_t>(rows) * n_mels_);
+  p.conv1_context = conv1_context_.all();
+  return p;
+}
 
-  const Mat mel = mel_.view(0, rows + 2), frames = frames_.view(0, n_frames), adapter = adapter_.view(0, count);
-  be.run_step(encoder_key_ + " x" + std::to_string(count), [&] {
-    be.upload(mel.data, mel_context_.data(), mel_context_.size());
-    be.upload(mel_.row(2), mel_pending_.data(), static_cast<size_t>(rows) * n_mels_);
-    model_.encode_positions(mel, conv1_context_.all(), frames, refs, enc_cache_, adapter);
-  });
+void StreamState::take_encoded(Mat adapter, double seconds) {
+  const int count = put_positions_;
+  check(count > 0 && adapter.rows == count && adapter.cols == dim_, "session", "take_encoded: not the positions put");
+  put_positions_ = 0;
+  const int rows = count * 2 * model_.config().downsample_factor;
   std::copy(mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows - 2) * n_mels_,
             mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows) * n_mels_, mel_context_.begin());
   mel_pending_.erase(mel_pending_.begin(), mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows) * n_mels_);
 
-  // Into the device queue, outside the step (its place in the queue moves); nothing waits here.
+  // Into the device queue (the pass's output is overwritten by the next pass).
+  Backend& be = model_.backend();
   if (queue_write_ + count > queue_.rows()) {
     // Move the vectors not yet decoded to the front. The queue holds at least twice what can be
     // pending, so the source lies wholly past the destination.
@@ -119,10 +129,6 @@ void StreamState::encode(int count) {
   be.copy(queue_.row(queue_write_), adapter.data, static_cast<size_t>(count) * dim_);
   queue_write_ += count;
   encoded_positions_ += count;
-  // Wait for the pass, so that its time is its own: a backend queues work (the GPU's), and the next
-  // decoder pass would otherwise absorb it (its ids come back to the host, so it waits anyway).
-  be.synchronize();
-  const double seconds = seconds_since(t0);
   encoder_seconds_ += seconds;
   queue_seconds_.insert(queue_seconds_.end(), count, seconds / count);
 }

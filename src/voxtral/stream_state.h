@@ -1,8 +1,9 @@
 // The model side of one live stream, stepped from outside (step_streams, stream_stepper.h) so that
 // the passes of many streams can be run together (docs/model.md §10, docs/scheduler.md):
 //   mel frames (from its MelFrontEnd) -> conv stem per 8 frames with its carried context (2 mel
-//   rows, 1 conv1 row) -> encoder (its own ring cache) -> adapter (4 frames -> 1 vector) into a
-//   device queue -> decoder rows in its slot of a decoder cache that other streams may share: the
+//   rows, 1 conv1 row) -> encoder (its slot of an encoder cache that other streams may share) ->
+//   adapter (4 frames -> 1 vector) into a device queue -> decoder rows in its slot of a decoder
+//   cache that other streams may share: the
 //   prompt's prefill once its positions exist, then one row per position, several when several
 //   wait (Options::draft_rows).
 // Its ids are those of the offline result for the same audio, whatever the frames' grouping. Like
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "voxtral/decoder_step.h"
+#include "voxtral/encoder_pass.h"
 #include "voxtral/model.h"
 #include "voxtral/protocol.h"
 
@@ -56,10 +58,16 @@ class StreamState {
   static int max_draft_rows(const Protocol& p) { return p.prompt_len() + 1; }
   // A decoder cache of `slots` streams of this protocol's left pad, any delay.
   static KvCacheShape decoder_cache_shape(const VoxtralModel& model, const Protocol& p, int slots);
+  // An encoder cache of `slots` streams encoding up to max_batch_positions a pass.
+  static KvCacheShape encoder_cache_shape(const VoxtralModel& model, int max_batch_positions, int slots);
 
-  // The stream decodes into slot `decoder_slot` of `decoder_cache` (shaped as decoder_cache_shape
-  // says), which must outlive it and may be reallocated between passes (it is held by reference).
-  StreamState(VoxtralModel& model, const Options& opts, KvCache& decoder_cache, int decoder_slot);
+  // A slot of a cache shaped as the functions above say. The cache must outlive the stream and may
+  // be reallocated between passes (it is held by reference).
+  struct CacheSlot {
+    KvCache& cache;
+    int slot;
+  };
+  StreamState(VoxtralModel& model, const Options& opts, CacheSlot encoder, CacheSlot decoder);
 
   // Input, from the front end: mel frames (time-major, whole frames), and after its flush the
   // offline position count.
@@ -68,7 +76,12 @@ class StreamState {
 
   // Work, in the order step_streams runs it. Each call reads or writes only this stream's state.
   int encodable() const;      // positions to encode now (only once the decoder has caught up)
-  void encode(int count);     // one encoder pass; waits for it
+  // Its share of the next encoder pass: `count` positions (re-basing its encoder slot first when
+  // they would pass the limit). Its spans stay valid until take_encoded().
+  EncoderPart put_encoder(int count);
+  // The pass's adapter vectors for the positions put ([count, dim], backend memory) and this
+  // stream's share of the pass's time.
+  void take_encoded(Mat adapter, double seconds);
   bool prompt_ready() const;  // the prompt's positions are encoded and it has not run
   void decode_prompt();
   int rows_ready() const;     // decoder rows this stream puts in the next pass
@@ -81,6 +94,10 @@ class StreamState {
 
   std::vector<Step> take_steps();
 
+  // The key of this stream's recorded encoder passes (when it runs a pass alone).
+  const std::string& step_key() const { return step_key_; }
+  Backend& backend() const { return model_.backend(); }
+  int encoder_slot() const { return enc_slot_; }
   int decoder_slot() const { return slot_; }
   const Options& options() const { return opts_; }
   bool stopped() const { return stopped_; }  // stop_at_eos and EOS seen
@@ -99,21 +116,21 @@ class StreamState {
   VoxtralModel& model_;
   Options opts_;
   const int n_mels_, enc_dim_, dim_;
+  KvCache& enc_cache_;
+  const int enc_slot_;
   KvCache& dec_cache_;
   const int slot_;
 
   std::vector<float> mel_pending_;  // frames not yet through the conv stem
   std::vector<float> mel_context_;  // the 2 mel rows before the next conv chunk
-  KvCache enc_cache_;
-  // Device buffers of the encoder pass, sized for max_batch_positions: mel rows with their context,
-  // the conv1 row before the next chunk (carried on the device), encoder frames, adapter vectors.
-  Buffer mel_, conv1_context_, frames_, adapter_;
+  Buffer conv1_context_;            // the conv1 row before the next chunk, carried on the device
+  std::string step_key_;
+  int put_positions_ = 0;           // in the encoder pass being run
   // Adapter vectors on the device, rows [queue_read_, queue_write_) not yet decoded; row
   // queue_read_ is position next_decode_. They never visit the host.
   Buffer queue_;
   int queue_read_ = 0, queue_write_ = 0;
   std::deque<double> queue_seconds_;  // each queued vector's share of its encoder pass
-  std::string encoder_key_;
   int64_t encoded_positions_ = 0;   // adapter vectors produced so far
   int64_t next_decode_ = 0;         // next decoder position to run
   int64_t enc_base_ = 0, dec_base_ = 0;  // model position = stream position - base

@@ -35,16 +35,45 @@ void decoder_pass(std::span<StreamState* const> streams, DecoderPass& pass, KvCa
   }
 }
 
-}  // namespace
-
-RoundStats step_streams(std::span<StreamState* const> streams, DecoderPass& pass, KvCache& cache, bool one_pass) {
-  RoundStats stats;
+// One encoder pass over the positions `streams` have ready; each stream's share of the pass's time
+// is its share of the positions. The pass is waited for, so that its time is its own (a backend
+// queues work, and the next pass would otherwise absorb it).
+void encoder_pass(std::span<StreamState* const> streams, EncoderPass& pass, KvCache& cache, RoundStats& stats) {
+  std::vector<StreamState*> parts_of;
+  std::vector<EncoderPart> parts;
+  int positions = 0;
   for (StreamState* s : streams) {
     if (const int n = s->encodable(); n > 0) {
-      s->encode(n);
-      ++stats.encoder_passes;
-      stats.encoded_positions += n;
+      parts.push_back(s->put_encoder(n));
+      parts_of.push_back(s);
+      positions += n;
     }
+  }
+  if (parts.empty()) return;
+  ++stats.encoder_passes;
+  stats.encoded_positions += positions;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Mat adapter = pass.run(parts, cache, parts.size() == 1 ? parts_of[0]->step_key() : std::string());
+  Backend& be = parts_of[0]->backend();
+  be.synchronize();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int at = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const int n = parts[i].positions;
+    parts_of[i]->take_encoded(Mat{adapter.data + static_cast<size_t>(at) * adapter.cols, n, adapter.cols},
+                              seconds * n / positions);
+    at += n;
+  }
+}
+
+}  // namespace
+
+RoundStats step_streams(std::span<StreamState* const> streams, const RoundContext& ctx) {
+  RoundStats stats;
+  if (ctx.one_pass) {
+    encoder_pass(streams, ctx.encoder, ctx.encoder_cache, stats);
+  } else {
+    for (StreamState* s : streams) encoder_pass(std::span<StreamState* const>(&s, 1), ctx.encoder, ctx.encoder_cache, stats);
   }
   for (StreamState* s : streams) {
     if (s->prompt_ready()) {
@@ -52,10 +81,10 @@ RoundStats step_streams(std::span<StreamState* const> streams, DecoderPass& pass
       ++stats.prompts;
     }
   }
-  if (one_pass) {
-    decoder_pass(streams, pass, cache, stats);
+  if (ctx.one_pass) {
+    decoder_pass(streams, ctx.decoder, ctx.decoder_cache, stats);
   } else {
-    for (StreamState* s : streams) decoder_pass(std::span<StreamState* const>(&s, 1), pass, cache, stats);
+    for (StreamState* s : streams) decoder_pass(std::span<StreamState* const>(&s, 1), ctx.decoder, ctx.decoder_cache, stats);
   }
   return stats;
 }

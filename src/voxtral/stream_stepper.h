@@ -5,23 +5,35 @@
 #include <span>
 
 #include "voxtral/decoder_step.h"
+#include "voxtral/encoder_pass.h"
 #include "voxtral/stream_state.h"
 
 namespace voxrt {
 
-// Every stream whose decoder has caught up encodes the positions waiting for it (an encoder pass
-// each), every stream whose prompt positions now exist runs its prefill, then the ready decoder
-// rows of all streams (drafted rows included) go through decoder passes over `cache`:
-//   - one pass for all of them when `one_pass` (a batch-invariant backend: each row's result does
-//     not depend on the rows beside it, so sharing a pass changes no id);
-//   - otherwise one pass per stream (the CPU, whose products round differently for different row
+// Every stream whose decoder has caught up encodes the positions waiting for it, every stream whose
+// prompt positions now exist runs its prefill, then the ready decoder rows of all streams (drafted
+// rows included) are decoded. The encoder and decoder passes take
+//   - every stream at once when `one_pass` (a batch-invariant backend: each row's result does not
+//     depend on the rows beside it, so sharing a pass changes no id);
+//   - one stream a pass otherwise (the CPU, whose products round differently for different row
 //     counts: each stream's ids stay those it gets alone, whoever else is stepping).
+// A pass of one stream is a recorded step under that stream's key (replayed as a graph); a pass of
+// several runs eagerly.
 // Every stream with work gets its rows in every round: none waits for another to finish. Each
 // stream's results and times go to its own steps (StreamState::take_steps).
 struct RoundStats {
   int encoder_passes = 0, encoded_positions = 0, prompts = 0;
   int decoder_passes = 0, decoder_rows = 0, decoder_streams = 0;
 };
-RoundStats step_streams(std::span<StreamState* const> streams, DecoderPass& pass, KvCache& cache, bool one_pass);
+// What a round runs on: the passes (their buffers and recorded steps) and the caches the streams'
+// slots are in.
+struct RoundContext {
+  EncoderPass& encoder;
+  KvCache& encoder_cache;
+  DecoderPass& decoder;
+  KvCache& decoder_cache;
+  bool one_pass;
+};
+RoundStats step_streams(std::span<StreamState* const> streams, const RoundContext& ctx);
 
 }  // namespace voxrt

@@ -1,8 +1,8 @@
 // Streams stepped together (step_streams, the batching scheduler's round; docs/scheduler.md):
 // four streams with different audio, delays and chunk sizes, joining at different rounds and
-// leaving while the others go on, decode into one shared decoder cache (a KvSlotPool that starts
-// with one slot, so it grows while streams are in flight, and a leaver's slot is taken again) with
-// every ready row in one decoder pass. Each stream's ids equal those it gets stepped alone
+// leaving while the others go on, encode and decode into shared caches (KvSlotPools that start with
+// one slot, so they grow while streams are in flight, and a leaver's slots are taken again) with
+// every stream's ready positions in one encoder pass and every ready row in one decoder pass. Each stream's ids equal those it gets stepped alone
 // (StreamDecoder). On the GPU (batch-invariant) drafted rows take part too; on the CPU, where rows
 // of one pass round differently from rows alone, one row per stream, and the ids still agree. GPU
 // cases skip themselves elsewhere.
@@ -76,11 +76,13 @@ TEST_P(StreamsTogether, EachStreamGetsTheIdsItGetsAlone) {
     size_t at = 0;
   };
   KvSlotPool pool(*be, StreamState::decoder_cache_shape(*model, options(plans[0]).protocol, 1));
+  KvSlotPool encoder_pool(*be, StreamState::encoder_cache_shape(*model, options(plans[0]).max_batch_positions, 1));
+  EncoderPass encoder(*model);
   DecoderPass pass(*model, unique_step_key("test pass"));
   std::vector<std::vector<int32_t>> together(plans.size());
   std::vector<std::unique_ptr<Live>> live;
   size_t joined = 0;
-  int most_in_a_pass = 0, slots_reused = 0;
+  int most_in_a_pass = 0, slots_reused = 0, most_encoded_together = 0;
   std::vector<bool> slot_seen;
   for (int round = 0; joined < plans.size() || !live.empty(); ++round) {
     for (size_t s = 0; s < plans.size(); ++s) {
@@ -88,10 +90,12 @@ TEST_P(StreamsTogether, EachStreamGetsTheIdsItGetsAlone) {
       const StreamState::Options o = options(plans[s]);
       auto l = std::make_unique<Live>(Live{s, MelFrontEnd(logmel, o.protocol), nullptr});
       const int slot = pool.acquire();
+      const int encoder_slot = encoder_pool.acquire();
       if (static_cast<size_t>(slot) < slot_seen.size() && slot_seen[slot]) ++slots_reused;
       slot_seen.resize(std::max(slot_seen.size(), static_cast<size_t>(slot) + 1));
       slot_seen[slot] = true;
-      l->state = std::make_unique<StreamState>(*model, o, pool.cache(), slot);
+      l->state = std::make_unique<StreamState>(*model, o, StreamState::CacheSlot{encoder_pool.cache(), encoder_slot},
+                                               StreamState::CacheSlot{pool.cache(), slot});
       live.push_back(std::move(l));
       ++joined;
     }
@@ -113,7 +117,8 @@ TEST_P(StreamsTogether, EachStreamGetsTheIdsItGetsAlone) {
     for (bool work = true; work;) {
       std::vector<int64_t> passes;
       for (StreamState* st : states) passes.push_back(st->decoder_passes());
-      step_streams(states, pass, pool.cache(), /*one_pass=*/true);
+      const RoundStats round = step_streams(states, {encoder, encoder_pool.cache(), pass, pool.cache(), /*one_pass=*/true});
+      most_encoded_together = std::max(most_encoded_together, round.encoder_passes == 1 ? round.encoded_positions : 0);
       int stepped = 0;  // streams whose rows went through this round's one decoder pass
       for (size_t i = 0; i < states.size(); ++i) stepped += states[i]->decoder_passes() > passes[i];
       most_in_a_pass = std::max(most_in_a_pass, stepped);
@@ -126,6 +131,7 @@ TEST_P(StreamsTogether, EachStreamGetsTheIdsItGetsAlone) {
     for (auto it = live.begin(); it != live.end();) {
       if ((*it)->front.flushed() && !(*it)->state->has_work()) {
         pool.release((*it)->state->decoder_slot());
+        encoder_pool.release((*it)->state->encoder_slot());
         it = live.erase(it);
       } else {
         ++it;
@@ -133,6 +139,7 @@ TEST_P(StreamsTogether, EachStreamGetsTheIdsItGetsAlone) {
     }
   }
   EXPECT_GE(most_in_a_pass, 3) << "streams are meant to share decoder passes";
+  EXPECT_GE(most_encoded_together, 3) << "streams are meant to share encoder passes";
   EXPECT_GE(pool.slots(), 4) << "the pool is meant to grow while streams are in flight";
   EXPECT_GE(slots_reused, 1) << "the last stream is meant to take a slot a finished stream left";
   for (size_t s = 0; s < plans.size(); ++s) {

@@ -1,0 +1,52 @@
+#include "voxtral/encoder_pass.h"
+
+#include <vector>
+
+#include "common/error.h"
+
+namespace voxrt {
+
+Mat EncoderPass::run(std::span<const EncoderPart> parts, KvCache& cache, const std::string& key) {
+  const ModelConfig& c = model_.config();
+  const int factor = c.downsample_factor, n_mels = c.encoder.num_mel_bins;
+  int positions = 0, mel_rows = 0;
+  std::vector<RowRef> refs;
+  std::string shape;
+  for (const EncoderPart& p : parts) {
+    check(p.positions >= 1 && p.mel.size() == static_cast<size_t>(p.positions) * 2 * factor * n_mels &&
+              p.mel_context.size() == 2 * static_cast<size_t>(n_mels) && p.conv1_context.rows == 1 &&
+              p.slot >= 0 && p.slot < cache.shape().slots,
+          "encoder pass", "malformed part");
+    for (int f = 0; f < p.positions * factor; ++f) refs.push_back({p.slot, p.first_frame + f});
+    positions += p.positions;
+    mel_rows += p.positions * 2 * factor + 2;
+    shape += (shape.empty() ? " x" : ",") + std::to_string(p.positions);
+  }
+  check(positions > 0, "encoder pass", "no positions");
+  Backend& be = model_.backend();
+  // Grown outside the step: a recorded step allocates nothing.
+  if (mel_.rows() < mel_rows) mel_ = Buffer(&be, mel_rows, n_mels);
+  if (frames_.rows() < positions * factor) frames_ = Buffer(&be, positions * factor, c.encoder.dim);
+  if (adapter_.rows() < positions) adapter_ = Buffer(&be, positions, c.decoder.dim);
+  const Mat frames = frames_.view(0, positions * factor), adapter = adapter_.view(0, positions);
+  auto pass = [&] {
+    int mel_at = 0, frame_at = 0;
+    for (const EncoderPart& p : parts) {
+      const int rows = p.positions * 2 * factor;
+      be.upload(mel_.row(mel_at), p.mel_context.data(), p.mel_context.size());
+      be.upload(mel_.row(mel_at + 2), p.mel.data(), p.mel.size());
+      model_.conv_stem(mel_.view(mel_at, rows + 2), p.conv1_context, frames_.view(frame_at, p.positions * factor));
+      mel_at += rows + 2;
+      frame_at += p.positions * factor;
+    }
+    model_.encode(frames, refs, cache);
+    model_.adapt(Mat{frames.data, positions, frames.cols * factor}, adapter);
+  };
+  if (key.empty())
+    pass();
+  else
+    be.run_step(key + shape, pass);
+  return adapter;
+}
+
+}  // namespace voxrt

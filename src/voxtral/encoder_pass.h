@@ -1,0 +1,42 @@
+// One encoder pass over whole positions of several streams (docs/model.md §3-§4; the batching
+// scheduler's encoder pass, docs/scheduler.md): each stream's mel rows go through the conv stem
+// with its own carried context, then the encoder layers run once over the frames of all of them
+// (each frame's K/V in its stream's slot of one cache, attention per row over its own slot), and
+// the adapter turns every 4 frames into one vector. Every product reads the weights once for all
+// streams; on a batch-invariant backend each stream's vectors are bit for bit those it gets alone.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "voxtral/model.h"
+
+namespace voxrt {
+
+// One stream's share of a pass.
+struct EncoderPart {
+  int slot = 0;               // its slot in the encoder cache
+  int64_t first_frame = 0;    // model position of its first frame
+  int positions = 0;          // whole positions (downsample_factor frames, 2 x that many mel rows)
+  std::span<const float> mel_context;  // host: the 2 mel rows before its chunk
+  std::span<const float> mel;          // host: its mel rows, time-major
+  Mat conv1_context{};        // backend: the conv1 row before its chunk; updated to the next chunk's
+};
+
+class EncoderPass {
+ public:
+  explicit EncoderPass(VoxtralModel& model) : model_(model) {}
+
+  // Runs the parts, in order; returns their adapter vectors [sum of positions, dim] (backend
+  // memory, valid until the next run). With a key the pass is a recorded step (key plus the parts'
+  // position counts: a stream alone, whose buffers and context stay put, replays it as a graph);
+  // without one it runs eagerly (the parts' contexts differ from pass to pass).
+  Mat run(std::span<const EncoderPart> parts, KvCache& cache, const std::string& key);
+
+ private:
+  VoxtralModel& model_;
+  Buffer mel_, frames_, adapter_;
+};
+
+}  // namespace voxrt
