@@ -14,8 +14,11 @@
 //
 // Thread safety: a Session is used by one thread at a time (feed/flush/transcript are not
 // re-entrant). Any number of sessions may share one Engine and run on different threads: the
-// engine serialises the model work between them; sessions never see each other's state. on_event
-// runs on the thread that called feed() or flush(). A session must not outlive its Engine.
+// engine's scheduler runs the steps of all of them together (feed() returns once the steps its
+// audio completed have run, in passes shared with the other sessions), each session's ids exactly
+// those it gets alone; sessions never see each other's state. The log-mel front end runs inside
+// feed() on the caller's thread. on_event runs on the thread that called feed() or flush(). A
+// session must not outlive its Engine.
 #pragma once
 
 #include <cstdint>

@@ -4,8 +4,9 @@
 //   voxrt::Transcript t = engine->transcribe_file("talk.wav");
 //   std::cout << t.text << "\n";
 //
-// An Engine holds the loaded model and is safe to share between threads for transcribe calls made
-// one at a time per engine (calls are serialised internally). Errors throw voxrt::Error (a
+// An Engine holds the loaded model and is safe to share between threads: transcriptions and live
+// sessions on any number of threads go through its scheduler together, their steps sharing the
+// model's passes, and each result is the one it gets alone. Errors throw voxrt::Error (a
 // std::runtime_error) with a message that names the file, field or value at fault.
 #pragma once
 
@@ -40,7 +41,8 @@ struct EngineOptions {
 
 struct TranscribeOptions {
   int delay_ms = 0;  // 0: tekken.json's transcription_delay_ms (480 officially)
-  // Called after each decoder step with (steps done, steps total).
+  // Called with (steps done, steps total) as the steps run, on the calling thread. Not called by
+  // transcribe_each / transcribe_batch.
   std::function<void(int, int)> progress;
 };
 
@@ -76,6 +78,15 @@ struct Transcript {
   bool eos = false;             // decoding ended at the end-of-sequence token
 };
 
+// One file of transcribe_each / transcribe_batch: its transcript, or why it failed.
+struct BatchItem {
+  size_t index = 0;  // in the input list
+  std::filesystem::path file;
+  Transcript transcript;
+  std::string error;  // empty when the file was transcribed
+  bool ok() const { return error.empty(); }
+};
+
 struct ModelInfo {
   std::filesystem::path dir;
   std::string layout;   // "mistral" or "hf"
@@ -95,6 +106,19 @@ class VOXRT_API Engine {
   virtual Transcript transcribe(std::span<const float> audio_16k, const TranscribeOptions& options = {}) = 0;
   // Any format libsndfile reads, any sample rate, any channel count.
   virtual Transcript transcribe_file(const std::filesystem::path& audio, const TranscribeOptions& options = {}) = 0;
+  // Several files side by side: up to `files_in_flight` at once (0: as many as the backend steps
+  // together with profit: 16 on the GPU, 1 on the CPU, whose passes are one stream each), their
+  // steps sharing the scheduler's passes, each transcript identical to transcribe_file's.
+  // on_result gets every file in input order, on the calling thread, as soon as it and all before it
+  // are done, so that results can be written while later files run; a file that fails is reported
+  // there and the others go on. Files finished ahead of an unfinished earlier one wait, at most
+  // max(64, 8 x files_in_flight) of them: memory is bounded however many files there are. An
+  // exception from on_result stops the run (the files in flight finish first) and is rethrown.
+  virtual void transcribe_each(std::span<const std::filesystem::path> files, const TranscribeOptions& options,
+                               const std::function<void(BatchItem&)>& on_result, int files_in_flight = 0) = 0;
+  // transcribe_each, collected.
+  std::vector<BatchItem> transcribe_batch(std::span<const std::filesystem::path> files,
+                                          const TranscribeOptions& options = {}, int files_in_flight = 0);
   // A live session (include/voxrt/session.h). Many sessions may share this engine.
   virtual std::unique_ptr<Session> open_session(const SessionOptions& options) = 0;
   virtual const ModelInfo& info() const = 0;

@@ -1,10 +1,15 @@
 // voxrt transcribe [--model DIR] [--delay-ms N] [-f txt|json|srt|vtt[,...]] [-o FILE | --output-dir DIR]
-//                  [--max-line-chars N] [--max-cue-seconds S] [--timestamps] AUDIO...
+//                  [--max-line-chars N] [--max-cue-seconds S] [--timestamps] [--batch N]
+//                  [--input-list FILE] AUDIO|DIR...
 //
-// Every value and every input is checked before the model loads. Outputs are written through
-// OutputSink: checked writes, files renamed into place only when complete. One input failing does
-// not stop the others; the exit status is then 1.
+// Every value and every input is checked before the model loads. Several inputs are transcribed
+// side by side (Engine::transcribe_each: their steps share the model's passes) and written in input
+// order as they finish. Outputs are written through OutputSink: checked writes, files renamed into
+// place only when complete. One input failing does not stop the others; the exit status is then 1.
+#include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -29,6 +34,8 @@ struct TranscribeArgs {
   std::string output;
   std::string output_dir;
   RenderOptions render;
+  int batch = 0;  // files in flight; 0: the engine's choice
+  std::string input_list;
   std::vector<std::string> inputs;
 };
 
@@ -130,6 +137,11 @@ std::string with_header(const std::string& input, const std::string& doc, bool f
   return (first ? "" : "\n") + std::string("==> ") + input + " <==\n" + doc;
 }
 
+void report_empty(const TranscribeArgs& a, const std::string& input, const Transcript& t) {
+  if (t.tokens.empty() && t.duration == 0 && !a.engine.quiet)
+    std::cerr << "voxrt: " << input << ": no audio (0 samples): the transcript is empty\n";
+}
+
 Transcript transcribe_one(Engine& engine, const TranscribeArgs& a, const std::string& input) {
   TranscribeOptions to;
   to.delay_ms = a.delay_ms;
@@ -141,12 +153,95 @@ Transcript transcribe_one(Engine& engine, const TranscribeArgs& a, const std::st
   };
   Transcript t = engine.transcribe_file(input, to);
   progress->finish();
-  if (t.tokens.empty() && t.duration == 0 && !a.engine.quiet)
-    std::cerr << "voxrt: " << input << ": no audio (0 samples): the transcript is empty\n";
+  report_empty(a, input, t);
   return t;
 }
 
-void run_transcribe(const TranscribeArgs& a) {
+constexpr int kMaxBatch = 1024;
+
+// Audio file names a directory input contributes (what libsndfile reads).
+bool audio_extension(const std::filesystem::path& p) {
+  static const char* const kExtensions[] = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aif",
+                                            ".aiff", ".aifc", ".au", ".caf", ".w64", ".rf64"};
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return std::find(std::begin(kExtensions), std::end(kExtensions), ext) != std::end(kExtensions);
+}
+
+// The inputs to run: --input-list's lines (blank lines and # comments skipped; - is standard
+// input) then the arguments, a directory standing for its audio files (by extension, sorted, not
+// descending into subdirectories).
+void expand_inputs(TranscribeArgs& a) {
+  std::vector<std::string> listed;
+  if (!a.input_list.empty()) {
+    std::ifstream file;
+    if (a.input_list != "-") {
+      file.open(a.input_list);
+      if (!file) throw Error("--input-list " + a.input_list + ": cannot open it");
+    }
+    std::istream& in = a.input_list == "-" ? std::cin : file;
+    for (std::string line; std::getline(in, line);) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+      const size_t first = line.find_first_not_of(" \t");
+      if (first == std::string::npos || line[first] == '#') continue;
+      listed.push_back(line.substr(first));
+    }
+    if (in.bad()) throw Error("--input-list " + a.input_list + ": read failed");
+  }
+  listed.insert(listed.end(), a.inputs.begin(), a.inputs.end());
+  std::vector<std::string> inputs;
+  for (const std::string& input : listed) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(input, ec)) {
+      inputs.push_back(input);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& entry : std::filesystem::directory_iterator(input, ec))
+      if (entry.is_regular_file(ec) && audio_extension(entry.path())) found.push_back(entry.path().string());
+    if (ec) throw Error(input + ": cannot list the directory: " + ec.message());
+    if (found.empty()) throw Error(input + ": a directory without audio files (.wav, .flac, .ogg, .opus, .mp3, ...)");
+    std::sort(found.begin(), found.end());
+    inputs.insert(inputs.end(), found.begin(), found.end());
+  }
+  if (inputs.empty()) throw UsageError("no inputs: give audio files, directories or --input-list FILE");
+  a.inputs = std::move(inputs);
+}
+
+// Writes one input's transcript: into the shared output (standard output or -o FILE) or its files
+// under --output-dir.
+class TranscriptWriter {
+ public:
+  TranscriptWriter(const TranscribeArgs& a, const OutputPlan& plan, OutputSink* shared)
+      : a_(a), plan_(plan), shared_(shared), headers_(a.inputs.size() > 1 && plan.formats[0] == Format::Txt) {}
+  void write(const std::string& input, const Transcript& t) {
+    if (shared_) {
+      const std::string doc = render(t, plan_.formats[0], input, a_.render);
+      shared_->write(headers_ ? with_header(input, doc, written_ == 0) : doc);
+    } else {
+      const std::vector<std::filesystem::path>& files = plan_.files.at(input);
+      for (size_t i = 0; i < files.size(); ++i) {
+        std::unique_ptr<OutputSink> file = OutputSink::file(files[i]);
+        file->write(render(t, plan_.formats[i], input, a_.render));
+        file->commit();
+      }
+    }
+    ++written_;
+  }
+  int written() const { return written_; }
+
+ private:
+  const TranscribeArgs& a_;
+  const OutputPlan& plan_;
+  OutputSink* shared_;
+  bool headers_;
+  int written_ = 0;
+};
+
+void run_transcribe(TranscribeArgs a) {
+  expand_inputs(a);
+  if (a.batch < 0 || a.batch > kMaxBatch)
+    throw UsageError("--batch " + std::to_string(a.batch) + ": expected 1 to " + std::to_string(kMaxBatch));
   // Everything that can be checked is, before the model loads.
   const OutputPlan plan = plan_outputs(a);
   check_engine_args(a.engine);
@@ -164,32 +259,37 @@ void run_transcribe(const TranscribeArgs& a) {
   if (a.output_dir.empty()) shared = a.output.empty() ? OutputSink::standard_output() : OutputSink::file(a.output);
   std::unique_ptr<Engine> engine = load_engine(a.engine);
 
-  const bool headers = a.inputs.size() > 1 && plan.formats[0] == Format::Txt;
-  int done = 0;
-  for (const std::string& input : a.inputs) {
+  TranscriptWriter writer(a, plan, shared.get());
+  if (a.inputs.size() == 1) {
     try {
-      const Transcript t = transcribe_one(*engine, a, input);
-      if (shared) {
-        const std::string doc = render(t, plan.formats[0], input, a.render);
-        shared->write(headers ? with_header(input, doc, done == 0) : doc);
-      } else {
-        const std::vector<std::filesystem::path>& files = plan.files.at(input);
-        for (size_t i = 0; i < files.size(); ++i) {
-          std::unique_ptr<OutputSink> file = OutputSink::file(files[i]);
-          file->write(render(t, plan.formats[i], input, a.render));
-          file->commit();
-        }
-      }
-      ++done;
+      writer.write(a.inputs[0], transcribe_one(*engine, a, a.inputs[0]));
     } catch (const WriteError&) {
-      throw;  // everything after it would be lost too
+      throw;
     } catch (const std::exception& e) {
       std::cerr << "voxrt: error: " << e.what() << "\n";
       set_exit_status(kExitFailure);
     }
+  } else {
+    const std::vector<std::filesystem::path> files(a.inputs.begin(), a.inputs.end());
+    TranscribeOptions to;
+    to.delay_ms = a.delay_ms;
+    // A WriteError from the writer stops the run: everything after it would be lost too.
+    engine->transcribe_each(
+        files, to,
+        [&](BatchItem& item) {
+          const std::string& input = a.inputs[item.index];
+          if (!item.ok()) {
+            std::cerr << "voxrt: error: " << item.error << "\n";
+            set_exit_status(kExitFailure);
+            return;
+          }
+          report_empty(a, input, item.transcript);
+          writer.write(input, item.transcript);
+        },
+        a.batch);
   }
   // A run whose inputs all failed leaves an existing -o FILE as it was.
-  if (shared && done > 0) shared->commit();
+  if (shared && writer.written() > 0) shared->commit();
 }
 
 }  // namespace
@@ -208,7 +308,10 @@ void add_transcribe_command(CLI::App& app) {
   cmd->add_option("--max-cue-seconds", args->render.max_cue_seconds, "srt/vtt: seconds a subtitle stays on screen at most")
       ->capture_default_str();
   cmd->add_flag("--timestamps", args->render.timestamps, "txt: one line per subtitle cue, with its start and end ([00:00:01.200 --> 00:00:03.400] text)");
-  cmd->add_option("audio", args->inputs, "Audio files (WAV, FLAC, OGG/Opus, MP3; any rate, any channels)")->required();
+  cmd->add_option("--batch", args->batch,
+                  "Files transcribed side by side, their steps sharing the model's passes (default: 16 on the GPU, 1 on the CPU)");
+  cmd->add_option("--input-list", args->input_list, "Also transcribe the files listed in FILE, one per line (- for standard input)");
+  cmd->add_option("audio", args->inputs, "Audio files (WAV, FLAC, OGG/Opus, MP3; any rate, any channels), or directories of them");
   cmd->callback([args] { run_transcribe(*args); });
 }
 

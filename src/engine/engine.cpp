@@ -16,6 +16,7 @@
 #endif
 #include "engine/engine_bench.h"
 #include "engine/live_session.h"
+#include "engine/ordered_batch.h"
 #include "engine/scheduler.h"
 #include "tokenizer/tekken.h"
 #include "voxrt/voxrt.h"
@@ -35,6 +36,9 @@ constexpr double kOfflineChunkSeconds = 5.0;
 // weights once however many rows it takes, so more rows save passes, but each row adds its
 // attention: 8 is the balance offline, 16 rows cost more than the passes they save (bench/README.md).
 constexpr int kDefaultDraftRows = 8;
+// Files transcribed side by side by transcribe_each on a batch-invariant backend (the GPU): enough
+// rows to fill the decoder's passes, few enough that each file's memory stays small.
+constexpr int kDefaultFilesInFlight = 16;
 
 LayoutPreference parse_layout(const std::string& s) {
   if (s == "auto") return LayoutPreference::Auto;
@@ -118,6 +122,28 @@ class EngineImpl final : public Engine {
       return std::span<const float>(block);
     };
     return transcribe_chunks(next, reader.expected_samples().value_or(0), o);
+  }
+
+  void transcribe_each(std::span<const std::filesystem::path> files, const TranscribeOptions& o,
+                       const std::function<void(BatchItem&)>& on_result, int files_in_flight) override {
+    if (files_in_flight < 0) throw Error("files_in_flight " + std::to_string(files_in_flight) + ": expected 0 (automatic) or more");
+    const int workers = files_in_flight > 0 ? files_in_flight : backend_->batch_invariant() ? kDefaultFilesInFlight : 1;
+    TranscribeOptions each = o;
+    each.progress = nullptr;
+    run_ordered_batch(
+        files.size(), workers, std::max<size_t>(64, 8 * static_cast<size_t>(workers)),
+        [&](size_t i) {
+          BatchItem item;
+          item.index = i;
+          item.file = files[i];
+          try {
+            item.transcript = transcribe_file(files[i], each);
+          } catch (const std::exception& e) {
+            item.error = e.what();
+          }
+          return item;
+        },
+        on_result);
   }
 
   std::unique_ptr<Session> open_session(const SessionOptions& o) override {
@@ -276,6 +302,14 @@ nlohmann::json benchmark_streams(Engine& engine, std::span<const float> audio_16
   auto* impl = dynamic_cast<EngineImpl*>(&engine);
   check(impl != nullptr, "bench", "not a voxrt engine");
   return impl->benchmark_streams(audio_16k, options);
+}
+
+std::vector<BatchItem> Engine::transcribe_batch(std::span<const std::filesystem::path> files,
+                                                const TranscribeOptions& options, int files_in_flight) {
+  std::vector<BatchItem> items;
+  items.reserve(files.size());
+  transcribe_each(files, options, [&](BatchItem& item) { items.push_back(std::move(item)); }, files_in_flight);
+  return items;
 }
 
 std::unique_ptr<Engine> Engine::load(const std::filesystem::path& model_dir, const EngineOptions& options) {

@@ -232,7 +232,7 @@ TEST(CliErrors, CommandLineMistakesExit2WithOneStyleAndAHint) {
            {"", "voxrt: error: no command given", "voxrt: see `voxrt --help`"},
            {"frobnicate", "voxrt: error: unknown command 'frobnicate'", "voxrt: see `voxrt --help`"},
            {"-V", "voxrt: error: unknown option -V", "voxrt: see `voxrt --help`"},
-           {"transcribe", "voxrt: error: audio is required", "voxrt: see `voxrt transcribe --help`"},
+           {"transcribe", "voxrt: error: no inputs", "voxrt: see `voxrt transcribe --help`"},
            {"transcribe --bogus x.wav", "voxrt: error: unknown option --bogus", "voxrt: see `voxrt transcribe --help`"},
            {"stream --chunk-ms", "voxrt: error: --chunk-ms", "voxrt: see `voxrt stream --help`"},
            {"bench --steps many", "voxrt: error: --steps", "voxrt: see `voxrt bench --help`"},
