@@ -2,6 +2,7 @@
 // (LIST: encoder, decoder, offline by default; products adds each product of a step timed alone)
 // voxrt bench --model DIR --streams N [--stream-seconds 300] [--measure-seconds 10]: N live streams
 // at once (engine/streams_bench.h) instead of the per-stream figures.
+// voxrt bench --model DIR --offline-batch B [--offline-seconds 30]: B offline transcriptions at once.
 // Prints each figure against its floor (from ceilings measured in the same run) and writes the
 // whole result as JSON under --out (default: the current directory), named by date and backend.
 // Works from any directory: the default audio is found next to the program (see data_files.h).
@@ -44,6 +45,7 @@ struct BenchArgs {
   std::vector<std::string> figures{"encoder", "decoder", "offline"};
   std::string out = ".";
   int streams = 0;  // > 0: the live streams benchmark
+  int offline_batch = 0;  // > 0: the batched offline benchmark
   double stream_seconds = 300, measure_seconds = 10;
 };
 
@@ -74,6 +76,9 @@ void check_args(const BenchArgs& a) {
   if (!(a.stream_seconds >= a.measure_seconds && a.stream_seconds <= 4 * kMaxOfflineSeconds))
     throw UsageError("--stream-seconds: expected --measure-seconds (" + std::to_string(static_cast<int>(a.measure_seconds)) +
                      ") to 14400 seconds");
+  if (a.offline_batch < 0 || a.offline_batch > kMaxStreams)
+    throw UsageError("--offline-batch " + std::to_string(a.offline_batch) + ": expected 1 to " + std::to_string(kMaxStreams));
+  if (a.offline_batch > 0 && a.streams > 0) throw UsageError("--streams and --offline-batch: give one of them");
   check_engine_args(a.engine);
   if (!a.audio.empty()) check_audio_input(a.audio);
 }
@@ -135,6 +140,17 @@ void run_streams(Engine& engine, const BenchArgs& a, const std::vector<float>& a
   out->write(format_streams_benchmark(r) + "wrote " + file.string() + "\n");
 }
 
+void run_offline_batch(Engine& engine, const BenchArgs& a, const std::vector<float>& audio, const std::string& audio_name) {
+  OfflineBatchOptions o;
+  o.batch = a.offline_batch;
+  o.seconds = a.offline_seconds.at(0);  // the first length given (30 s by default)
+  o.delay_ms = a.delay_ms;
+  nlohmann::json r = benchmark_offline_batch(engine, audio, o);
+  const std::filesystem::path file = write_result(r, a, audio_name, "-offline-batch" + std::to_string(a.offline_batch));
+  const std::unique_ptr<OutputSink> out = OutputSink::standard_output();
+  out->write(format_offline_batch_benchmark(r) + "wrote " + file.string() + "\n");
+}
+
 void run_bench(const BenchArgs& a) {
   check_args(a);
   std::string audio_name;
@@ -145,6 +161,7 @@ void run_bench(const BenchArgs& a) {
     throw Error("--out " + a.out + ": cannot create the directory" + (ec ? ": " + ec.message() : ""));
   std::unique_ptr<Engine> engine = load_engine(a.engine);
   if (a.streams > 0) return run_streams(*engine, a, audio, audio_name);
+  if (a.offline_batch > 0) return run_offline_batch(*engine, a, audio, audio_name);
   BenchOptions b;
   b.steps = a.steps;
   auto wanted = [&](const char* f) { return std::find(a.figures.begin(), a.figures.end(), f) != a.figures.end(); };
@@ -185,6 +202,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--measure-seconds", args->measure_seconds, "With --streams: the paced, measured part at the end")
       ->capture_default_str();
+  cmd->add_option("--offline-batch", args->offline_batch,
+                  "Run B offline transcriptions at once (each as long as the first --offline-seconds), instead of the per-stream figures");
   cmd->add_option("--out", args->out, "Folder for the JSON result (default: the current directory)");
   cmd->callback([args] { run_bench(*args); });
 }

@@ -184,8 +184,14 @@ class EngineImpl final : public Engine {
   }
 
   nlohmann::json benchmark_streams(std::span<const float> audio, const StreamsBenchOptions& o) {
-    nlohmann::json r = run_streams_benchmark(*this, *scheduler_, *model_, audio, o);
-    r["delay_ms"] = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
+    return described(run_streams_benchmark(*this, *scheduler_, *model_, audio, o), o.delay_ms);
+  }
+  nlohmann::json benchmark_offline_batch(std::span<const float> audio, const OfflineBatchOptions& o) {
+    return described(run_offline_batch_benchmark(*this, *scheduler_, *model_, audio, o), o.delay_ms);
+  }
+  // A benchmark result with the engine's description.
+  nlohmann::json described(nlohmann::json r, int delay_ms) const {
+    r["delay_ms"] = delay_ms > 0 ? delay_ms : info_.default_delay_ms;
     r["load_s"] = info_.load_seconds;
     r["model_dir"] = info_.dir.string();
     r["layout"] = info_.layout;
@@ -302,6 +308,12 @@ nlohmann::json benchmark_streams(Engine& engine, std::span<const float> audio_16
   auto* impl = dynamic_cast<EngineImpl*>(&engine);
   check(impl != nullptr, "bench", "not a voxrt engine");
   return impl->benchmark_streams(audio_16k, options);
+}
+
+nlohmann::json benchmark_offline_batch(Engine& engine, std::span<const float> audio_16k, const OfflineBatchOptions& options) {
+  auto* impl = dynamic_cast<EngineImpl*>(&engine);
+  check(impl != nullptr, "bench", "not a voxrt engine");
+  return impl->benchmark_offline_batch(audio_16k, options);
 }
 
 std::vector<BatchItem> Engine::transcribe_batch(std::span<const std::filesystem::path> files,

@@ -19,5 +19,7 @@ nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k
 
 // N live streams at once through the engine's scheduler (engine/streams_bench.h).
 nlohmann::json benchmark_streams(Engine& engine, std::span<const float> audio_16k, const StreamsBenchOptions& options);
+// B offline transcriptions at once through the engine's scheduler (engine/streams_bench.h).
+nlohmann::json benchmark_offline_batch(Engine& engine, std::span<const float> audio_16k, const OfflineBatchOptions& options);
 
 }  // namespace voxrt

@@ -27,7 +27,7 @@ Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protoco
       one_pass_(model.backend().batch_invariant()),
       encoder_slots_(model.backend(), StreamState::encoder_cache_shape(model, max_batch_positions, 1)),
       decoder_slots_(model.backend(), StreamState::decoder_cache_shape(model, protocol, 1)),
-      encoder_(model),
+      encoder_(model, unique_step_key("encoder pass")),
       decoder_(model, unique_step_key("decoder pass")),
       thread_([this] { loop(); }) {}
 

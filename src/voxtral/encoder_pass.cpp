@@ -6,7 +6,7 @@
 
 namespace voxrt {
 
-Mat EncoderPass::run(std::span<const EncoderPart> parts, KvCache& cache, const std::string& key) {
+Mat EncoderPass::run(std::span<const EncoderPart> parts, KvCache& cache) {
   const ModelConfig& c = model_.config();
   const int factor = c.downsample_factor, n_mels = c.encoder.num_mel_bins;
   int positions = 0, mel_rows = 0;
@@ -28,24 +28,26 @@ Mat EncoderPass::run(std::span<const EncoderPart> parts, KvCache& cache, const s
   if (mel_.rows() < mel_rows) mel_ = Buffer(&be, mel_rows, n_mels);
   if (frames_.rows() < positions * factor) frames_ = Buffer(&be, positions * factor, c.encoder.dim);
   if (adapter_.rows() < positions) adapter_ = Buffer(&be, positions, c.decoder.dim);
+  const int n = static_cast<int>(parts.size());
+  if (contexts_.rows() < n) contexts_ = Buffer(&be, n, c.encoder.dim);
+  for (int p = 0; p < n; ++p) be.copy(contexts_.row(p), parts[p].conv1_context.data, static_cast<size_t>(c.encoder.dim));
   const Mat frames = frames_.view(0, positions * factor), adapter = adapter_.view(0, positions);
   auto pass = [&] {
     int mel_at = 0, frame_at = 0;
-    for (const EncoderPart& p : parts) {
+    for (int i = 0; i < n; ++i) {
+      const EncoderPart& p = parts[i];
       const int rows = p.positions * 2 * factor;
       be.upload(mel_.row(mel_at), p.mel_context.data(), p.mel_context.size());
       be.upload(mel_.row(mel_at + 2), p.mel.data(), p.mel.size());
-      model_.conv_stem(mel_.view(mel_at, rows + 2), p.conv1_context, frames_.view(frame_at, p.positions * factor));
+      model_.conv_stem(mel_.view(mel_at, rows + 2), contexts_.view(i, 1), frames_.view(frame_at, p.positions * factor));
       mel_at += rows + 2;
       frame_at += p.positions * factor;
     }
     model_.encode(frames, refs, cache);
     model_.adapt(Mat{frames.data, positions, frames.cols * factor}, adapter);
   };
-  if (key.empty())
-    pass();
-  else
-    be.run_step(key + shape, pass);
+  be.run_step(key_ + shape, pass);
+  for (int p = 0; p < n; ++p) be.copy(parts[p].conv1_context.data, contexts_.row(p), static_cast<size_t>(c.encoder.dim));
   return adapter;
 }
 

@@ -26,17 +26,19 @@ struct EncoderPart {
 
 class EncoderPass {
  public:
-  explicit EncoderPass(VoxtralModel& model) : model_(model) {}
+  // key names this pass among the backend's recorded steps.
+  EncoderPass(VoxtralModel& model, std::string key) : model_(model), key_(std::move(key)) {}
 
   // Runs the parts, in order; returns their adapter vectors [sum of positions, dim] (backend
-  // memory, valid until the next run). With a key the pass is a recorded step (key plus the parts'
-  // position counts: a stream alone, whose buffers and context stay put, replays it as a graph);
-  // without one it runs eagerly (the parts' contexts differ from pass to pass).
-  Mat run(std::span<const EncoderPart> parts, KvCache& cache, const std::string& key);
+  // memory, valid until the next run). The pass is a recorded step keyed by the parts' position
+  // counts, whichever streams they come from: the parts' conv1 contexts are copied into the pass's
+  // own buffer before it and back after it, so that its launches do not depend on the streams.
+  Mat run(std::span<const EncoderPart> parts, KvCache& cache);
 
  private:
   VoxtralModel& model_;
-  Buffer mel_, frames_, adapter_;
+  std::string key_;
+  Buffer mel_, contexts_, frames_, adapter_;
 };
 
 }  // namespace voxrt

@@ -9,7 +9,7 @@ StreamDecoder::StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Op
       enc_cache_(&model.backend(), StreamState::encoder_cache_shape(model, opts.max_batch_positions, 1)),
       dec_cache_(&model.backend(), StreamState::decoder_cache_shape(model, opts.protocol, 1)),
       state_(model, opts, {enc_cache_, 0}, {dec_cache_, 0}),
-      encoder_(model),
+      encoder_(model, unique_step_key("encoder")),
       decoder_(model, unique_step_key("decoder")) {}
 
 void StreamDecoder::feed(std::span<const float> samples, const StepCallback& on_step) {

@@ -37,8 +37,7 @@ StreamState::StreamState(VoxtralModel& model, const Options& opts, CacheSlot enc
       enc_cache_(encoder.cache),
       enc_slot_(encoder.slot),
       dec_cache_(decoder.cache),
-      slot_(decoder.slot),
-      step_key_(unique_step_key("encoder")) {
+      slot_(decoder.slot) {
   const ModelConfig& c = model.config();
   Backend& be = model.backend();
   if (opts_.encoder_position_limit <= 0) opts_.encoder_position_limit = c.decoder.max_position;

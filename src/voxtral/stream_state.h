@@ -94,8 +94,6 @@ class StreamState {
 
   std::vector<Step> take_steps();
 
-  // The key of this stream's recorded encoder passes (when it runs a pass alone).
-  const std::string& step_key() const { return step_key_; }
   Backend& backend() const { return model_.backend(); }
   int encoder_slot() const { return enc_slot_; }
   int decoder_slot() const { return slot_; }
@@ -124,7 +122,6 @@ class StreamState {
   std::vector<float> mel_pending_;  // frames not yet through the conv stem
   std::vector<float> mel_context_;  // the 2 mel rows before the next conv chunk
   Buffer conv1_context_;            // the conv1 row before the next chunk, carried on the device
-  std::string step_key_;
   int put_positions_ = 0;           // in the encoder pass being run
   // Adapter vectors on the device, rows [queue_read_, queue_write_) not yet decoded; row
   // queue_read_ is position next_decode_. They never visit the host.

@@ -53,7 +53,7 @@ void encoder_pass(std::span<StreamState* const> streams, EncoderPass& pass, KvCa
   ++stats.encoder_passes;
   stats.encoded_positions += positions;
   const auto t0 = std::chrono::steady_clock::now();
-  const Mat adapter = pass.run(parts, cache, parts.size() == 1 ? parts_of[0]->step_key() : std::string());
+  const Mat adapter = pass.run(parts, cache);
   Backend& be = parts_of[0]->backend();
   be.synchronize();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

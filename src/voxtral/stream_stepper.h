@@ -17,8 +17,8 @@ namespace voxrt {
 //     depend on the rows beside it, so sharing a pass changes no id);
 //   - one stream a pass otherwise (the CPU, whose products round differently for different row
 //     counts: each stream's ids stay those it gets alone, whoever else is stepping).
-// A pass of one stream is a recorded step under that stream's key (replayed as a graph); a pass of
-// several runs eagerly.
+// Passes are recorded steps keyed by their shape (row counts), replayed as graphs whichever streams
+// they carry.
 // Every stream with work gets its rows in every round: none waits for another to finish. Each
 // stream's results and times go to its own steps (StreamState::take_steps).
 struct RoundStats {

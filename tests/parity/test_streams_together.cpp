@@ -77,7 +77,7 @@ TEST_P(StreamsTogether, EachStreamGetsTheIdsItGetsAlone) {
   };
   KvSlotPool pool(*be, StreamState::decoder_cache_shape(*model, options(plans[0]).protocol, 1));
   KvSlotPool encoder_pool(*be, StreamState::encoder_cache_shape(*model, options(plans[0]).max_batch_positions, 1));
-  EncoderPass encoder(*model);
+  EncoderPass encoder(*model, unique_step_key("test encoder pass"));
   DecoderPass pass(*model, unique_step_key("test pass"));
   std::vector<std::vector<int32_t>> together(plans.size());
   std::vector<std::unique_ptr<Live>> live;
