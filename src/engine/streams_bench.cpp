@@ -134,7 +134,7 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
   for (int i = 0; i < o.streams; ++i)
     if (!errors[i].empty()) throw Error("bench --streams: stream " + std::to_string(i) + ": " + errors[i]);
 
-  std::vector<double> all_lags, round_ms, round_rows, round_streams;
+  std::vector<double> all_lags, round_ms, round_rows, round_streams, encoder_ms, decoder_ms, other_ms;
   int late_streams = 0;
   double worst = 0;
   for (const auto& l : lags) {
@@ -147,6 +147,9 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
     round_ms.push_back(r.seconds * 1e3);
     round_rows.push_back(r.work.decoder_rows);
     round_streams.push_back(r.streams);
+    encoder_ms.push_back(r.work.encoder_seconds * 1e3);
+    decoder_ms.push_back(r.work.decoder_seconds * 1e3);
+    other_ms.push_back((r.seconds - r.work.encoder_seconds - r.work.decoder_seconds) * 1e3);
   }
   // The round's floor: every weight read once, and each stream's caches once at this length
   // (decoder keys up to its window, the encoder's full window), or its FLOPs at the matrix rate.
@@ -169,7 +172,8 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
   r["late_streams"] = late_streams;  // streams whose worst lag passed one step (80 ms)
   r["within_real_time"] = worst <= step_s * 1e3;
   r["rounds"] = {{"count", rounds.size()}, {"ms", spread(round_ms)}, {"decoder_rows", spread(round_rows)},
-                 {"streams", spread(round_streams)}, {"floor_ms", floor_ms}, {"floor_bytes", bytes},
+                 {"streams", spread(round_streams)}, {"encoder_ms", spread(encoder_ms)},
+                 {"decoder_ms", spread(decoder_ms)}, {"other_ms", spread(other_ms)}, {"floor_ms", floor_ms}, {"floor_bytes", bytes},
                  {"floor_flops", flops}};
   r["memory"] = {{"before_bytes", memory_before}, {"filled_bytes", memory_filled},
                  {"per_stream_bytes", (static_cast<double>(memory_filled) - memory_before) / o.streams}};
@@ -193,6 +197,9 @@ std::string format_streams_benchmark(const nlohmann::json& r) {
                 rd["count"].get<int>(), rd["ms"]["p50"].get<double>(), rd["ms"]["p99"].get<double>(), rd["floor_ms"].get<double>(),
                 rd["ms"]["p50"].get<double>() / std::max(1e-9, rd["floor_ms"].get<double>()), rd["streams"]["p50"].get<double>(),
                 rd["decoder_rows"]["p50"].get<double>(), rd["decoder_rows"]["max"].get<double>());
+  out += buf;
+  std::snprintf(buf, sizeof buf, "round parts p50: encoder pass %.2f ms, decoder pass %.2f ms, the rest (prompts, hand-over) %.2f ms\n",
+                rd["encoder_ms"]["p50"].get<double>(), rd["decoder_ms"]["p50"].get<double>(), rd["other_ms"]["p50"].get<double>());
   out += buf;
   std::snprintf(buf, sizeof buf, "fill: %.0f s of audio in %.1f s (RTFx %.0f); memory %.2f GB per stream (%.2f GB in use)\n",
                 r["fill"]["audio_seconds"].get<double>(), r["fill"]["seconds"].get<double>(), r["fill"]["rtfx"].get<double>(),

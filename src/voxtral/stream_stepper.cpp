@@ -26,6 +26,7 @@ void decoder_pass(std::span<StreamState* const> streams, DecoderPass& pass, KvCa
     if (counts[i] > 0) streams[i]->put_rows(counts[i], rows, audio);
   const std::vector<DecoderStepResult> results = pass.run(rows, cache);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats.decoder_seconds += seconds;
   size_t at = 0;
   for (size_t i = 0; i < streams.size(); ++i) {
     if (counts[i] == 0) continue;
@@ -57,6 +58,7 @@ void encoder_pass(std::span<StreamState* const> streams, EncoderPass& pass, KvCa
   Backend& be = parts_of[0]->backend();
   be.synchronize();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats.encoder_seconds += seconds;
   int at = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const int n = parts[i].positions;
@@ -75,12 +77,14 @@ RoundStats step_streams(std::span<StreamState* const> streams, const RoundContex
   } else {
     for (StreamState* s : streams) encoder_pass(std::span<StreamState* const>(&s, 1), ctx.encoder, ctx.encoder_cache, stats);
   }
+  const auto t0 = std::chrono::steady_clock::now();
   for (StreamState* s : streams) {
     if (s->prompt_ready()) {
       s->decode_prompt();
       ++stats.prompts;
     }
   }
+  stats.prompt_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (ctx.one_pass) {
     decoder_pass(streams, ctx.decoder, ctx.decoder_cache, stats);
   } else {

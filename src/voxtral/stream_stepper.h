@@ -24,6 +24,7 @@ namespace voxrt {
 struct RoundStats {
   int encoder_passes = 0, encoded_positions = 0, prompts = 0;
   int decoder_passes = 0, decoder_rows = 0, decoder_streams = 0;
+  double encoder_seconds = 0, prompt_seconds = 0, decoder_seconds = 0;  // wall time in each part
 };
 // What a round runs on: the passes (their buffers and recorded steps) and the caches the streams'
 // slots are in.
