@@ -1,6 +1,6 @@
 // voxrt bench --model DIR [--audio FILE] [--steps N] [--offline-seconds 30,300] [--figures LIST] [--out DIR]
 // (LIST: encoder, decoder, offline by default; products adds each product of a step timed alone)
-// voxrt bench --model DIR --streams N [--stream-seconds 300] [--measure-seconds 10]: N live streams
+// voxrt bench --model DIR --streams N [--find-capacity] [--stream-seconds 300] [--measure-seconds 10]: N live streams
 // at once (engine/streams_bench.h) instead of the per-stream figures.
 // voxrt bench --model DIR --offline-batch B [--offline-seconds 30]: B offline transcriptions at once.
 // Prints each figure against its floor (from ceilings measured in the same run) and writes the
@@ -47,6 +47,7 @@ struct BenchArgs {
   int streams = 0;  // > 0: the live streams benchmark
   int offline_batch = 0;  // > 0: the batched offline benchmark
   double stream_seconds = 300, measure_seconds = 10;
+  bool find_capacity = false;
 };
 
 std::string utc_stamp() {
@@ -79,6 +80,7 @@ void check_args(const BenchArgs& a) {
   if (a.offline_batch < 0 || a.offline_batch > kMaxStreams)
     throw UsageError("--offline-batch " + std::to_string(a.offline_batch) + ": expected 1 to " + std::to_string(kMaxStreams));
   if (a.offline_batch > 0 && a.streams > 0) throw UsageError("--streams and --offline-batch: give one of them");
+  if (a.find_capacity && a.streams == 0) throw UsageError("--find-capacity needs --streams N (the first count tried)");
   check_engine_args(a.engine);
   if (!a.audio.empty()) check_audio_input(a.audio);
 }
@@ -131,11 +133,13 @@ std::filesystem::path write_result(nlohmann::json& r, const BenchArgs& a, const 
 void run_streams(Engine& engine, const BenchArgs& a, const std::vector<float>& audio, const std::string& audio_name) {
   StreamsBenchOptions o;
   o.streams = a.streams;
+  o.find_capacity = a.find_capacity;
   o.stream_seconds = a.stream_seconds;
   o.measure_seconds = a.measure_seconds;
   o.delay_ms = a.delay_ms;
   nlohmann::json r = benchmark_streams(engine, audio, o);
-  const std::filesystem::path file = write_result(r, a, audio_name, "-streams" + std::to_string(a.streams));
+  const std::filesystem::path file =
+      write_result(r, a, audio_name, a.find_capacity ? std::string("-capacity") : "-streams" + std::to_string(a.streams));
   const std::unique_ptr<OutputSink> out = OutputSink::standard_output();
   out->write(format_streams_benchmark(r) + "wrote " + file.string() + "\n");
 }
@@ -202,6 +206,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--measure-seconds", args->measure_seconds, "With --streams: the paced, measured part at the end")
       ->capture_default_str();
+  cmd->add_flag("--find-capacity", args->find_capacity,
+                "With --streams N: search the most streams (from N up) that all keep within 80 ms of real time");
   cmd->add_option("--offline-batch", args->offline_batch,
                   "Run B offline transcriptions at once (each as long as the first --offline-seconds), instead of the per-stream figures");
   cmd->add_option("--out", args->out, "Folder for the JSON result (default: the current directory)");

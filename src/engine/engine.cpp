@@ -184,7 +184,9 @@ class EngineImpl final : public Engine {
   }
 
   nlohmann::json benchmark_streams(std::span<const float> audio, const StreamsBenchOptions& o) {
-    return described(run_streams_benchmark(*this, *scheduler_, *model_, audio, o), o.delay_ms);
+    return described(o.find_capacity ? find_streams_capacity(*this, *scheduler_, *model_, audio, o)
+                                     : run_streams_benchmark(*this, *scheduler_, *model_, audio, o),
+                     o.delay_ms);
   }
   nlohmann::json benchmark_offline_batch(std::span<const float> audio, const OfflineBatchOptions& o) {
     return described(run_offline_batch_benchmark(*this, *scheduler_, *model_, audio, o), o.delay_ms);

@@ -180,7 +180,50 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
   return r;
 }
 
+nlohmann::json find_streams_capacity(Engine& engine, Scheduler& scheduler, VoxtralModel& model,
+                                     std::span<const float> audio, const StreamsBenchOptions& options) {
+  nlohmann::json trials = nlohmann::json::array();
+  auto keeps_up = [&](int n) {
+    StreamsBenchOptions o = options;
+    o.streams = n;
+    try {
+      nlohmann::json r = run_streams_benchmark(engine, scheduler, model, audio, o);
+      const bool ok = r["within_real_time"].get<bool>();
+      trials.push_back(std::move(r));
+      return ok;
+    } catch (const Error& e) {  // e.g. the device's memory cannot hold n streams
+      trials.push_back({{"streams", n}, {"error", e.what()}});
+      return false;
+    }
+  };
+  int good = 0, bad = 0;
+  for (int n = std::max(1, options.streams);; n *= 2) {
+    if (!keeps_up(n)) {
+      bad = n;
+      break;
+    }
+    good = n;
+    if (n > (1 << 20)) break;
+  }
+  while (bad - good > std::max(1, good / 20)) {
+    const int mid = good + (bad - good) / 2;
+    if (keeps_up(mid))
+      good = mid;
+    else
+      bad = mid;
+  }
+  return {{"backend", model.backend().name()}, {"capacity", good}, {"first_failing", bad}, {"trials", trials}};
+}
+
 std::string format_streams_benchmark(const nlohmann::json& r) {
+  if (r.contains("capacity")) {
+    std::string out;
+    for (const nlohmann::json& t : r["trials"])
+      out += t.contains("error") ? "--- " + std::to_string(t["streams"].get<int>()) + " streams: " + t["error"].get<std::string>() + "\n"
+                                 : format_streams_benchmark(t);
+    return out + "capacity: " + std::to_string(r["capacity"].get<int>()) + " streams keep within one step (80 ms) of real time; " +
+           std::to_string(r["first_failing"].get<int>()) + " do not\n";
+  }
   char buf[1024];
   std::string out;
   std::snprintf(buf, sizeof buf, "%s: %d live streams of %.0f s (measured over the last %.0f s, paced at real time)\n",

@@ -20,7 +20,8 @@
 namespace voxrt {
 
 struct StreamsBenchOptions {
-  int streams = 1;
+  int streams = 1;              // with find_capacity: the first count tried
+  bool find_capacity = false;   // search the most streams that all keep within one step of real time
   double stream_seconds = 300;  // the length the streams reach (their caches' fill)
   double measure_seconds = 10;  // the paced part at the end, measured
   int delay_ms = 0;             // 0: the model's default
@@ -28,6 +29,13 @@ struct StreamsBenchOptions {
 
 // `audio` (16 kHz) is looped; stream i starts at a different place in it.
 nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, VoxtralModel& model,
+                                     std::span<const float> audio, const StreamsBenchOptions& options);
+
+// --find-capacity: doubles the stream count from options.streams until a run falls behind real time
+// (or cannot open its streams), then bisects between the last count that kept up and the first
+// that did not, down to 5 % or one stream. Returns {"capacity", "trials": [each run's result, or
+// its error]}.
+nlohmann::json find_streams_capacity(Engine& engine, Scheduler& scheduler, VoxtralModel& model,
                                      std::span<const float> audio, const StreamsBenchOptions& options);
 
 std::string format_streams_benchmark(const nlohmann::json& result);

@@ -2,6 +2,8 @@
 // inputs, non-16 kHz stereo input, and bad input answered with exit status 1 and a message that
 // names the file and what is wrong (never a crash, never a hang).
 #include <gtest/gtest.h>
+
+#include "voxtral/protocol.h"
 #include <sys/wait.h>
 
 #include <chrono>
@@ -237,6 +239,33 @@ TEST(Cli, BenchProductsFigureListsEveryProductOfAStep) {
   }
   EXPECT_FALSE(j.contains("encoder_step"));
   EXPECT_EQ(j["offline"].size(), 0u);
+}
+
+// --streams N: N paced live sessions at once; every paced chunk's lag is recorded and the
+// scheduler's rounds with it (the figures themselves are not checked).
+TEST(Cli, BenchStreamsRecordsLagsRoundsAndMemory) {
+  nlohmann::json j;
+  ASSERT_NO_FATAL_FAILURE(run_bench("--streams 3 --stream-seconds 3 --measure-seconds 1", "live streams of 3 s", j));
+  EXPECT_EQ(j["streams"].get<int>(), 3);
+  EXPECT_GE(j["lag_ms"]["max"].get<double>(), j["lag_ms"]["p50"].get<double>());
+  EXPECT_GT(j["rounds"]["count"].get<int>(), 0);
+  EXPECT_GE(j["rounds"]["streams"]["max"].get<double>(), 1);
+  EXPECT_LE(j["rounds"]["streams"]["max"].get<double>(), 3);
+  EXPECT_GT(j["rounds"]["floor_ms"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(j["fill"]["audio_seconds"].get<double>(), 3 * 2.0);
+  EXPECT_TRUE(j.contains("within_real_time"));
+}
+
+// --offline-batch B: B transcriptions at once, each running every step of its input (no stop at
+// EOS), so the step count is B times the offline count.
+TEST(Cli, BenchOfflineBatchRunsEveryStepOfEveryInput) {
+  nlohmann::json j;
+  ASSERT_NO_FATAL_FAILURE(run_bench("--offline-batch 3 --offline-seconds 4", "3 transcriptions of 4 s at once", j));
+  Protocol p;  // the tiny model's tekken.json: 32 left-pad tokens, 480 ms
+  EXPECT_EQ(j["steps"].get<int64_t>(), 3 * p.offline_steps(4 * 16000));
+  EXPECT_GT(j["rtfx"].get<double>(), 0);
+  EXPECT_GT(j["rtfx_floor"].get<double>(), 0);
+  EXPECT_GT(j["rounds"]["count"].get<int>(), 0);
 }
 
 }  // namespace
