@@ -57,6 +57,9 @@ struct StreamEvent {
 struct SessionOptions {
   int delay_ms = 0;          // 0: tekken.json's transcription_delay_ms (480)
   bool stop_at_eos = false;  // offline-like: stop decoding at the first EOS (ignored audio after it)
+  // When the engine already has EngineOptions::max_sessions in progress: false, open_session throws
+  // voxrt::Error at once; true, it waits until one ends.
+  bool wait_for_room = false;
   std::function<void(const StreamEvent&)> on_event;
 };
 

@@ -37,6 +37,11 @@ struct EngineOptions {
   // position at a time) and 1 elsewhere (on the CPU a pass of several rows may round differently).
   int draft_rows = 0;
   static constexpr int kMaxDraftRows = 32;  // the most draft_rows may ask for
+  // Sessions and transcriptions in progress at once. 0: no limit, their caches grow as they open.
+  // N: the caches of N are allocated at load (about 1.1 GB each for the full model on the GPU), so
+  // memory is known up front and never grows; one more live session is refused with a voxrt::Error
+  // (or waits: SessionOptions::wait_for_room), and a transcription waits for room.
+  int max_sessions = 0;
 };
 
 struct TranscribeOptions {

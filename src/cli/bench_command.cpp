@@ -155,8 +155,11 @@ void run_offline_batch(Engine& engine, const BenchArgs& a, const std::vector<flo
   out->write(format_offline_batch_benchmark(r) + "wrote " + file.string() + "\n");
 }
 
-void run_bench(const BenchArgs& a) {
+void run_bench(BenchArgs a) {
   check_args(a);
+  // Many sessions at once: caches for exactly that many, allocated at load, so that memory per
+  // stream is what a server loaded for them holds (not the slack of caches grown by doubling).
+  if (a.engine.max_sessions == 0 && !a.find_capacity) a.engine.max_sessions = std::max(a.streams, a.offline_batch);
   std::string audio_name;
   const std::vector<float> audio = bench_audio(a, audio_name);
   std::error_code ec;
@@ -206,6 +209,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--measure-seconds", args->measure_seconds, "With --streams: the paced, measured part at the end")
       ->capture_default_str();
+  cmd->add_option("--max-sessions", args->engine.max_sessions,
+                  "Caches for this many sessions, allocated at load (default with --streams N or --offline-batch B: N or B)");
   cmd->add_flag("--find-capacity", args->find_capacity,
                 "With --streams N: search the most streams (from N up) that all keep within 80 ms of real time");
   cmd->add_option("--offline-batch", args->offline_batch,

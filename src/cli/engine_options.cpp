@@ -57,6 +57,8 @@ void check_engine_args(const EngineArgs& a) {
   if (a.layout != "auto" && a.layout != "mistral" && a.layout != "hf")
     throw UsageError("--layout " + a.layout + ": expected auto, mistral or hf");
   if (a.gpu < 0) throw UsageError("--gpu " + std::to_string(a.gpu) + ": expected a device index, 0 or more");
+  if (a.max_sessions < 0)
+    throw UsageError("--max-sessions " + std::to_string(a.max_sessions) + ": expected 0 (no limit) or more");
   if (a.draft_rows < 0 || a.draft_rows > EngineOptions::kMaxDraftRows)
     throw UsageError("--draft-rows " + std::to_string(a.draft_rows) + ": expected 0 (automatic) to " +
                      std::to_string(EngineOptions::kMaxDraftRows));
@@ -78,6 +80,7 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
   eo.threads = a.threads;
   eo.layout = a.layout;
   eo.draft_rows = a.draft_rows;
+  eo.max_sessions = a.max_sessions;
   std::unique_ptr<Engine> engine = Engine::load(dir, eo);
   const ModelInfo& info = engine->info();
   if (!a.quiet) {

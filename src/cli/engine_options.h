@@ -18,6 +18,7 @@ struct EngineArgs {
   std::string layout = "auto";
   int threads = 0;  // 0: not given (all cores)
   int draft_rows = 0;
+  int max_sessions = 0;  // set by the commands that offer --max-sessions
   bool quiet = false;
 };
 

@@ -103,7 +103,11 @@ class EngineImpl final : public Engine {
     info_.vocab_size = model_->config().decoder.vocab_size;
     info_.default_delay_ms = tokenizer_->audio().transcription_delay_ms;
     draft_rows_ = o.draft_rows > 0 ? o.draft_rows : backend_->batch_invariant() ? kDefaultDraftRows : 1;
-    scheduler_ = std::make_unique<Scheduler>(*model_, mu_, protocol(info_.default_delay_ms), StreamState::Options{}.max_batch_positions);
+    if (o.max_sessions < 0) throw Error("max_sessions " + std::to_string(o.max_sessions) + ": expected 0 (no limit) or more");
+    SchedulerLimits limits;
+    limits.max_streams = o.max_sessions;
+    scheduler_ = std::make_unique<Scheduler>(*model_, mu_, protocol(info_.default_delay_ms),
+                                             StreamState::Options{}.max_batch_positions, limits);
     info_.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
@@ -249,7 +253,7 @@ class EngineImpl final : public Engine {
   };
   WholeRun decode_whole(const ChunkSource& next, const Protocol& p, const std::function<void(int32_t, double)>& on_step) {
     MelFrontEnd front(*logmel_, p);
-    const std::unique_ptr<Scheduler::Stream> stream = scheduler_->open(stream_options(p, /*stop_at_eos=*/true));
+    const std::unique_ptr<Scheduler::Stream> stream = scheduler_->open(stream_options(p, /*stop_at_eos=*/true), /*wait_for_room=*/true);
     auto take = [&](const std::vector<StreamState::Step>& steps) {
       for (const StreamState::Step& s : steps) on_step(s.token, s.seconds);
     };

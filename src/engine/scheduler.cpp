@@ -21,12 +21,17 @@ struct Scheduler::Entry {
   std::condition_variable done;
 };
 
-Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol, int max_batch_positions)
+Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol, int max_batch_positions,
+                     const SchedulerLimits& limits)
     : model_(model),
       model_mutex_(model_mutex),
       one_pass_(model.backend().batch_invariant()),
-      encoder_slots_(model.backend(), StreamState::encoder_cache_shape(model, max_batch_positions, 1)),
-      decoder_slots_(model.backend(), StreamState::decoder_cache_shape(model, protocol, 1)),
+      limits_(limits),
+      encoder_slots_(model.backend(),
+                     StreamState::encoder_cache_shape(model, max_batch_positions, std::max(1, limits.max_streams)),
+                     limits.max_streams == 0),
+      decoder_slots_(model.backend(), StreamState::decoder_cache_shape(model, protocol, std::max(1, limits.max_streams)),
+                     limits.max_streams == 0),
       encoder_(model, unique_step_key("encoder pass")),
       decoder_(model, unique_step_key("decoder pass")),
       thread_([this] { loop(); }) {}
@@ -40,10 +45,16 @@ Scheduler::~Scheduler() {
   thread_.join();
 }
 
-std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& opts) {
+std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& opts, bool wait_for_room) {
   std::unique_ptr<StreamState> state;
   {
-    std::lock_guard<std::mutex> model_lock(model_mutex_);
+    std::unique_lock<std::mutex> model_lock(model_mutex_);
+    if (encoder_slots_.full() || decoder_slots_.full()) {
+      if (!wait_for_room)
+        throw Error("engine full: all " + std::to_string(limits_.max_streams) +
+                    " sessions it was loaded for are in use (max_sessions); close one, or wait for room");
+      room_.wait(model_lock, [&] { return !encoder_slots_.full() && !decoder_slots_.full(); });
+    }
     const int enc = encoder_slots_.acquire();
     int dec = -1;
     try {
@@ -69,6 +80,11 @@ std::vector<Scheduler::Round> Scheduler::take_rounds() {
   return out;
 }
 
+size_t Scheduler::cache_bytes_per_stream() const {
+  auto slot_bytes = [](const KvSlotPool& p) { return 2 * p.cache().shape().per_slot() * p.cache().element_bytes(); };
+  return slot_bytes(encoder_slots_) + slot_bytes(decoder_slots_);
+}
+
 int Scheduler::open_streams() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(entries_.size());
@@ -83,12 +99,15 @@ void Scheduler::close(Entry* entry) {
     state = std::move(it->state);
     entries_.erase(it);
   }
-  // Another stream's round may be running on the backend right now.
-  std::lock_guard<std::mutex> model_lock(model_mutex_);
-  const int enc = state->encoder_slot(), dec = state->decoder_slot();
-  state.reset();
-  encoder_slots_.release(enc);
-  decoder_slots_.release(dec);
+  {
+    // Another stream's round may be running on the backend right now.
+    std::lock_guard<std::mutex> model_lock(model_mutex_);
+    const int enc = state->encoder_slot(), dec = state->decoder_slot();
+    state.reset();
+    encoder_slots_.release(enc);
+    decoder_slots_.release(dec);
+  }
+  room_.notify_one();
 }
 
 void Scheduler::loop() {
@@ -110,6 +129,11 @@ void Scheduler::loop() {
       active.push_back(&e);
       states.push_back(e.state.get());
     }
+    // Streams left out of a full pass go first next time: rotate the order they are served in.
+    if (!states.empty()) {
+      const size_t shift = static_cast<size_t>(rounds_run_++ % states.size());
+      std::rotate(states.begin(), states.begin() + static_cast<std::ptrdiff_t>(shift), states.end());
+    }
     lock.unlock();
     std::string failure;
     Round round;
@@ -118,7 +142,8 @@ void Scheduler::loop() {
       std::lock_guard<std::mutex> model_lock(model_mutex_);
       const auto t0 = std::chrono::steady_clock::now();
       try {
-        round.work = step_streams(states, {encoder_, encoder_slots_.cache(), decoder_, decoder_slots_.cache(), one_pass_});
+        round.work = step_streams(states, {encoder_, encoder_slots_.cache(), decoder_, decoder_slots_.cache(), one_pass_,
+                                           limits_.max_encoder_positions, limits_.max_decoder_rows});
       } catch (const std::exception& ex) {
         failure = ex.what();
       }

@@ -24,13 +24,26 @@
 
 namespace voxrt {
 
+// How much a scheduler takes on.
+struct SchedulerLimits {
+  // 0: the caches grow as streams open (doubling). N: the caches of N streams are allocated up
+  // front and a stream more is refused (or waits): memory is known at load and never grows with
+  // the streams.
+  int max_streams = 0;
+  // The most positions an encoder pass and rows a decoder pass take (RoundContext); streams left
+  // out of a round go first in the next.
+  int max_encoder_positions = 512;
+  int max_decoder_rows = 256;
+};
+
 class Scheduler {
   struct Entry;
 
  public:
   // model_mutex serialises every use of the model and its backend: the loop holds it for a round,
   // opening and closing a stream take it to allocate and free the stream's caches.
-  Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol, int max_batch_positions);
+  Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol, int max_batch_positions,
+            const SchedulerLimits& limits = {});
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -61,10 +74,13 @@ class Scheduler {
   };
 
   // A stream of `opts` (its protocol's left pad and max_batch_positions must be the scheduler's:
-  // the streams share the caches).
-  std::unique_ptr<Stream> open(const StreamState::Options& opts);
+  // the streams share the caches). With limits.max_streams open already it throws voxrt::Error at
+  // once, or with wait_for_room waits until a stream closes.
+  std::unique_ptr<Stream> open(const StreamState::Options& opts, bool wait_for_room = false);
 
   int open_streams() const;
+  // The bytes of one stream's encoder and decoder cache slots (K and V).
+  size_t cache_bytes_per_stream() const;
 
   // A round of the loop: its wall time (with the model lock held), the streams in it and the work
   // it ran. For benchmarks and metrics.
@@ -84,6 +100,9 @@ class Scheduler {
   VoxtralModel& model_;
   std::mutex& model_mutex_;
   const bool one_pass_;
+  const SchedulerLimits limits_;
+  std::condition_variable_any room_;  // a stream closed (waited on with model_mutex_)
+  uint64_t rounds_run_ = 0;            // by the loop: rotates the order streams are served in
   // Used by the loop only, or under model_mutex_ when streams open and close.
   KvSlotPool encoder_slots_, decoder_slots_;
   EncoderPass encoder_;

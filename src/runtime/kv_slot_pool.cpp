@@ -14,14 +14,17 @@ size_t array_floats(const KvCache& c) {
 
 }  // namespace
 
-KvSlotPool::KvSlotPool(Backend& backend, const KvCacheShape& shape) : backend_(backend) {
+KvSlotPool::KvSlotPool(Backend& backend, const KvCacheShape& shape, bool grows) : backend_(backend), grows_(grows) {
   check(shape.slots >= 1, "kv slot pool", "at least one slot expected");
   cache_ = KvCache(&backend, shape);
   for (int s = shape.slots - 1; s >= 0; --s) free_.push_back(s);
 }
 
 int KvSlotPool::acquire() {
-  if (free_.empty()) grow();
+  if (free_.empty()) {
+    check(grows_, "kv slot pool", "all " + std::to_string(slots()) + " slots are in use");
+    grow();
+  }
   const int slot = free_.back();
   free_.pop_back();
   ++in_use_;

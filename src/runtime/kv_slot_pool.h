@@ -16,13 +16,17 @@ namespace voxrt {
 
 class KvSlotPool {
  public:
-  // shape.slots is the initial slot count (at least 1).
-  KvSlotPool(Backend& backend, const KvCacheShape& shape);
+  // shape.slots is the initial slot count (at least 1). A pool that does not grow holds exactly
+  // those slots: its memory is known up front and never grows.
+  KvSlotPool(Backend& backend, const KvCacheShape& shape, bool grows = true);
 
-  int acquire();  // a free slot, growing the cache when there is none
+  // A free slot, growing the cache when there is none (a pool that does not grow throws voxrt::Error).
+  int acquire();
   void release(int slot);
+  bool full() const { return free_.empty() && !grows_; }
 
   KvCache& cache() { return cache_; }
+  const KvCache& cache() const { return cache_; }
   int in_use() const { return in_use_; }
   int slots() const { return cache_.shape().slots; }
 
@@ -33,6 +37,7 @@ class KvSlotPool {
   KvCache cache_;
   std::vector<int> free_;  // free slots, the lowest last
   int in_use_ = 0;
+  bool grows_;
 };
 
 }  // namespace voxrt

@@ -1,5 +1,6 @@
 #include "voxtral/stream_stepper.h"
 
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -8,11 +9,13 @@ namespace {
 
 // One decoder pass over the ready rows of `streams`; each stream's share of the pass's time is its
 // share of the rows.
-void decoder_pass(std::span<StreamState* const> streams, DecoderPass& pass, KvCache& cache, RoundStats& stats) {
+void decoder_pass(std::span<StreamState* const> streams, DecoderPass& pass, KvCache& cache, int max_rows,
+                  RoundStats& stats) {
   std::vector<int> counts(streams.size(), 0);
   int total = 0;
   for (size_t i = 0; i < streams.size(); ++i) {
-    total += counts[i] = streams[i]->rows_ready();
+    const int room = max_rows > 0 ? max_rows - total : streams[i]->rows_ready();
+    total += counts[i] = std::min(streams[i]->rows_ready(), room);
     stats.decoder_streams += counts[i] > 0;
   }
   if (total == 0) return;
@@ -39,12 +42,14 @@ void decoder_pass(std::span<StreamState* const> streams, DecoderPass& pass, KvCa
 // One encoder pass over the positions `streams` have ready; each stream's share of the pass's time
 // is its share of the positions. The pass is waited for, so that its time is its own (a backend
 // queues work, and the next pass would otherwise absorb it).
-void encoder_pass(std::span<StreamState* const> streams, EncoderPass& pass, KvCache& cache, RoundStats& stats) {
+void encoder_pass(std::span<StreamState* const> streams, EncoderPass& pass, KvCache& cache, int max_positions,
+                  RoundStats& stats) {
   std::vector<StreamState*> parts_of;
   std::vector<EncoderPart> parts;
   int positions = 0;
   for (StreamState* s : streams) {
-    if (const int n = s->encodable(); n > 0) {
+    const int room = max_positions > 0 ? max_positions - positions : s->encodable();
+    if (const int n = std::min(s->encodable(), room); n > 0) {
       parts.push_back(s->put_encoder(n));
       parts_of.push_back(s);
       positions += n;
@@ -73,9 +78,10 @@ void encoder_pass(std::span<StreamState* const> streams, EncoderPass& pass, KvCa
 RoundStats step_streams(std::span<StreamState* const> streams, const RoundContext& ctx) {
   RoundStats stats;
   if (ctx.one_pass) {
-    encoder_pass(streams, ctx.encoder, ctx.encoder_cache, stats);
+    encoder_pass(streams, ctx.encoder, ctx.encoder_cache, ctx.max_encoder_positions, stats);
   } else {
-    for (StreamState* s : streams) encoder_pass(std::span<StreamState* const>(&s, 1), ctx.encoder, ctx.encoder_cache, stats);
+    for (StreamState* s : streams)
+      encoder_pass(std::span<StreamState* const>(&s, 1), ctx.encoder, ctx.encoder_cache, ctx.max_encoder_positions, stats);
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (StreamState* s : streams) {
@@ -86,9 +92,10 @@ RoundStats step_streams(std::span<StreamState* const> streams, const RoundContex
   }
   stats.prompt_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (ctx.one_pass) {
-    decoder_pass(streams, ctx.decoder, ctx.decoder_cache, stats);
+    decoder_pass(streams, ctx.decoder, ctx.decoder_cache, ctx.max_decoder_rows, stats);
   } else {
-    for (StreamState* s : streams) decoder_pass(std::span<StreamState* const>(&s, 1), ctx.decoder, ctx.decoder_cache, stats);
+    for (StreamState* s : streams)
+      decoder_pass(std::span<StreamState* const>(&s, 1), ctx.decoder, ctx.decoder_cache, ctx.max_decoder_rows, stats);
   }
   return stats;
 }

@@ -34,6 +34,13 @@ struct RoundContext {
   DecoderPass& decoder;
   KvCache& decoder_cache;
   bool one_pass;
+  // The most positions an encoder pass and rows a decoder pass take (0: no limit), so that a pass's
+  // memory and time stay bounded however many streams wait: streams are served in the order given
+  // (the scheduler rotates it from round to round), each taking what is left, and those that get
+  // nothing wait for the next round. A stream alone is never limited below one encoder batch and
+  // its drafted rows when the limits are at least max_batch_positions and draft_rows.
+  int max_encoder_positions = 0;
+  int max_decoder_rows = 0;
 };
 RoundStats step_streams(std::span<StreamState* const> streams, const RoundContext& ctx);
 

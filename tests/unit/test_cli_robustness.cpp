@@ -294,6 +294,7 @@ TEST(CliValues, EveryValueIsCheckedBeforeTheModelLoads) {
            {"bench --offline-seconds -3" + m, "--offline-seconds -3"},
            {"bench --offline-seconds 0" + m, "--offline-seconds 0"},
            {"bench --find-capacity" + m, "--find-capacity needs --streams"},
+           {"bench --max-sessions -1" + m, "--max-sessions -1"},
            {"bench --streams 2 --offline-batch 2" + m, "--streams and --offline-batch"},
            {"bench --streams -1" + m, "--streams -1"},
            {"bench --streams 2 --stream-seconds 5 --measure-seconds 10" + m, "--stream-seconds"},
