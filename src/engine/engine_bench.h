@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/offline_batch_bench.h"
 #include "engine/streams_bench.h"
 #include "voxrt/voxrt.h"
 #include "voxtral/benchmark.h"

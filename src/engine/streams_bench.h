@@ -1,5 +1,4 @@
-// `voxrt bench --streams N` and `--offline-batch B`: many sessions through one engine's scheduler.
-// --streams N: N live streams through one engine at once, as a server runs them
+// `voxrt bench --streams N`: N live streams through one engine at once, as a server runs them
 // (issue 13, item 8). Each stream is a Session on a thread of its own. Its caches are first filled
 // to --stream-seconds less the measured part by feeding audio as fast as the engine takes it (so
 // the figure is the steady state of streams that long, without waiting for them in real time), then
@@ -39,19 +38,5 @@ nlohmann::json find_streams_capacity(Engine& engine, Scheduler& scheduler, Voxtr
                                      std::span<const float> audio, const StreamsBenchOptions& options);
 
 std::string format_streams_benchmark(const nlohmann::json& result);
-
-// `voxrt bench --offline-batch B --offline-seconds S`: B transcriptions of S seconds each at once,
-// each fed as fast as the engine takes it (a session fed in 5 s pieces, then flushed: the offline
-// ids, without stopping at EOS so that every run does the same work). Reported: wall time, RTFx
-// (B x S seconds of audio over the wall time), the scheduler's rounds, and the compute floor
-// (every position's FLOPs at the matrix rate).
-struct OfflineBatchOptions {
-  int batch = 1;
-  double seconds = 30;
-  int delay_ms = 0;
-};
-nlohmann::json run_offline_batch_benchmark(Engine& engine, Scheduler& scheduler, VoxtralModel& model,
-                                           std::span<const float> audio, const OfflineBatchOptions& options);
-std::string format_offline_batch_benchmark(const nlohmann::json& result);
 
 }  // namespace voxrt

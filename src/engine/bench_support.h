@@ -1,0 +1,56 @@
+// What the many-session benchmarks (streams_bench.h, offline_batch_bench.h) share: percentiles,
+// a start line for their threads, and audio looped to any length.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <vector>
+
+namespace voxrt::bench_support {
+
+using Clock = std::chrono::steady_clock;
+
+inline double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5))];
+}
+
+inline nlohmann::json spread(const std::vector<double>& v) {
+  return {{"p50", quantile(v, 0.5)}, {"p99", quantile(v, 0.99)}, {"max", quantile(v, 1.0)}};
+}
+
+// Every stream waits here until all are ready to be paced together.
+class Barrier {
+ public:
+  explicit Barrier(int n) : left_(n) {}
+  Clock::time_point arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (--left_ == 0) {
+      start_ = Clock::now();
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return left_ == 0; });
+    }
+    return start_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int left_;
+  Clock::time_point start_;
+};
+
+// Audio from `from` in the looped input, n samples.
+inline std::vector<float> looped(std::span<const float> audio, size_t from, size_t n) {
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = audio[(from + i) % audio.size()];
+  return out;
+}
+
+}  // namespace voxrt::bench_support
