@@ -5,10 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <vector>
+
+#include "voxrt/session.h"
+#include "voxrt/voxrt.h"
 
 namespace voxrt::bench_support {
 
@@ -51,6 +55,16 @@ inline std::vector<float> looped(std::span<const float> audio, size_t from, size
   std::vector<float> out(n);
   for (size_t i = 0; i < n; ++i) out[i] = audio[(from + i) % audio.size()];
   return out;
+}
+
+// Where stream i starts in the looped audio: a different place for each, so that streams do not
+// step in lockstep through the same tokens.
+inline size_t start_of(int i, size_t audio_samples) { return static_cast<size_t>(i) * 7919u * 16u % audio_samples; }
+
+inline std::unique_ptr<Session> open_session(Engine& engine, int delay_ms) {
+  SessionOptions o;
+  o.delay_ms = delay_ms;
+  return engine.open_session(o);
 }
 
 }  // namespace voxrt::bench_support

@@ -27,7 +27,7 @@ nlohmann::json run_offline_batch_benchmark(Engine& engine, Scheduler& scheduler,
   const size_t piece = 5 * static_cast<size_t>(rate);
   const Ceilings ceil = be.measure_ceilings();
   std::vector<std::vector<float>> inputs;
-  for (int i = 0; i < o.batch; ++i) inputs.push_back(looped(audio, static_cast<size_t>(i) * 7919u * 16u % audio.size(), samples));
+  for (int i = 0; i < o.batch; ++i) inputs.push_back(looped(audio, bench_support::start_of(i, audio.size()), samples));
   std::vector<int64_t> steps(o.batch, 0);
   std::vector<std::string> errors(o.batch);
   Barrier start(o.batch + 1);
@@ -37,9 +37,7 @@ nlohmann::json run_offline_batch_benchmark(Engine& engine, Scheduler& scheduler,
     threads.emplace_back([&, i] {
       std::unique_ptr<Session> session;
       try {
-        SessionOptions so;
-        so.delay_ms = o.delay_ms;
-        session = engine.open_session(so);
+        session = bench_support::open_session(engine, o.delay_ms);
       } catch (const std::exception& e) {
         errors[i] = e.what();
       }

@@ -51,10 +51,8 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
     threads.emplace_back([&, i] {
       std::unique_ptr<Session> session;
       try {
-        SessionOptions so;
-        so.delay_ms = o.delay_ms;
-        session = engine.open_session(so);
-        const size_t start = static_cast<size_t>(i) * 7919u * 16u % audio.size();
+        session = bench_support::open_session(engine, o.delay_ms);
+        const size_t start = bench_support::start_of(i, audio.size());
         for (size_t at = 0; at < fill_samples; at += fill_chunk)
           session->feed(looped(audio, start + at, std::min(fill_chunk, fill_samples - at)));
       } catch (const std::exception& e) {
@@ -66,7 +64,7 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
           for (size_t k = 0; k < paced_steps; ++k) {
             const auto arrival = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>((k + 1) * step_s));
             std::this_thread::sleep_until(arrival);
-            session->feed(looped(audio, static_cast<size_t>(i) * 7919u * 16u % audio.size() + fill_samples + k * step, step));
+            session->feed(looped(audio, bench_support::start_of(i, audio.size()) + fill_samples + k * step, step));
             lags[i].push_back(std::chrono::duration<double, std::milli>(Clock::now() - arrival).count());
           }
         } catch (const std::exception& e) {
