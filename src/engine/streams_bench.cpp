@@ -19,7 +19,6 @@ namespace voxrt {
 using bench_support::Barrier;
 using bench_support::Clock;
 using bench_support::looped;
-using bench_support::quantile;
 using bench_support::spread;
 
 nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, VoxtralModel& model,
@@ -124,7 +123,7 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
 
   nlohmann::json r;
   r["backend"] = be.name();
-  r["ceilings"] = {{"copy_GBps", ceil.copy_gbps}, {"matmul_TFLOPs", ceil.matmul_tflops}, {"matmul", ceil.matmul_what}};
+  r["ceilings"] = ceilings_json(ceil);
   r["streams"] = o.streams;
   r["stream_seconds"] = o.stream_seconds;
   r["measure_seconds"] = o.measure_seconds;

@@ -28,6 +28,10 @@ double layer_params(int dim, int heads, int kv_heads, int head_dim, int hidden) 
 
 }  // namespace
 
+nlohmann::json ceilings_json(const Ceilings& c) {
+  return {{"copy_GBps", c.copy_gbps}, {"matmul_TFLOPs", c.matmul_tflops}, {"matmul", c.matmul_what}};
+}
+
 StepCosts step_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes) {
   const EncoderConfig& e = c.encoder;
   const DecoderConfig& d = c.decoder;
@@ -121,7 +125,7 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
   nlohmann::json r;
   r["backend"] = be.name();
   const Ceilings ceil = be.measure_ceilings();
-  r["ceilings"] = {{"copy_GBps", ceil.copy_gbps}, {"matmul_TFLOPs", ceil.matmul_tflops}, {"matmul", ceil.matmul_what}};
+  r["ceilings"] = ceilings_json(ceil);
   const StepCosts k = step_costs(c, be.weight_element_bytes(), be.kv_element_bytes());
   // Reads only: a copy moves each byte twice (read + write), a step reads its bytes once.
   const double read_bps = ceil.copy_gbps * 1e9;

@@ -43,6 +43,9 @@ struct StepCosts {
 };
 StepCosts step_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes);
 
+// The measured ceilings as every benchmark result records them.
+nlohmann::json ceilings_json(const Ceilings& c);
+
 // rows x cols standard-normal values from a fixed seed: the benchmarks' inputs and test weights.
 std::vector<float> random_rows(int rows, int cols, unsigned seed);
 
