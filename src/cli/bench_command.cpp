@@ -35,6 +35,7 @@ const char* const kFigures[] = {"encoder", "decoder", "offline", "products"};
 constexpr double kMaxOfflineSeconds = 3600;
 constexpr int kMaxSteps = 1'000'000;
 constexpr int kMaxStreams = 4096;
+constexpr int kMaxProductRows = 16384;  // an offline encoder pass has 8192
 
 struct BenchArgs {
   EngineArgs engine;
@@ -48,6 +49,7 @@ struct BenchArgs {
   int offline_batch = 0;  // > 0: the batched offline benchmark
   double stream_seconds = 300, measure_seconds = 10;
   bool find_capacity = false;
+  std::vector<int> product_rows;
 };
 
 std::string utc_stamp() {
@@ -70,6 +72,9 @@ void check_args(const BenchArgs& a) {
   for (const std::string& f : a.figures)
     if (std::find(std::begin(kFigures), std::end(kFigures), f) == std::end(kFigures))
       throw UsageError("--figures " + f + ": expected encoder, decoder, offline or products");
+  for (const int rows : a.product_rows)
+    if (rows < 1 || rows > kMaxProductRows)
+      throw UsageError("--product-rows " + std::to_string(rows) + ": expected 1 to " + std::to_string(kMaxProductRows));
   if (a.streams < 0 || a.streams > kMaxStreams)
     throw UsageError("--streams " + std::to_string(a.streams) + ": expected 1 to " + std::to_string(kMaxStreams));
   if (!(a.measure_seconds >= 1 && a.measure_seconds <= kMaxOfflineSeconds))
@@ -174,7 +179,8 @@ void run_bench(BenchArgs a) {
   auto wanted = [&](const char* f) { return std::find(a.figures.begin(), a.figures.end(), f) != a.figures.end(); };
   b.encoder_steps = wanted("encoder");
   b.decoder_steps = wanted("decoder");
-  b.products = wanted("products");
+  b.products = wanted("products") || !a.product_rows.empty();
+  b.product_rows = a.product_rows;
   if (wanted("offline")) b.offline_seconds = a.offline_seconds;
   else b.offline_seconds.clear();
   nlohmann::json r = benchmark_engine(*engine, audio, a.delay_ms, b);
@@ -202,6 +208,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--figures", args->figures, "Which figures to measure (encoder, decoder, offline; products: each product of a step alone)")
       ->delimiter(',')
       ->capture_default_str();
+  cmd->add_option("--product-rows", args->product_rows,
+                  "Time each product at these row counts through every product kernel (GEMV, tiled GEMM, cuBLAS), "
+                  "side by side; implies --figures products")
+      ->delimiter(',');
   cmd->add_option("--streams", args->streams,
                   "Run N live streams at once, paced at real time, instead of the per-stream figures");
   cmd->add_option("--stream-seconds", args->stream_seconds,

@@ -158,6 +158,12 @@ class Backend {
   // so that positions decoded together equal positions decoded one by one (draft verification,
   // stream_decoder.h). The CPU's products (sgemv for one row, sgemm for more) are not.
   virtual bool batch_invariant() const { return false; }
+  // Which kernels compute the matrix products: Automatic is what the backend chooses itself; the
+  // others force one path (the CUDA backend's GEMV, its tiled GEMM, or the vendor library) so that
+  // `voxrt bench --figures products` can time them side by side on the same weights. False (and
+  // nothing changed) when this backend has no such path. Library gives up batch invariance.
+  enum class ProductKernels { Automatic, Gemv, Gemm, Library };
+  virtual bool set_product_kernels(ProductKernels k) { return k == ProductKernels::Automatic; }
 
   // Memory.
   virtual float* allocate(size_t floats) = 0;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <string>
-#include <vector>
+#include <cstdio>
+#include <utility>
 
 #include "voxtral/benchmark.h"
 #include "voxtral/decoder_step.h"
@@ -12,64 +12,73 @@ namespace voxrt {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using Kernels = Backend::ProductKernels;
 
 constexpr int kRepeats = 10;  // products per recorded step (launch overheads amortised as in a step)
 constexpr int kRuns = 30;     // timed steps (after 5 warm-up runs)
 
 struct Product {
   std::string name;
-  int M, K;
+  int M, K;            // M: the rows a live step has
   std::vector<int> n;  // outputs over the same x (q, k, v), or the gate and up widths when gated
   bool gated = false, accumulate = false;
 };
 
-nlohmann::json time_one(Backend& b, const Product& p, double read_bps) {
+// A product's weights and buffers, made once and timed at every row count and kernel path.
+struct Prepared {
   std::vector<Weight> w;
   std::vector<Buffer> y;
-  double bytes = 0;
+  Buffer x;
+  double weight_bytes = 0;
+};
+
+Prepared prepare(Backend& b, const Product& p, int max_rows) {
+  Prepared d;
   for (size_t i = 0; i < p.n.size(); ++i) {
-    w.push_back(b.upload_weight(random_rows(p.n[i], p.K, static_cast<unsigned>(i + 1)), p.n[i], p.K));
-    y.emplace_back(&b, p.M, p.n[i]);
-    b.fill(y.back().data(), 0.0f, y.back().size());
-    bytes += static_cast<double>(p.n[i]) * p.K * b.weight_element_bytes();
+    d.w.push_back(b.upload_weight(random_rows(p.n[i], p.K, static_cast<unsigned>(i + 1)), p.n[i], p.K));
+    d.y.emplace_back(&b, max_rows, p.n[i]);
+    b.fill(d.y.back().data(), 0.0f, d.y.back().size());
+    d.weight_bytes += static_cast<double>(p.n[i]) * p.K * b.weight_element_bytes();
   }
-  Buffer x(&b, p.M, p.K);
-  b.fill(x.data(), 0.5f, x.size());
+  d.x = Buffer(&b, max_rows, p.K);
+  b.fill(d.x.data(), 0.5f, d.x.size());
+  return d;
+}
+
+// Median microseconds of one product of M rows.
+double time_us(Backend& b, const Product& p, Prepared& d, int M, const std::string& key) {
+  const Mat x = d.x.view(0, M);
   auto run = [&] {
     if (p.gated) {
-      b.gated_linear(x.all(), w[0], w[1], y[0].all(), y[1].all());
-    } else if (w.size() > 1) {
+      b.gated_linear(x, d.w[0], d.w[1], d.y[0].view(0, M), d.y[1].view(0, M));
+    } else if (d.w.size() > 1) {
       std::vector<LinearOut> outs;
-      for (size_t i = 0; i < w.size(); ++i) outs.push_back({&w[i], nullptr, y[i].all(), p.accumulate});
-      b.linears(x.all(), outs);
+      for (size_t i = 0; i < d.w.size(); ++i) outs.push_back({&d.w[i], nullptr, d.y[i].view(0, M), p.accumulate});
+      b.linears(x, outs);
     } else {
-      b.linear(x.all(), w[0], nullptr, y[0].all(), p.accumulate);
+      b.linear(x, d.w[0], nullptr, d.y[0].view(0, M), p.accumulate);
     }
   };
-  const std::string key = unique_step_key("bench product " + p.name);
+  const std::string step = unique_step_key(key);
   std::vector<double> us;
   for (int i = 0; i < kRuns + 5; ++i) {
     b.synchronize();
     const auto t0 = Clock::now();
-    b.run_step(key, [&] {
+    b.run_step(step, [&] {
       for (int r = 0; r < kRepeats; ++r) run();
     });
     b.synchronize();
     if (i >= 5) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kRepeats);
   }
   std::sort(us.begin(), us.end());
-  const double p50 = us[us.size() / 2];
-  return {{"name", p.name}, {"rows", p.M}, {"weight_bytes", bytes}, {"p50_us", p50},
-          {"floor_us", bytes / read_bps * 1e6}, {"GBps", bytes / (p50 * 1e-6) / 1e9}};
+  return us[us.size() / 2];
 }
 
-}  // namespace
-
-nlohmann::json time_products(Backend& b, const ModelConfig& c, double read_bps) {
+std::vector<Product> step_products(const ModelConfig& c) {
   const EncoderConfig& e = c.encoder;
   const DecoderConfig& d = c.decoder;
   const int frames = c.downsample_factor;
-  const std::vector<Product> products = {
+  return {
       {"encoder q/k/v", frames, e.dim, {e.n_heads * e.head_dim, e.n_kv_heads * e.head_dim, e.n_kv_heads * e.head_dim}},
       {"encoder wo", frames, e.n_heads * e.head_dim, {e.dim}, false, true},
       {"encoder gate+up", frames, e.dim, {e.hidden_dim, e.hidden_dim}, true},
@@ -82,8 +91,72 @@ nlohmann::json time_products(Backend& b, const ModelConfig& c, double read_bps) 
       {"decoder w2", 1, d.hidden_dim, {d.dim}, false, true},
       {"lm head", 1, d.dim, {d.vocab_size}},
   };
+}
+
+}  // namespace
+
+nlohmann::json time_products(Backend& b, const ModelConfig& c, const ProductTiming& t) {
+  // The kernel paths to compare: the backend's own choice alone, or every path it has.
+  std::vector<std::pair<const char*, Kernels>> paths;
+  if (!t.rows.empty()) {
+    for (const auto& [name, k] :
+         {std::pair{"gemv", Kernels::Gemv}, std::pair{"gemm", Kernels::Gemm}, std::pair{"library", Kernels::Library}})
+      if (b.set_product_kernels(k)) paths.emplace_back(name, k);
+    b.set_product_kernels(Kernels::Automatic);
+  }
+  if (paths.empty()) paths = {{"auto", Kernels::Automatic}};  // the CPU: its own kernels only
   nlohmann::json out = nlohmann::json::array();
-  for (const Product& p : products) out.push_back(time_one(b, p, read_bps));
+  for (const Product& p : step_products(c)) {
+    const std::vector<int> rows = t.rows.empty() ? std::vector<int>{p.M} : t.rows;
+    Prepared d = prepare(b, p, *std::max_element(rows.begin(), rows.end()));
+    for (const int M : rows) {
+      double flops = 0;
+      for (const int n : p.n) flops += 2.0 * M * n * p.K;
+      const double floor_s = std::max(d.weight_bytes / t.read_bytes_per_s, flops / t.matmul_flops_per_s);
+      nlohmann::json e = {{"name", p.name},   {"rows", M}, {"weight_bytes", d.weight_bytes},
+                          {"flops", flops},   {"floor_us", floor_s * 1e6}};
+      for (const auto& [name, k] : paths) {
+        b.set_product_kernels(k);
+        const double us = time_us(b, p, d, M, "bench product " + p.name + " " + name + " x" + std::to_string(M));
+        e["kernels"][name] = {{"p50_us", us}, {"TFLOPs", flops / (us * 1e-6) / 1e12}};
+      }
+      b.set_product_kernels(Kernels::Automatic);
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
+std::string format_products(const nlohmann::json& products) {
+  if (products.empty()) return {};
+  std::vector<std::string> paths;
+  for (const auto& [name, _] : products[0]["kernels"].items()) paths.push_back(name);
+  // The library last: the GEMM's rate is given as a share of it.
+  std::stable_partition(paths.begin(), paths.end(), [](const std::string& p) { return p != "library"; });
+  char buf[256];
+  std::string out = "product (alone, back to back)   rows  weight MB  floor us";
+  for (const std::string& p : paths) {
+    std::snprintf(buf, sizeof buf, " %10s us %7s TF/s", p.c_str(), p.c_str());
+    out += buf;
+  }
+  const bool versus = std::count(paths.begin(), paths.end(), "gemm") && std::count(paths.begin(), paths.end(), "library");
+  out += versus ? "  gemm/library rate\n" : "\n";
+  for (const auto& e : products) {
+    std::snprintf(buf, sizeof buf, "%-30s %5d %10.1f %9.1f", e["name"].get<std::string>().c_str(), e["rows"].get<int>(),
+                  e["weight_bytes"].get<double>() / 1e6, e["floor_us"].get<double>());
+    out += buf;
+    for (const std::string& p : paths) {
+      std::snprintf(buf, sizeof buf, " %13.1f %12.1f", e["kernels"][p]["p50_us"].get<double>(),
+                    e["kernels"][p]["TFLOPs"].get<double>());
+      out += buf;
+    }
+    if (versus) {
+      std::snprintf(buf, sizeof buf, " %12.0f %%",
+                    100.0 * e["kernels"]["library"]["p50_us"].get<double>() / e["kernels"]["gemm"]["p50_us"].get<double>());
+      out += buf;
+    }
+    out += "\n";
+  }
   return out;
 }
 

@@ -1,16 +1,30 @@
-// `voxrt bench --figures products`: each matrix product of a live step (the model's shapes, random
-// bf16 weights, as many rows as a step has) timed alone, back to back inside a recorded step, in
-// microseconds and as a share of the copy rate: where a step's time goes, product by product.
+// `voxrt bench --figures products`: each matrix product of a step (the model's shapes, random bf16
+// weights) timed alone, back to back inside a recorded step, against its floor (weight bytes over
+// the copy rate, FLOPs over the matrix rate, both measured in the same run). With row counts given
+// (--product-rows), every product at each count through each product kernel the backend has (the
+// CUDA backend: its GEMV, its tiled GEMM, cuBLAS), side by side on the same weights: where the GEMM
+// should take over from the GEMV, and how near the library it comes.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "model/config.h"
 #include "runtime/backend.h"
 
 namespace voxrt {
 
-// One entry per product: name, rows, weight bytes, p50 microseconds, GB/s read.
-nlohmann::json time_products(Backend& backend, const ModelConfig& config, double read_bytes_per_s);
+struct ProductTiming {
+  double read_bytes_per_s = 0, matmul_flops_per_s = 0;  // the measured ceilings
+  std::vector<int> rows;  // empty: each product at its live step's rows, with the backend's own kernels
+};
+
+// One entry per product and row count: name, rows, weight_bytes, flops, floor_us, and per kernel
+// path ("auto", or "gemv", "gemm", "library"): p50_us and TFLOPs.
+nlohmann::json time_products(Backend& backend, const ModelConfig& config, const ProductTiming& timing);
+
+// The table for people.
+std::string format_products(const nlohmann::json& products);
 
 }  // namespace voxrt

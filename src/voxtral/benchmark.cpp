@@ -157,7 +157,10 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
   // figures below add the products' test weights and an offline session's caches, which the
   // backend's pool keeps reserved after they are freed.)
   if (o.encoder_steps || o.decoder_steps) r["memory_after_step_figures_bytes"] = be.memory_in_use();
-  if (o.products) r["products"] = time_products(be, c, read_bps);
+  if (o.products) {
+    const ProductTiming timing{read_bps, ceil.matmul_tflops * 1e12, o.product_rows};
+    r["products"] = time_products(be, c, timing);
+  }
 
   r["offline"] = nlohmann::json::array();
   for (double seconds : o.offline_seconds) {
@@ -202,15 +205,7 @@ std::string format_benchmark(const nlohmann::json& r) {
                   s["p50_ms"].get<double>() / s["floor_ms"].get<double>());
     out += buf;
   }
-  if (r.contains("products")) {
-    out += "product (alone, back to back)  rows   weight MB    p50 us   floor us   of copy rate\n";
-    for (const auto& p : r["products"]) {
-      std::snprintf(buf, sizeof buf, "%-30s %4d %11.1f %9.1f %10.1f %9.0f %%\n", p["name"].get<std::string>().c_str(),
-                    p["rows"].get<int>(), p["weight_bytes"].get<double>() / 1e6, p["p50_us"].get<double>(),
-                    p["floor_us"].get<double>(), 100.0 * p["floor_us"].get<double>() / p["p50_us"].get<double>());
-      out += buf;
-    }
-  }
+  if (r.contains("products")) out += format_products(r["products"]);
   for (const auto& o : r["offline"]) {
     std::snprintf(buf, sizeof buf,
                   "offline %4.0f s audio     RTFx %8.1f   (wall %.2f s, %.2f s of it in the model's steps, %.2f s in the "

@@ -27,7 +27,8 @@ struct OfflineRun {
 struct BenchOptions {
   int steps = 200;                     // timed steps per per-step figure (after 20 warm-up steps)
   bool encoder_steps = true, decoder_steps = true;  // which per-step figures to measure
-  bool products = false;  // each product of a step alone (bench_products.h)
+  bool products = false;  // each product of a step alone (bench_products.h) ...
+  std::vector<int> product_rows;  // ... at these row counts through every kernel path (empty: a step's rows)
   std::vector<double> offline_seconds{30, 300};
   Protocol protocol;
   // Offline transcription of 16 kHz audio as `voxrt transcribe` runs it, without stopping at EOS.

@@ -2,7 +2,9 @@
 // are released once it is copied (SafetensorsFile::release), so peak host memory is the weights a
 // backend keeps plus a slice of the file, not the whole file on top (issue 12: 9.1 GB max RSS on the
 // GPU machine, mostly the 8.86 GB checkpoint). Residency is read from /proc/self/smaps.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -60,8 +62,24 @@ TEST(CheckpointResidency, ReleaseDropsThePagesAndKeepsTheBytes) {
   EXPECT_THROW(file->release(big.data, big.nbytes + 4096), Error);
 }
 
+// A private copy of a checkpoint folder whose pages are out of the page cache: the kernel maps the
+// cached pages around each fault (fault-around), so a copy that other tests read at the same time
+// (ctest -j) would have every page cached and far more of it mapped back than a cold file.
+fs::path cold_copy(const fs::path& from, const fs::path& to) {
+  fs::copy(from, to, fs::copy_options::recursive);
+  for (const auto& e : fs::directory_iterator(to)) {
+    const int fd = ::open(e.path().c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  }
+  return to;
+}
+
 TEST(CheckpointResidency, LoadingEveryTensorLeavesTheFileReleased) {
-  const fs::path dir = test_data() / "tiny" / "mistral";
+  testutil::TempDir tmp;
+  const fs::path dir = cold_copy(test_data() / "tiny" / "mistral", tmp.path() / "mistral");
   const fs::path file = dir / "consolidated.safetensors";
   const Checkpoint ckpt = Checkpoint::open(dir);
   size_t elements = 0;

@@ -233,12 +233,34 @@ TEST(Cli, BenchProductsFigureListsEveryProductOfAStep) {
   ASSERT_NO_FATAL_FAILURE(run_bench("--figures products", "decoder gate+up", j));
   ASSERT_EQ(j["products"].size(), 11u);
   for (const auto& p : j["products"]) {
-    EXPECT_GT(p["p50_us"].get<double>(), 0) << p["name"];
+    EXPECT_GT(p["kernels"]["auto"]["p50_us"].get<double>(), 0) << p["name"];
     EXPECT_GT(p["floor_us"].get<double>(), 0) << p["name"];
     EXPECT_GT(p["weight_bytes"].get<double>(), 0) << p["name"];
   }
   EXPECT_FALSE(j.contains("encoder_step"));
   EXPECT_EQ(j["offline"].size(), 0u);
+}
+
+// --product-rows: every product at each row count, through each kernel path the backend has (the
+// CPU has only its own), with the FLOPs of that many rows.
+TEST(Cli, BenchProductRowsTimesEachProductAtEachRowCount) {
+  nlohmann::json j;
+  ASSERT_NO_FATAL_FAILURE(run_bench("--product-rows 1,5", "lm head", j));
+  ASSERT_EQ(j["products"].size(), 22u);
+  for (size_t i = 0; i < j["products"].size(); i += 2) {
+    const auto &one = j["products"][i], five = j["products"][i + 1];
+    EXPECT_EQ(one["name"], five["name"]);
+    EXPECT_EQ(one["rows"].get<int>(), 1);
+    EXPECT_EQ(five["rows"].get<int>(), 5);
+    EXPECT_DOUBLE_EQ(five["flops"].get<double>(), 5 * one["flops"].get<double>());
+    EXPECT_GT(five["kernels"]["auto"]["TFLOPs"].get<double>(), 0) << five["name"];
+  }
+}
+
+TEST(Cli, BenchProductRowsOutOfRangeIsAUsageError) {
+  const RunResult r = run_voxrt("bench --model " + model_dir() + " --product-rows 0");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--product-rows 0"), std::string::npos) << r.err;
 }
 
 // --streams N: N paced live sessions at once; every paced chunk's lag is recorded and the

@@ -870,6 +870,73 @@ TEST_F(CudaBackendTest, SplitKProductsAreBatchInvariantAndRepeatable) {
   }
 }
 
+TEST_F(CudaBackendTest, TiledGemmComputesTheGemvsBitsForEveryRow) {
+  // The tiled GEMM (kernels_gemm_mma.cu) takes over from the GEMV for many rows, so for every row
+  // it must compute exactly the GEMV's bits: plain, fused (q/k/v with a bias and an accumulating
+  // output) and gated products; K cut into pieces (long rows), K not a multiple of the 256-element
+  // unit, K shorter than one unit; features and rows that do not fill a tile; 64- and 128-row
+  // tiles; launches split across blocks (few tiles: by piece, by group of chains) and not.
+  struct Case {
+    int K;
+    std::vector<int> n;
+    bool gated;
+    std::vector<int> rows;
+  };
+  const std::vector<Case> cases = {
+      {3072, {300}, false, {1, 31, 64, 100, 129, 300}},
+      {9216, {200}, false, {33, 200}},
+      {5120, {1280}, false, {130}},
+      {1288, {40}, false, {70}},
+      {40, {24}, false, {65}},
+      {1280, {512, 128, 128}, false, {77, 256, 1000}},
+      {1280, {1000, 1000}, true, {65, 200, 600}},
+      {4096, {200, 200}, true, {96}},
+      {9216, {3072}, false, {600}},
+      {512, {5000}, false, {512}},
+  };
+  for (const Case& c : cases) {
+    const int K = c.K, n_outs = static_cast<int>(c.n.size());
+    const int M = *std::max_element(c.rows.begin(), c.rows.end());
+    const auto x = random(static_cast<size_t>(M) * K);
+    std::vector<Weight> w;
+    std::vector<std::vector<float>> y0;
+    for (int i = 0; i < n_outs; ++i) {
+      w.push_back(gpu().upload_weight(random(static_cast<size_t>(c.n[i]) * K, -0.1f, 0.1f), c.n[i], K));
+      y0.push_back(random(static_cast<size_t>(M) * c.n[i]));
+    }
+    Weight bias = gpu().upload_weight(random(c.n[0]), c.n[0], 1);
+    Buffer gx = put(gpu(), x, M, K);
+    for (const int rows : c.rows) {
+      SCOPED_TRACE("K=" + std::to_string(K) + " outputs=" + std::to_string(n_outs) + (c.gated ? " gated" : "") +
+                   " M=" + std::to_string(rows));
+      auto run = [&](Backend::ProductKernels kernels) {
+        EXPECT_TRUE(gpu().set_product_kernels(kernels));
+        std::vector<Buffer> y;
+        for (int i = 0; i < n_outs; ++i) {
+          y.push_back(put(gpu(), std::vector<float>(y0[i].begin(), y0[i].begin() + static_cast<long>(rows) * c.n[i]), rows,
+                          c.n[i]));
+        }
+        const Mat xv = gx.view(0, rows);
+        if (c.gated) {
+          gpu().gated_linear(xv, w[0], w[1], y[0].all(), y[1].all());
+        } else if (n_outs == 1) {
+          gpu().linear(xv, w[0], &bias, y[0].all(), true);
+        } else {
+          std::vector<LinearOut> outs;
+          for (int i = 0; i < n_outs; ++i) outs.push_back({&w[i], i == 0 ? &bias : nullptr, y[i].all(), i == 1});
+          gpu().linears(xv, outs);
+        }
+        std::vector<std::vector<float>> out;
+        for (int i = 0; i < (c.gated ? 1 : n_outs); ++i) out.push_back(get(gpu(), y[i].all()));
+        return out;
+      };
+      const auto gemv = run(Backend::ProductKernels::Gemv), gemm = run(Backend::ProductKernels::Gemm);
+      for (size_t i = 0; i < gemv.size(); ++i) EXPECT_TRUE(exact(gemm[i], gemv[i])) << "output " << i;
+    }
+  }
+  EXPECT_TRUE(gpu().set_product_kernels(Backend::ProductKernels::Automatic));
+}
+
 TEST_F(CudaBackendTest, UnalignedActivationsGiveTheSameProduct) {
   // x rows that are not 16-byte aligned go through a bf16 copy; the result is bit for bit the one
   // the kernel gives reading aligned fp32 rows (the same rounding).

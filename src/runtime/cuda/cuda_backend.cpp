@@ -19,8 +19,9 @@
 //
 // linear: y = x W^T with x rounded to bf16 and fp32 accumulation, by the GEMV kernels (tensor
 // cores: kernels_gemv_mma.cu, 32 rows per launch, long rows split across blocks with a fixed-order
-// sum; or kernels_gemv.cu) when K % 8 == 0, which keeps every row's result independent of the
-// batch; otherwise x is rounded into a bf16 scratch copy and cublasGemmEx (bf16 A and B, fp32 C,
+// sum; or kernels_gemv.cu) when K % 8 == 0, or from 33 rows on by the tiled GEMM
+// (kernels_gemm_mma.cu) that computes the same bits, which keeps every row's result independent of
+// the batch; otherwise x is rounded into a bf16 scratch copy and cublasGemmEx (bf16 A and B, fp32 C,
 // CUBLAS_COMPUTE_32F) runs with a small bias kernel.
 // VOXRT_CUDA_GEMV_MAX_ROWS=0 sends everything to cuBLAS (for measurements). linears() runs a
 // layer's q, k and v in one GEMV launch and gated_linear() the SwiGLU gate and up products with
@@ -176,6 +177,13 @@ class CudaBackend final : public Backend {
   // matrix's K is not a multiple of 8; the other ops treat rows one by one, and attention's chunks
   // depend on the model alone (plan_attention).
   bool batch_invariant() const override { return gemv_max_rows_ > 0 && !cublas_weights_; }
+
+  bool set_product_kernels(ProductKernels k) override {
+    if (k == ProductKernels::Gemm && !cuda::gemv_on_tensor_cores()) return false;
+    products_ = k;
+    gemv_max_rows_ = k == ProductKernels::Library ? 0 : default_gemv_max_rows_;
+    return true;
+  }
 
   size_t memory_in_use() const override {
     size_t free = 0, total = 0;
@@ -569,6 +577,7 @@ class CudaBackend final : public Backend {
 
     if (const char* env = std::getenv("VOXRT_CUDA_GEMV_MAX_ROWS"))
       gemv_max_rows_ = std::clamp(std::atoi(env), 0, cuda::gemv_max_rows());
+    default_gemv_max_rows_ = gemv_max_rows_;
     if (const char* env = std::getenv("VOXRT_CUDA_KV"); env && std::strcmp(env, "fp32") == 0) kv_bytes_ = sizeof(float);
     repeat_ = cuda::parse_op_repeat(std::getenv("VOXRT_CUDA_REPEAT"));
     if (const char* env = std::getenv("VOXRT_CUDA_ATTN_GROUP_ROWS")) attention_grouping_ = std::strcmp(env, "0") != 0;
@@ -626,7 +635,7 @@ class CudaBackend final : public Backend {
     if (!stream_) return;  // nothing on the device was made
     cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);
-    for (Scratch* s : {&xbf_, &args_, &attn_, &results_, &gemv_partials_, &gemv_counters_})
+    for (Scratch* s : {&xbf_, &args_, &attn_, &results_, &gemv_partials_, &gemv_counters_, &gemm_workspace_})
       if (s->ptr) cudaFreeAsync(s->ptr, stream_);
     cudaStreamSynchronize(stream_);
     if (cublas_) cublasDestroy(cublas_);
@@ -802,7 +811,7 @@ class CudaBackend final : public Backend {
     const int n = static_cast<int>(outs.size());
     for (int i = 0; i < n; ++i)
       g[i] = gemv_out(*outs[i].w, outs[i].bias, outs[i].y.data, outs[i].y.cols, outs[i].accumulate, where);
-    gemv_groups(x.data, M, K, K, g, n, false);
+    run_products(x.data, M, K, K, g, n, false);
     return true;
   }
 
@@ -817,7 +826,7 @@ class CudaBackend final : public Backend {
     use_device();
     cuda::GemvOut g[2] = {gemv_out(w_gate, nullptr, y.data, y.cols, false, where),
                           gemv_out(w_up, nullptr, nullptr, 0, false, where)};
-    gemv_groups(x.data, M, K, K, g, 2, true);
+    run_products(x.data, M, K, K, g, 2, true);
     return true;
   }
 
@@ -838,14 +847,15 @@ class CudaBackend final : public Backend {
                                      stream_);
       return;
     }
-    // Every batch goes through the GEMV kernel in groups of gemv_max_rows() rows: each row's reduction
-    // order is then the same whatever the batch, so a live session (8 mel rows, 4 encoder rows, 1
-    // decoder row per step) computes exactly what an offline pass does (128-row encoder chunks, the
-    // prompt at once). cuBLAS, whose tiling depends on M, is used only for K not a multiple of 8 and
-    // when VOXRT_CUDA_GEMV_MAX_ROWS=0 asks for it.
+    // Every batch goes through the GEMV kernel in groups of gemv_max_rows() rows, or through the
+    // tiled GEMM that computes the same bits (run_products): each row's reduction order is then the
+    // same whatever the batch, so a live session (8 mel rows, 4 encoder rows, 1 decoder row per
+    // step) computes exactly what an offline pass or a batch of sessions does. cuBLAS, whose tiling
+    // depends on M, is used only for K not a multiple of 8 and when asked for (Library, or
+    // VOXRT_CUDA_GEMV_MAX_ROWS=0).
     if (gemv_max_rows_ > 0 && cuda::gemv_supported(1, K)) {
       cuda::GemvOut g = gemv_out(w, bias, y, ldy, accumulate, where);
-      gemv_groups(x, M, K, ldx, &g, 1, false);
+      run_products(x, M, K, ldx, &g, 1, false);
       return;
     }
     auto* xb = static_cast<__nv_bfloat16*>(grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
@@ -874,9 +884,37 @@ class CudaBackend final : public Backend {
     return g;
   }
 
+  // Whether M rows go through the tiled GEMM rather than the GEMV in groups of 32. Both compute the
+  // same bits for every row (kernels_gemm_mma.cu), so the choice is one of speed alone: the GEMV
+  // reads all the weights once per 32 rows, the GEMM once per 64-128 rows with x staged once per
+  // tile. Measured (bench/results/2026-12-02-product-kernels.txt): at 32 rows each wins on some
+  // products, at 64 the GEMM on all, and 33 rows are two GEMV launches, each reading every weight.
+  bool tiled(int M) const {
+    if (!cuda::gemv_on_tensor_cores() || products_ == ProductKernels::Gemv) return false;
+    return products_ == ProductKernels::Gemm || M >= kGemmMinRows;
+  }
+
+  // The products of M rows: the tiled GEMM or the GEMV in groups (tiled()).
+  void run_products(const float* x, int M, int K, size_t ldx, cuda::GemvOut* outs, int n_outs, bool gated) {
+    if (tiled(M)) {
+      auto* xb = static_cast<__nv_bfloat16*>(grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
+      if (!steps_->recorded(22, x, M, K, ldx, xb)) cuda::launch_f32_to_bf16(x, M, K, ldx, xb, stream_);
+      const size_t ws_floats = cuda::gemm_workspace_floats(M, K, outs, n_outs, gated, sm_count_);
+      float* ws = ws_floats ? static_cast<float*>(grow(gemm_workspace_, ws_floats * sizeof(float))) : nullptr;
+      uint64_t h = cuda::StepRecorder::words(24, xb, M, K, n_outs, gated, sm_count_, ws);
+      for (int i = 0; i < n_outs; ++i)
+        h ^= cuda::StepRecorder::words(outs[i].w, outs[i].n, outs[i].bias.data, outs[i].y, outs[i].ldy, outs[i].accumulate) + i;
+      if (steps_->recorded(h, repeat_[cuda::OpKind::Product])) return;
+      for (int i = 0; i < repeat_[cuda::OpKind::Product]; ++i)
+        cuda::launch_gemm(xb, K, M, K, outs, n_outs, gated, ws, ws_floats, sm_count_, stream_);
+      return;
+    }
+    gemv_in_groups(x, M, K, ldx, outs, n_outs, gated);
+  }
+
   // The GEMV over M rows in groups of gemv_max_rows(). x is read as fp32 where its rows are 16-byte
   // aligned, else through a bf16 copy (same rounding, same result).
-  void gemv_groups(const float* x, int M, int K, size_t ldx, cuda::GemvOut* outs, int n_outs, bool gated) {
+  void gemv_in_groups(const float* x, int M, int K, size_t ldx, cuda::GemvOut* outs, int n_outs, bool gated) {
     const void* xin = x;
     size_t ld = ldx;
     const bool direct = cuda::gemv_reads_f32(x, ldx);
@@ -933,12 +971,15 @@ class CudaBackend final : public Backend {
   void* cublas_workspace_ = nullptr;
   void* staging_ = nullptr;  // pinned host memory
   size_t staging_cap_ = 0, staging_used_ = 0;
-  Scratch xbf_, args_, attn_, results_, gemv_partials_, gemv_counters_;
+  Scratch xbf_, args_, attn_, results_, gemv_partials_, gemv_counters_, gemm_workspace_;
   bool attention_grouping_ = true;  // VOXRT_CUDA_ATTN_GROUP_ROWS=0: one row per attention block (to compare)
   cuda::OpRepeat repeat_;  // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
   size_t kv_bytes_ = 2;  // K/V caches in bf16; VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements)
   bool cublas_weights_ = false;  // a matrix whose products cuBLAS computes (batch_invariant)
   int gemv_max_rows_ = cuda::gemv_max_rows();  // 0 (VOXRT_CUDA_GEMV_MAX_ROWS=0): always cuBLAS, for timing
+  int default_gemv_max_rows_ = cuda::gemv_max_rows();
+  ProductKernels products_ = ProductKernels::Automatic;  // set_product_kernels
+  static constexpr int kGemmMinRows = 33;  // tiled(): more rows than one GEMV launch takes
 
   std::unique_ptr<cuda::StepRecorder> steps_;  // steps as CUDA graphs (step_recorder.h)
   uint16_t* weight_chunk_[2] = {nullptr, nullptr};  // pinned, for upload_weight

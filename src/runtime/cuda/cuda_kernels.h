@@ -111,6 +111,9 @@ void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStr
 constexpr int kGemvMaxOutputs = 3;
 // Rows of x one GEMV launch takes (32 on the tensor cores, 8 with VOXRT_CUDA_GEMV=simt).
 int gemv_max_rows();
+// Whether the GEMV runs on the tensor cores (kernels_gemv_mma.cu; not with VOXRT_CUDA_GEMV=simt):
+// only then does the tiled GEMM compute the same bits as the GEMV.
+bool gemv_on_tensor_cores();
 // One product of a GEMV launch: y [M, n] (row stride ldy) = x W^T (+ y if accumulate) (+ bias),
 // W [n, K] bf16.
 struct GemvOut {
@@ -144,6 +147,19 @@ struct GemvWorkspaceSize {
 GemvWorkspaceSize gemv_workspace_size(int K, const GemvOut* outs, int n_outs, bool gated, int sm_count);
 void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
                  const GemvWorkspace& ws, cudaStream_t s);
+// Pieces of K the tensor-core GEMV cuts a weight of n features and K columns into, on a device of
+// sm_count SMs (kernels_gemv_mma.cu); the tiled GEMM cuts it the same way.
+int gemv_mma_pieces(int n, int K, int sm_count);
+
+// ---- kernels_gemm_mma.cu ----
+// The same products as launch_gemv (same outs, gated, epilogue) for any number of rows of bf16 x
+// (row stride ldx elements), tiled: every output bit for bit what the tensor-core GEMV computes
+// for it, whatever M. sm_count must be the one the GEMV is given (it chooses the pieces of K).
+// Launches with few tiles are split across blocks through a workspace of gemm_workspace_floats().
+size_t gemm_workspace_floats(int M, int K, const GemvOut* outs, int n_outs, bool gated, int sm_count);
+void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
+                 float* workspace, size_t workspace_floats, int sm_count, cudaStream_t s);
+
 // The same product with fp32 weights and fp32 x (row stride ldx): for weights stored as vectors
 // ([N, 1]), which a linear only sees with K == 1. One thread per output; not meant to be fast.
 void launch_linear_f32_weight(const float* x, int M, int K, size_t ldx, const float* W, int N, DevVec bias, float* y,

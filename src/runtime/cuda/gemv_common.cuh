@@ -48,6 +48,17 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
 
+// The epilogue of every product kernel, in one place so that each computes the same bits: y[m, f]
+// of a plain output (+ y when accumulating, as sgemv's W x + beta y, then the bias) ...
+__device__ __forceinline__ void store_output(const GemvOut& o, int m, int f, float val) {
+  float* out = o.y + static_cast<size_t>(m) * o.ldy + f;
+  if (o.accumulate) val += *out;
+  if (o.bias.data) val += vec_at(o.bias, f);
+  *out = val;
+}
+// ... and of a gated one: silu(gate) * up, as the silu_mul kernel computes it.
+__device__ __forceinline__ float silu_times(float gate, float up) { return gate / (1.0f + expf(-gate)) * up; }
+
 // Elements 8k .. 8k+7 of row m of x, as 8 packed bf16.
 template <typename XT>
 __device__ __forceinline__ uint4 load_x8(const Params& p, int m, int k) {

@@ -116,14 +116,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_kernel(const Params p) {
         if constexpr (GATED) up = accu[m];
       }
     }
-    float* out = o.y + static_cast<size_t>(lane) * o.ldy + n;
-    if constexpr (GATED) {
-      v = v / (1.0f + expf(-v)) * up;  // as the silu_mul kernel
-    } else {
-      if (o.accumulate) v += *out;  // as sgemv: (W x + beta y), then the bias
-      if (o.bias.data) v += vec_at(o.bias, n);
-    }
-    *out = v;
+    if constexpr (GATED) o.y[static_cast<size_t>(lane) * o.ldy + n] = gemv::silu_times(v, up);
+    else gemv::store_output(o, lane, n, v);
   }
 }
 

@@ -38,12 +38,18 @@
 #include "runtime/cuda/cuda_kernels.h"
 #include "runtime/cuda/gemv_common.cuh"
 #include "runtime/cuda/launch.cuh"
+#include "runtime/cuda/tensor_core.cuh"
 
 namespace voxrt::cuda {
 namespace {
 
 using gemv::load_x8;
 using gemv::Params;
+using tc::cp_async16;
+using tc::cp_async_commit;
+using tc::cp_async_wait;
+using tc::l2_evict_first_policy;
+using tc::mma_chunk;
 
 constexpr int kWarps = 8;
 constexpr int kChunk8 = 4;                    // a warp's chunk: 32 elements = 4 loads of 8
@@ -57,45 +63,11 @@ constexpr int kXStageMaxBytes = 11 * 1024;
 // 256-element units in a row of K8 8-element vectors.
 __host__ __device__ constexpr int units_of(int K8) { return (K8 + kUnitK8 - 1) / kUnitK8; }
 
-__device__ __forceinline__ void mma16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 // Units in flight per block: 64 KiB of ring either way (ring_bytes), so that three blocks fit an SM
 // with their staged x. A larger ring leaves room for only two blocks an SM, a smaller one keeps fewer
 // units in flight; both lose (bench/README.md).
 __host__ __device__ constexpr int ring_stages(int weights) { return weights == 2 ? 4 : 8; }
 __host__ __device__ constexpr int ring_bytes(int weights) { return ring_stages(weights) * weights * 2 * kWarps * 32 * 16; }
-
-__device__ __forceinline__ uint64_t l2_evict_first_policy() {
-  uint64_t policy;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
-}
-
-// 16 bytes global -> shared, asynchronously; zeros (nothing read) when !valid.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid, uint64_t policy) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(d), "l"(src),
-               "r"(valid ? 16 : 0), "l"(policy)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// acc += rows (g, g + 8) of the weight chunk times the x chunk, both k16 halves.
-__device__ __forceinline__ void mma_chunk(float (&acc)[4], uint4 wa, uint4 wb, uint4 x) {
-  mma16816(acc, wa.x, wb.x, wa.y, wb.y, x.x, x.y);
-  mma16816(acc, wa.z, wb.z, wa.w, wb.w, x.z, x.w);
-}
 
 // NT: tiles of 8 x rows (M <= 8 NT). GATED: out[0] is the gate weight and the destination, out[1].w
 // the up weight, y = silu(gate) * up.
@@ -254,15 +226,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
     for (int e = 0; e < 4; ++e) {
       const int f = f0 + g + (e >= 2 ? 8 : 0), m = 8 * j + 2 * t + (e & 1);
       if (f >= n || m >= p.M) continue;
-      float* out = o.y + static_cast<size_t>(m) * o.ldy + f;
-      float val = sum[j * 4 + e];
-      if constexpr (GATED) {
-        val = val / (1.0f + expf(-val)) * sum[(NT + j) * 4 + e];  // as the silu_mul kernel
-      } else {
-        if (o.accumulate) val += *out;  // as sgemv: (W x + beta y), then the bias
-        if (o.bias.data) val += vec_at(o.bias, f);
-      }
-      *out = val;
+      if constexpr (GATED) o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::silu_times(sum[j * 4 + e], sum[(NT + j) * 4 + e]);
+      else gemv::store_output(o, m, f, sum[j * 4 + e]);
     }
   }
 }
