@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cuda_options.h"
+
 namespace voxrt {
 
 class Backend;
@@ -242,7 +244,8 @@ class Backend {
 
 std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
 #ifdef VOXRT_WITH_CUDA
-std::unique_ptr<Backend> make_cuda_backend(int device);
+// options: the backend's switches (runtime/cuda_options.h); by default those of the environment.
+std::unique_ptr<Backend> make_cuda_backend(int device, const CudaOptions& options = cuda_options_from_environment());
 #endif
 
 }  // namespace voxrt

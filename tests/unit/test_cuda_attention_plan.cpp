@@ -20,6 +20,7 @@ struct HeadShape {
   int heads, kv_heads, head_dim, window, step_rows;
 };
 constexpr int kH200Sms = 132;
+constexpr double kBlocksPerSm = 8.0;  // CudaOptions::attention_blocks_per_sm, the default
 
 std::string describe(const HeadShape& s, int kv_bytes) {
   return "heads=" + std::to_string(s.heads) + " kv_heads=" + std::to_string(s.kv_heads) +
@@ -39,11 +40,11 @@ TEST(CudaAttentionPlan, ChunkDependsOnTheModelNotTheLaunch) {
     for (const int kv_bytes : {2, 4}) {
       SCOPED_TRACE(describe(s, kv_bytes));
       const cuda::AttentionPlan live =
-          cuda::plan_attention(1, s.heads, s.kv_heads, s.head_dim, kv_bytes, s.window, s.window, s.step_rows, kH200Sms);
+          cuda::plan_attention(1, s.heads, s.kv_heads, s.head_dim, kv_bytes, s.window, s.window, s.step_rows, kH200Sms, kBlocksPerSm);
       for (const int rows : {1, 4, 37, 1500}) {
         for (const int max_keys : {1, 250, s.window}) {
           const cuda::AttentionPlan p = cuda::plan_attention(rows, s.heads, s.kv_heads, s.head_dim, kv_bytes, max_keys,
-                                                             s.window, s.step_rows, kH200Sms);
+                                                             s.window, s.step_rows, kH200Sms, kBlocksPerSm);
           EXPECT_EQ(p.chunk, live.chunk) << rows << " rows, " << max_keys << " keys";
           EXPECT_EQ(p.smem_bytes, live.smem_bytes);
           EXPECT_EQ(p.nsplit, (max_keys + p.chunk - 1) / p.chunk);
@@ -58,8 +59,8 @@ TEST(CudaAttentionPlan, ChunkDependsOnTheModelNotTheLaunch) {
   }
   // The chunks measured best on the H200 (bench/README.md): 64 keys, the smallest, for both the
   // encoder's step of 4 rows and the decoder's single row.
-  EXPECT_EQ(cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms).chunk, 64);
-  EXPECT_EQ(cuda::plan_attention(1, 32, 8, 128, 2, 8192, 8192, 1, kH200Sms).chunk, 64);
+  EXPECT_EQ(cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm).chunk, 64);
+  EXPECT_EQ(cuda::plan_attention(1, 32, 8, 128, 2, 8192, 8192, 1, kH200Sms, kBlocksPerSm).chunk, 64);
 #endif
 }
 
@@ -83,8 +84,8 @@ TEST(CudaAttentionPlan, RowsShareABlockOnlyAsConsecutivePositionsOfOneSlot) {
   EXPECT_EQ(rows_per_block({{0, 7}, {0, 8}, {0, 9}, {0, 10}, {0, 12}, {0, 13}}, 32, 32), 4);
   EXPECT_EQ(rows_per_block({{0, 7}, {0, 8}, {0, 9}, {0, 10}, {0, 12}, {0, 14}}, 32, 32), 1);
   // The chunk does not depend on the grouping (only the block's shared memory does).
-  const cuda::AttentionPlan one = cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, 1);
-  const cuda::AttentionPlan four = cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, 4);
+  const cuda::AttentionPlan one = cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm, 1);
+  const cuda::AttentionPlan four = cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm, 4);
   EXPECT_EQ(one.chunk, four.chunk);
   EXPECT_EQ(four.rows_per_block, 4);
   EXPECT_LE(four.smem_bytes, cuda::kAttentionMaxSmemBytes);
@@ -105,7 +106,7 @@ TEST(CudaAttentionPlan, StagedChunkFitsSharedMemoryForEverySupportedShape) {
                 const HeadShape s{group * kv_heads, kv_heads, head_dim, window, step_rows};
                 SCOPED_TRACE(describe(s, kv_bytes) + " sms=" + std::to_string(sms));
                 const cuda::AttentionPlan p =
-                    cuda::plan_attention(1, s.heads, kv_heads, head_dim, kv_bytes, window, window, step_rows, sms);
+                    cuda::plan_attention(1, s.heads, kv_heads, head_dim, kv_bytes, window, window, step_rows, sms, kBlocksPerSm);
                 EXPECT_TRUE(p.chunk >= 64 && p.chunk <= 1024 && (p.chunk & (p.chunk - 1)) == 0) << p.chunk;
                 EXPECT_GT(p.smem_bytes, 2u * p.chunk * head_dim * kv_bytes);  // at least the staged K and V
                 EXPECT_LE(p.smem_bytes, cuda::kAttentionMaxSmemBytes);

@@ -937,6 +937,34 @@ TEST_F(CudaBackendTest, TiledGemmComputesTheGemvsBitsForEveryRow) {
   EXPECT_TRUE(gpu().set_product_kernels(Backend::ProductKernels::Automatic));
 }
 
+TEST_F(CudaBackendTest, OptionsGivenAtConstructionTakeEffect) {
+  // The switches come with the backend (CudaOptions), not from the process: two backends side by
+  // side keep their own. fp32 K/V, cuBLAS products (no longer batch-invariant), graphs off.
+#ifdef VOXRT_WITH_CUDA
+  CudaOptions o;
+  o.fp32_kv = true;
+  o.library_products = true;
+  o.graphs = false;
+  const std::unique_ptr<Backend> other = make_cuda_backend(0, o);
+  EXPECT_EQ(other->kv_element_bytes(), 4u);
+  EXPECT_FALSE(other->batch_invariant());
+  EXPECT_EQ(gpu().kv_element_bytes(), 2u);
+  EXPECT_TRUE(gpu().batch_invariant());
+  Buffer a(other.get(), 1, 8);
+  for (int i = 0; i < 3; ++i) other->run_step("options step", [&] { other->fill(a.data(), 1.0f, 8); });
+  EXPECT_EQ(other->step_stats().captured, 0u);
+  EXPECT_EQ(other->step_stats().replayed, 0u);
+  // The library products give the GEMV's results within the products' tolerance.
+  const int M = 5, N = 64, K = 256;
+  const auto x = random(static_cast<size_t>(M) * K), w = random(static_cast<size_t>(N) * K, -0.1f, 0.1f);
+  Buffer gx = put(gpu(), x, M, K), ox = put(*other, x, M, K), gy(&gpu(), M, N), oy(other.get(), M, N);
+  Weight gw = gpu().upload_weight(std::vector<float>(w), N, K), ow = other->upload_weight(std::vector<float>(w), N, K);
+  gpu().linear(gx.all(), gw, nullptr, gy.all());
+  other->linear(ox.all(), ow, nullptr, oy.all());
+  EXPECT_TRUE(normwise(get(*other, oy.all()), get(gpu(), gy.all()), 1e-5));
+#endif
+}
+
 TEST_F(CudaBackendTest, UnalignedActivationsGiveTheSameProduct) {
   // x rows that are not 16-byte aligned go through a bf16 copy; the result is bit for bit the one
   // the kernel gives reading aligned fp32 rows (the same rounding).

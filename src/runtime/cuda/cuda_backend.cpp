@@ -23,7 +23,8 @@
 // (kernels_gemm_mma.cu) that computes the same bits, which keeps every row's result independent of
 // the batch; otherwise x is rounded into a bf16 scratch copy and cublasGemmEx (bf16 A and B, fp32 C,
 // CUBLAS_COMPUTE_32F) runs with a small bias kernel.
-// VOXRT_CUDA_GEMV_MAX_ROWS=0 sends everything to cuBLAS (for measurements). linears() runs a
+// CudaOptions::library_products (VOXRT_CUDA_GEMV_MAX_ROWS=0) sends everything to cuBLAS (for
+// measurements); runtime/cuda_options.h lists the backend's other switches. linears() runs a
 // layer's q, k and v in one GEMV launch and gated_linear() the SwiGLU gate and up products with
 // the silu product fused.
 //
@@ -107,7 +108,7 @@ struct Scratch {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) : device_(device) {
+  CudaBackend(int device, const CudaOptions& options) : device_(device), options_(options) {
     try {
       init();
     } catch (...) {
@@ -155,7 +156,7 @@ class CudaBackend final : public Backend {
       VOXRT_CUDA_CHECK(cudaMemcpyAsync(static_cast<float*>(a) + static_cast<size_t>(r) * n, host.data(),
                                        host.size() * sizeof(float), cudaMemcpyHostToDevice, stream_));
     auto* ab = static_cast<__nv_bfloat16*>(b);
-    cuda::launch_f32_to_bf16(static_cast<const float*>(a), n, n, n, ab, stream_);
+    cuda::launch_f32_to_bf16(static_cast<const float*>(a), n, n, n, ab, launch_);
     auto* cf = static_cast<float*>(a);  // fp32 C (the first 256 MiB of a)
     const float alpha = 1.0f, beta = 0.0f;
     const double ms = median_ms([&] {
@@ -176,12 +177,12 @@ class CudaBackend final : public Backend {
   // Every product goes through the GEMV kernels (see linear()) unless cuBLAS was asked for or a
   // matrix's K is not a multiple of 8; the other ops treat rows one by one, and attention's chunks
   // depend on the model alone (plan_attention).
-  bool batch_invariant() const override { return gemv_max_rows_ > 0 && !cublas_weights_; }
+  bool batch_invariant() const override { return !library_ && !cublas_weights_; }
 
   bool set_product_kernels(ProductKernels k) override {
-    if (k == ProductKernels::Gemm && !cuda::gemv_on_tensor_cores()) return false;
+    if (k == ProductKernels::Gemm && !tuning_.tensor_cores) return false;
     products_ = k;
-    gemv_max_rows_ = k == ProductKernels::Library ? 0 : default_gemv_max_rows_;
+    library_ = k == ProductKernels::Library || (k == ProductKernels::Automatic && options_.library_products);
     return true;
   }
 
@@ -253,7 +254,7 @@ class CudaBackend final : public Backend {
   void fill(float* dst, float value, size_t n) override {
     use_device();
     if (steps_->recorded(5, dst, value, n)) return;
-    cuda::launch_fill(dst, value, n, stream_);
+    cuda::launch_fill(dst, value, n, launch_);
   }
 
   Weight upload_weight(std::vector<float>&& values, int rows, int cols) override {
@@ -320,7 +321,7 @@ class CudaBackend final : public Backend {
     const DevVec wv = vec_of(w, "cuda rms_norm");
     if (steps_->recorded(10, x.data, x.rows, x.cols, wv.data, eps, y.data, repeat_[cuda::OpKind::Norm])) return;
     for (int i = 0; i < repeat_[cuda::OpKind::Norm]; ++i)
-      cuda::launch_rms_norm(x.data, x.rows, x.cols, wv, eps, y.data, stream_);
+      cuda::launch_rms_norm(x.data, x.rows, x.cols, wv, eps, y.data, launch_);
   }
 
   void rms_norm_scaled(Mat x, const Weight& w, float eps, Mat y, Mat scales, std::span<const int> scale_row) override {
@@ -337,7 +338,7 @@ class CudaBackend final : public Backend {
       return;
     for (int i = 0; i < repeat_[cuda::OpKind::Norm]; ++i)
       cuda::launch_rms_norm_scaled(x.data, x.rows, x.cols, wv, eps, y.data, scales.data, scales.cols,
-                                   static_cast<const int*>(d[0]), stream_);
+                                   static_cast<const int*>(d[0]), launch_);
   }
 
   void scale_rows(Mat x, Mat scales, std::span<const int> scale_row) override {
@@ -348,13 +349,13 @@ class CudaBackend final : public Backend {
     use_device();
     const auto d = upload_args({{scale_row.data(), x.rows * sizeof(int)}});
     if (steps_->recorded(11, x.data, x.rows, x.cols, scales.data, scales.cols, d[0])) return;
-    cuda::launch_scale_rows(x.data, x.rows, x.cols, scales.data, scales.cols, static_cast<const int*>(d[0]), stream_);
+    cuda::launch_scale_rows(x.data, x.rows, x.cols, scales.data, scales.cols, static_cast<const int*>(d[0]), launch_);
   }
 
   void gelu(Mat x) override {
     use_device();
     if (steps_->recorded(12, x.data, x.rows, x.cols)) return;
-    cuda::launch_gelu(x.data, static_cast<size_t>(x.rows) * x.cols, stream_);
+    cuda::launch_gelu(x.data, static_cast<size_t>(x.rows) * x.cols, launch_);
   }
 
   void silu_mul(Mat gate, Mat up) override {
@@ -362,14 +363,14 @@ class CudaBackend final : public Backend {
           "shape mismatch");
     use_device();
     if (steps_->recorded(13, gate.data, up.data, gate.rows, gate.cols)) return;
-    cuda::launch_silu_mul(gate.data, up.data, static_cast<size_t>(gate.rows) * gate.cols, stream_);
+    cuda::launch_silu_mul(gate.data, up.data, static_cast<size_t>(gate.rows) * gate.cols, launch_);
   }
 
   void add(Mat y, Mat x) override {
     check(static_cast<size_t>(y.rows) * y.cols == static_cast<size_t>(x.rows) * x.cols, "cuda add", "shape mismatch");
     use_device();
     if (steps_->recorded(14, y.data, x.data, y.rows, y.cols)) return;
-    cuda::launch_add(y.data, x.data, static_cast<size_t>(y.rows) * y.cols, stream_);
+    cuda::launch_add(y.data, x.data, static_cast<size_t>(y.rows) * y.cols, launch_);
   }
 
   void rope(Mat x, int n_heads, int head_dim, std::span<const RowRef> rows, std::span<const float> inv_freq) override {
@@ -382,7 +383,7 @@ class CudaBackend final : public Backend {
     const auto d = upload_args({{inv_freq.data(), half_bytes}, {rows.data(), x.rows * sizeof(RowRef)}});
     if (steps_->recorded(15, x.data, x.rows, x.cols, n_heads, head_dim, d[0], d[1])) return;
     cuda::launch_rope(x.data, x.rows, x.cols, n_heads, head_dim, static_cast<const DevRowRef*>(d[1]),
-                      static_cast<const float*>(d[0]), stream_);
+                      static_cast<const float*>(d[0]), launch_);
   }
 
   void store_kv(KvCache& cache, int layer, Mat k, Mat v, std::span<const RowRef> rows) override {
@@ -397,7 +398,7 @@ class CudaBackend final : public Backend {
     const auto d = upload_args({{rows.data(), k.rows * sizeof(RowRef)}});
     if (steps_->recorded(16, cache.key_data(), cache.value_data(), layer, k.data, k.cols, v.data, v.cols, d[0], k.rows)) return;
     cuda::launch_store_kv(layout(cache, layer), k.data, k.cols, v.data, v.cols, static_cast<const DevRowRef*>(d[0]),
-                          k.rows, stream_);
+                          k.rows, launch_);
   }
 
   void upload_kv(KvCache& cache, const float* keys, const float* values) override {
@@ -430,7 +431,7 @@ class CudaBackend final : public Backend {
     use_device();
     const auto d = upload_args({{inv_freq.data(), static_cast<size_t>(s.head_dim / 2) * sizeof(float)}});
     if (steps_->recorded(25, cache.key_data(), slot, shift, d[0])) return;
-    cuda::launch_shift_cached_keys(layout(cache, 0), s.layers, slot, shift, static_cast<const float*>(d[0]), stream_);
+    cuda::launch_shift_cached_keys(layout(cache, 0), s.layers, slot, shift, static_cast<const float*>(d[0]), launch_);
   }
 
   void rope_store_kv(Mat q, Mat k, Mat v, int n_heads, std::span<const RowRef> rows, std::span<const float> inv_freq,
@@ -452,7 +453,7 @@ class CudaBackend final : public Backend {
       return;
     for (int i = 0; i < repeat_[cuda::OpKind::Rope]; ++i)
       cuda::launch_rope_store(q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, layout(cache, layer),
-                              static_cast<const DevRowRef*>(d[1]), k.rows, static_cast<const float*>(d[0]), stream_);
+                              static_cast<const DevRowRef*>(d[1]), k.rows, static_cast<const float*>(d[0]), launch_);
   }
 
   void attention(const KvCache& cache, int layer, Mat q, std::span<const RowRef> rows, const AttentionParams& p,
@@ -475,13 +476,14 @@ class CudaBackend final : public Backend {
     use_device();
     // Planned for a full window whatever the positions (blocks past a row's keys return at once):
     // the launch then depends on shapes only, so a recorded step replays at any position.
-    const int rows_per_block = attention_grouping_
+    const int rows_per_block = options_.attention_group_rows
                                    ? cuda::attention_rows_per_block(reinterpret_cast<const DevRowRef*>(rows.data()),
                                                                     q.rows, p.n_heads, p.n_kv_heads)
                                    : 1;
     const cuda::AttentionPlan plan =
         cuda::plan_attention(q.rows, p.n_heads, p.n_kv_heads, p.head_dim, static_cast<int>(cache.element_bytes()),
-                             p.window, p.window, p.step_rows, sm_count_, rows_per_block);
+                             p.window, p.window, p.step_rows, sm_count_, options_.attention_blocks_per_sm,
+                             rows_per_block);
     const auto d = upload_args({{rows.data(), q.rows * sizeof(RowRef)}});
     cuda::AttentionArgs a;
     a.kv = layout(cache, layer);
@@ -499,7 +501,7 @@ class CudaBackend final : public Backend {
                  out.data, out.cols, a.scratch, plan.chunk, plan.nsplit, plan.rows_per_block,
                  repeat_[cuda::OpKind::Attention]))
       return;
-    for (int i = 0; i < repeat_[cuda::OpKind::Attention]; ++i) cuda::launch_attention(a, plan, stream_);
+    for (int i = 0; i < repeat_[cuda::OpKind::Attention]; ++i) cuda::launch_attention(a, plan, launch_);
   }
 
   void embed(const Weight& table, std::span<const int32_t> ids, Mat y) override {
@@ -512,7 +514,7 @@ class CudaBackend final : public Backend {
     use_device();
     const auto d = upload_args({{ids.data(), y.rows * sizeof(int32_t)}});
     if (steps_->recorded(18, t.data, table.cols, d[0], y.rows, y.data, y.cols)) return;
-    cuda::launch_embed(t, table.cols, static_cast<const int32_t*>(d[0]), y.rows, y.data, y.cols, stream_);
+    cuda::launch_embed(t, table.cols, static_cast<const int32_t*>(d[0]), y.rows, y.data, y.cols, launch_);
   }
 
   void conv1d_k3(Mat x, const Weight& w, const Weight& bias, int stride, Mat y) override {
@@ -536,7 +538,7 @@ class CudaBackend final : public Backend {
     auto* dev = static_cast<char*>(grow(results_, n * 8));
     int32_t* d_ids = reinterpret_cast<int32_t*>(dev);
     float* d_margins = margins.empty() ? nullptr : reinterpret_cast<float*>(dev + n * 4);
-    cuda::launch_argmax(x.data, x.rows, x.cols, d_ids, d_margins, stream_);
+    cuda::launch_argmax(x.data, x.rows, x.cols, d_ids, d_margins, launch_);
     char* host = static_cast<char*>(stage(n * 8));
     VOXRT_CUDA_CHECK(cudaMemcpyAsync(host, dev, margins.empty() ? n * 4 : n * 8, cudaMemcpyDeviceToHost, stream_));
     sync_stream();
@@ -573,14 +575,16 @@ class CudaBackend final : public Backend {
 
     staging_cap_ = 1 << 20;
     VOXRT_CUDA_CHECK(cudaMallocHost(&staging_, staging_cap_));
-    steps_ = std::make_unique<cuda::StepRecorder>(stream_, [this](float* p) { release(p); });
+    steps_ = std::make_unique<cuda::StepRecorder>(stream_, options_.graphs, [this](float* p) { release(p); });
 
-    if (const char* env = std::getenv("VOXRT_CUDA_GEMV_MAX_ROWS"))
-      gemv_max_rows_ = std::clamp(std::atoi(env), 0, cuda::gemv_max_rows());
-    default_gemv_max_rows_ = gemv_max_rows_;
-    if (const char* env = std::getenv("VOXRT_CUDA_KV"); env && std::strcmp(env, "fp32") == 0) kv_bytes_ = sizeof(float);
-    repeat_ = cuda::parse_op_repeat(std::getenv("VOXRT_CUDA_REPEAT"));
-    if (const char* env = std::getenv("VOXRT_CUDA_ATTN_GROUP_ROWS")) attention_grouping_ = std::strcmp(env, "0") != 0;
+    launch_ = cuda::Stream{stream_, options_.programmatic_launch};
+    tuning_.tensor_cores = options_.tensor_core_gemv;
+    tuning_.split_blocks_per_sm = options_.gemv_split_blocks_per_sm;
+    tuning_.min_piece_units = options_.gemv_min_piece_units;
+    tuning_.sm_count = sm_count_;
+    library_ = options_.library_products;
+    kv_bytes_ = options_.fp32_kv ? sizeof(float) : 2;
+    repeat_ = cuda::parse_op_repeat(options_.repeat.empty() ? nullptr : options_.repeat.c_str());
   }
 
   static constexpr size_t kWeightChunk = size_t{1} << 24;  // elements per pinned weight chunk
@@ -592,7 +596,7 @@ class CudaBackend final : public Backend {
     const size_t n = static_cast<size_t>(rows) * cols;
     auto d = std::make_shared<DeviceWeight>();
     d->bf16 = bf16;
-    if (bf16 && !cuda::gemv_supported(1, cols)) cublas_weights_ = true;  // linear() sends it to cuBLAS
+    if (bf16 && !cuda::gemv_supports_k(cols)) cublas_weights_ = true;  // linear() sends it to cuBLAS
     const size_t bytes = std::max<size_t>(256, n * (bf16 ? 2 : 4));
     const cudaError_t e = cudaMalloc(&d->data, bytes);
     if (e != cudaSuccess) {
@@ -792,7 +796,7 @@ class CudaBackend final : public Backend {
 
   // Whether one GEMV launch can take x [M, K] (fp32, aligned rows) against these weights.
   bool gemv_takes(Mat x, std::initializer_list<const Weight*> weights, const char* where) {
-    bool ok = x.rows > 0 && gemv_max_rows_ > 0 && cuda::gemv_supported(1, x.cols) && cuda::gemv_reads_f32(x.data, x.cols);
+    bool ok = x.rows > 0 && !library_ && cuda::gemv_supports_k(x.cols) && cuda::gemv_reads_f32(x.data, x.cols);
     for (const Weight* w : weights) ok = ok && device_weight(*w, where).bf16;
     return ok;
   }
@@ -844,7 +848,7 @@ class CudaBackend final : public Backend {
     if (!W.bf16) {  // a weight stored as a vector: [N, 1], so K == 1
       if (steps_->recorded(20, x, M, K, ldx, W.data, N, b.data, y, ldy, accumulate)) return;
       cuda::launch_linear_f32_weight(x, M, K, ldx, static_cast<const float*>(W.data), N, b, y, ldy, accumulate,
-                                     stream_);
+                                     launch_);
       return;
     }
     // Every batch goes through the GEMV kernel in groups of gemv_max_rows() rows, or through the
@@ -853,7 +857,7 @@ class CudaBackend final : public Backend {
     // step) computes exactly what an offline pass or a batch of sessions does. cuBLAS, whose tiling
     // depends on M, is used only for K not a multiple of 8 and when asked for (Library, or
     // VOXRT_CUDA_GEMV_MAX_ROWS=0).
-    if (gemv_max_rows_ > 0 && cuda::gemv_supported(1, K)) {
+    if (!library_ && cuda::gemv_supports_k(K)) {
       cuda::GemvOut g = gemv_out(w, bias, y, ldy, accumulate, where);
       run_products(x, M, K, ldx, &g, 1, false);
       return;
@@ -861,13 +865,13 @@ class CudaBackend final : public Backend {
     auto* xb = static_cast<__nv_bfloat16*>(grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
     const auto* wb = static_cast<const __nv_bfloat16*>(W.data);
     if (steps_->recorded(21, x, M, K, ldx, xb, wb, N, b.data, y, ldy, accumulate)) return;
-    cuda::launch_f32_to_bf16(x, M, K, ldx, xb, stream_);
+    cuda::launch_f32_to_bf16(x, M, K, ldx, xb, launch_);
     // Column-major view: y^T [N, M] (ld ldy) = W^T^T ... i.e. C = op(A) B with A = W stored column-major
     // as [K, N] (ld K) and op(A) = A^T = W [N, K]; B = x^T stored column-major as [K, M] (ld K).
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     VOXRT_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &alpha, wb, CUDA_R_16BF, K, xb,
                                     CUDA_R_16BF, K, &beta, y, CUDA_R_32F, ldy, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-    if (b.data) cuda::launch_add_bias(y, M, N, b, stream_);
+    if (b.data) cuda::launch_add_bias(y, M, N, b, launch_);
   }
 
   cuda::GemvOut gemv_out(const Weight& w, const Weight* bias, float* y, int ldy, bool accumulate, const char* where) {
@@ -890,7 +894,7 @@ class CudaBackend final : public Backend {
   // tile. Measured (bench/results/2026-12-02-product-kernels.txt): at 32 rows each wins on some
   // products, at 64 the GEMM on all, and 33 rows are two GEMV launches, each reading every weight.
   bool tiled(int M) const {
-    if (!cuda::gemv_on_tensor_cores() || products_ == ProductKernels::Gemv) return false;
+    if (!tuning_.tensor_cores || products_ == ProductKernels::Gemv) return false;
     return products_ == ProductKernels::Gemm || M >= kGemmMinRows;
   }
 
@@ -898,15 +902,15 @@ class CudaBackend final : public Backend {
   void run_products(const float* x, int M, int K, size_t ldx, cuda::GemvOut* outs, int n_outs, bool gated) {
     if (tiled(M)) {
       auto* xb = static_cast<__nv_bfloat16*>(grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
-      if (!steps_->recorded(22, x, M, K, ldx, xb)) cuda::launch_f32_to_bf16(x, M, K, ldx, xb, stream_);
-      const size_t ws_floats = cuda::gemm_workspace_floats(M, K, outs, n_outs, gated, sm_count_);
+      if (!steps_->recorded(22, x, M, K, ldx, xb)) cuda::launch_f32_to_bf16(x, M, K, ldx, xb, launch_);
+      const size_t ws_floats = cuda::gemm_workspace_floats(M, K, outs, n_outs, gated, tuning_);
       float* ws = ws_floats ? static_cast<float*>(grow(gemm_workspace_, ws_floats * sizeof(float))) : nullptr;
       uint64_t h = cuda::StepRecorder::words(24, xb, M, K, n_outs, gated, sm_count_, ws);
       for (int i = 0; i < n_outs; ++i)
         h ^= cuda::StepRecorder::words(outs[i].w, outs[i].n, outs[i].bias.data, outs[i].y, outs[i].ldy, outs[i].accumulate) + i;
       if (steps_->recorded(h, repeat_[cuda::OpKind::Product])) return;
       for (int i = 0; i < repeat_[cuda::OpKind::Product]; ++i)
-        cuda::launch_gemm(xb, K, M, K, outs, n_outs, gated, ws, ws_floats, sm_count_, stream_);
+        cuda::launch_gemm(xb, K, M, K, outs, n_outs, gated, ws, ws_floats, tuning_, launch_);
       return;
     }
     gemv_in_groups(x, M, K, ldx, outs, n_outs, gated);
@@ -920,14 +924,14 @@ class CudaBackend final : public Backend {
     const bool direct = cuda::gemv_reads_f32(x, ldx);
     if (!direct) {
       auto* xb = static_cast<__nv_bfloat16*>(grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
-      if (!steps_->recorded(22, x, M, K, ldx, xb)) cuda::launch_f32_to_bf16(x, M, K, ldx, xb, stream_);
+      if (!steps_->recorded(22, x, M, K, ldx, xb)) cuda::launch_f32_to_bf16(x, M, K, ldx, xb, launch_);
       xin = xb;
       ld = K;
     }
     const size_t elem = direct ? sizeof(float) : sizeof(__nv_bfloat16);
     const cuda::GemvWorkspace ws = gemv_workspace(K, outs, n_outs, gated);
     cuda::GemvOut group[cuda::kGemvMaxOutputs];
-    const int group_rows = cuda::gemv_max_rows();
+    const int group_rows = cuda::gemv_max_rows(tuning_);
     for (int m0 = 0; m0 < M; m0 += group_rows) {
       const int rows = std::min(group_rows, M - m0);
       uint64_t h = cuda::StepRecorder::words(23, xin, ld, rows, K, n_outs, gated, direct, ws.partials, ws.counters);
@@ -939,16 +943,15 @@ class CudaBackend final : public Backend {
       const void* xg = static_cast<const char*>(xin) + static_cast<size_t>(m0) * ld * elem;
       if (steps_->recorded(h, xg, repeat_[cuda::OpKind::Product])) continue;
       for (int i = 0; i < repeat_[cuda::OpKind::Product]; ++i)
-        cuda::launch_gemv(xg, !direct, ld, rows, K, group, n_outs, gated, ws, stream_);
+        cuda::launch_gemv(xg, !direct, ld, rows, K, group, n_outs, gated, ws, tuning_, launch_);
     }
   }
 
   // The split-K workspace for these weights (kernels_gemv_mma.cu); counters are zeroed when made,
   // and every launch leaves them zero.
   cuda::GemvWorkspace gemv_workspace(int K, const cuda::GemvOut* outs, int n_outs, bool gated) {
-    const cuda::GemvWorkspaceSize need = cuda::gemv_workspace_size(K, outs, n_outs, gated, sm_count_);
+    const cuda::GemvWorkspaceSize need = cuda::gemv_workspace_size(K, outs, n_outs, gated, tuning_);
     cuda::GemvWorkspace ws;
-    ws.sm_count = sm_count_;
     if (need.partial_floats > 0) {
       ws.partials = static_cast<float*>(grow(gemv_partials_, need.partial_floats * sizeof(float)));
       ws.partial_floats = gemv_partials_.bytes / sizeof(float);
@@ -964,6 +967,9 @@ class CudaBackend final : public Backend {
 
   int device_;
   int sm_count_ = 0;
+  CudaOptions options_;
+  cuda::Stream launch_;       // stream_, with the launches' programmatic flag
+  cuda::GemvTuning tuning_;   // the products' kernels (from options_ and the device)
   std::string description_;
   cudaStream_t stream_ = nullptr;
   cudaMemPool_t pool_ = nullptr;
@@ -972,12 +978,11 @@ class CudaBackend final : public Backend {
   void* staging_ = nullptr;  // pinned host memory
   size_t staging_cap_ = 0, staging_used_ = 0;
   Scratch xbf_, args_, attn_, results_, gemv_partials_, gemv_counters_, gemm_workspace_;
-  bool attention_grouping_ = true;  // VOXRT_CUDA_ATTN_GROUP_ROWS=0: one row per attention block (to compare)
+
   cuda::OpRepeat repeat_;  // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
   size_t kv_bytes_ = 2;  // K/V caches in bf16; VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements)
   bool cublas_weights_ = false;  // a matrix whose products cuBLAS computes (batch_invariant)
-  int gemv_max_rows_ = cuda::gemv_max_rows();  // 0 (VOXRT_CUDA_GEMV_MAX_ROWS=0): always cuBLAS, for timing
-  int default_gemv_max_rows_ = cuda::gemv_max_rows();
+  bool library_ = false;  // every product through cuBLAS (set_product_kernels, CudaOptions::library_products)
   ProductKernels products_ = ProductKernels::Automatic;  // set_product_kernels
   static constexpr int kGemmMinRows = 33;  // tiled(): more rows than one GEMV launch takes
 
@@ -988,6 +993,8 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }
+std::unique_ptr<Backend> make_cuda_backend(int device, const CudaOptions& options) {
+  return std::make_unique<CudaBackend>(device, options);
+}
 
 }  // namespace voxrt

@@ -18,6 +18,13 @@ struct DevRowRef {
   long long pos;
 };
 
+// Where a launcher enqueues, and whether its kernels may be scheduled while the previous kernel on
+// the stream finishes (programmatic dependent launch, launch.cuh; off only to measure it).
+struct Stream {
+  cudaStream_t stream = nullptr;
+  bool programmatic = true;
+};
+
 // A parameter vector in device memory (norm weight, bias), stored as fp32 or bf16. data == nullptr
 // means "none" where a vector is optional (bias).
 struct DevVec {
@@ -26,29 +33,29 @@ struct DevVec {
 };
 
 // ---- kernels_elementwise.cu ----
-void launch_fill(float* dst, float value, size_t n, cudaStream_t s);
-void launch_add(float* y, const float* x, size_t n, cudaStream_t s);          // y += x
-void launch_gelu(float* x, size_t n, cudaStream_t s);                         // exact erf GELU
-void launch_silu_mul(float* gate, const float* up, size_t n, cudaStream_t s);  // gate = silu(gate) * up
+void launch_fill(float* dst, float value, size_t n, Stream s);
+void launch_add(float* y, const float* x, size_t n, Stream s);          // y += x
+void launch_gelu(float* x, size_t n, Stream s);                         // exact erf GELU
+void launch_silu_mul(float* gate, const float* up, size_t n, Stream s);  // gate = silu(gate) * up
 // x[r, :cols] *= scales[scale_row[r], :cols]; scale_row is a device array of rows ints.
 void launch_scale_rows(float* x, int rows, int cols, const float* scales, int scales_ld, const int* scale_row,
-                       cudaStream_t s);
+                       Stream s);
 // y[r, c] += bias[c] for a [rows, cols] matrix with leading dimension cols.
-void launch_add_bias(float* y, int rows, int cols, DevVec bias, cudaStream_t s);
+void launch_add_bias(float* y, int rows, int cols, DevVec bias, Stream s);
 // y (packed [rows, cols] bf16, round to nearest even) = x [rows, cols] with row stride ld floats.
 // With ld < cols the rows overlap, which is how conv1d_k3 reads its im2col patches for free.
-void launch_f32_to_bf16(const float* x, int rows, int cols, size_t ld, __nv_bfloat16* y, cudaStream_t s);
+void launch_f32_to_bf16(const float* x, int rows, int cols, size_t ld, __nv_bfloat16* y, Stream s);
 
 // ---- kernels_norm_rope.cu ----
 // y = w * (x * 1/sqrt(mean(x^2) + eps)) per row; x and y [rows, cols] (ld cols), may alias.
-void launch_rms_norm(const float* x, int rows, int cols, DevVec w, float eps, float* y, cudaStream_t s);
+void launch_rms_norm(const float* x, int rows, int cols, DevVec w, float eps, float* y, Stream s);
 // The same, then y[r] *= scales[scale_row[r]] (scales row stride scales_ld; scale_row on the device).
 void launch_rms_norm_scaled(const float* x, int rows, int cols, DevVec w, float eps, float* y, const float* scales,
-                            int scales_ld, const int* scale_row, cudaStream_t s);
+                            int scales_ld, const int* scale_row, Stream s);
 // Rotate-half RoPE in place over n_heads heads of head_dim in each row of x (row stride ld), at
 // positions rows[r].pos. inv_freq: head_dim/2 floats.
 void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const DevRowRef* rows,
-                 const float* inv_freq, cudaStream_t s);
+                 const float* inv_freq, Stream s);
 
 // ---- kernels_attention.cu ----
 struct KvLayout {
@@ -61,16 +68,16 @@ struct KvLayout {
 // Writes rows of k and v ([n_rows, kv_heads * head_dim], row strides ldk, ldv) into ring entry
 // pos % ring of their slot, for one layer.
 void launch_store_kv(const KvLayout& kv, const float* k, int ldk, const float* v, int ldv, const DevRowRef* rows,
-                     int n_rows, cudaStream_t s);
+                     int n_rows, Stream s);
 // launch_rope on q (n_heads heads) and on k (kv.kv_heads heads), then launch_store_kv, in one
 // kernel with the same results (kernels_norm_rope.cu).
 void launch_rope_store(float* q, int ldq, int n_heads, float* k, int ldk, const float* v, int ldv, const KvLayout& kv,
-                       const DevRowRef* rows, int n_rows, const float* inv_freq, cudaStream_t s);
+                       const DevRowRef* rows, int n_rows, const float* inv_freq, Stream s);
 
 // Rotates every key of one slot of the cache (all layers, all ring entries) by position -shift:
 // launch_rope over the slot's keys, on the cache's own element type.
 void launch_shift_cached_keys(const KvLayout& kv, int layers, int slot, long long shift, const float* inv_freq,
-                              cudaStream_t s);
+                              Stream s);
 
 struct AttentionPlan {
   int chunk = 0;   // keys per block
@@ -85,7 +92,7 @@ constexpr size_t kAttentionMaxSmemBytes = 200 * 1024;
 // window) fills the GPU; the chunk size depends on the model, not on the batch (kernels_attention.cu).
 // rows_per_block: 1, or what attention_rows_per_block gives for the launch's rows.
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
-                             int window, int step_rows, int sm_count, int rows_per_block = 1);
+                             int window, int step_rows, int sm_count, double blocks_per_sm, int rows_per_block = 1);
 // How many of a launch's rows a block may take together (their keys and values read once): more
 // than 1 when every group of that many consecutive rows holds consecutive positions of one slot
 // (an encoder step's frames, an offline pass's chunk) and the group's queries fit a block. Results
@@ -105,15 +112,20 @@ struct AttentionArgs {
   int ldo = 0;
   float* scratch = nullptr;  // plan.scratch_floats floats
 };
-void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStream_t s);
+void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream s);
 
 // ---- kernels_gemv.cu ----
 constexpr int kGemvMaxOutputs = 3;
-// Rows of x one GEMV launch takes (32 on the tensor cores, 8 with VOXRT_CUDA_GEMV=simt).
-int gemv_max_rows();
-// Whether the GEMV runs on the tensor cores (kernels_gemv_mma.cu; not with VOXRT_CUDA_GEMV=simt):
-// only then does the tiled GEMM compute the same bits as the GEMV.
-bool gemv_on_tensor_cores();
+// How the products are computed on this device (CudaOptions): which GEMV, and how it splits long
+// rows. Every launch of a backend gets the same one, so a row's result never depends on its batch.
+struct GemvTuning {
+  bool tensor_cores = true;     // kernels_gemv_mma.cu; false: kernels_gemv.cu (CUDA cores, and no GEMM)
+  int split_blocks_per_sm = 2;  // split-K: blocks per SM a launch aims for ...
+  int min_piece_units = 4;      // ... each piece at least this many 256-element units of K
+  int sm_count = 1;             // the device's
+};
+// Rows of x one GEMV launch takes (32 on the tensor cores, 8 on the CUDA cores).
+int gemv_max_rows(const GemvTuning& t);
 // One product of a GEMV launch: y [M, n] (row stride ldy) = x W^T (+ y if accumulate) (+ bias),
 // W [n, K] bf16.
 struct GemvOut {
@@ -124,13 +136,10 @@ struct GemvOut {
   int ldy = 0;
   int accumulate = 0;
 };
-// Whether the GEMV kernel handles this shape (M <= gemv_max_rows(), K a multiple of 8).
-bool gemv_supported(int M, int K);
+// Whether the product kernels take rows of K elements (a multiple of 8).
+bool gemv_supports_k(int K);
 // Whether fp32 x (row stride ldx floats) can be read directly (16-byte aligned rows).
 bool gemv_reads_f32(const float* x, size_t ldx);
-// x [M, K] (fp32, or packed bf16 when x_bf16; row stride ldx elements) against up to
-// kGemvMaxOutputs weights with the same K, in one launch. gated: exactly 2 outputs, and
-// outs[0].y = silu(x W0^T) * (x W1^T) (no bias, no accumulate; outs[1].y unused).
 // The split-K workspace of the tensor-core GEMV (kernels_gemv_mma.cu): partial sums, and per-tile
 // arrival counters that must be zero before a launch (every launch leaves them zero again).
 struct GemvWorkspace {
@@ -138,38 +147,40 @@ struct GemvWorkspace {
   size_t partial_floats = 0;
   int* counters = nullptr;
   size_t counter_count = 0;
-  int sm_count = 1;  // the device's; chooses the split
 };
 struct GemvWorkspaceSize {
   size_t partial_floats = 0, counters = 0;
 };
-// What launch_gemv needs for these weights on a device of sm_count SMs (for any M).
-GemvWorkspaceSize gemv_workspace_size(int K, const GemvOut* outs, int n_outs, bool gated, int sm_count);
+// What launch_gemv needs for these weights (for any M).
+GemvWorkspaceSize gemv_workspace_size(int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t);
+// x [M, K] (fp32, or packed bf16 when x_bf16; row stride ldx elements), M <= gemv_max_rows(t),
+// against up to kGemvMaxOutputs weights with the same K, in one launch. gated: exactly 2 outputs,
+// and outs[0].y = silu(x W0^T) * (x W1^T) (no bias, no accumulate; outs[1].y unused).
 void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
-                 const GemvWorkspace& ws, cudaStream_t s);
-// Pieces of K the tensor-core GEMV cuts a weight of n features and K columns into, on a device of
-// sm_count SMs (kernels_gemv_mma.cu); the tiled GEMM cuts it the same way.
-int gemv_mma_pieces(int n, int K, int sm_count);
+                 const GemvWorkspace& ws, const GemvTuning& t, Stream s);
+// Pieces of K the tensor-core GEMV cuts a weight of n features and K columns into
+// (kernels_gemv_mma.cu); the tiled GEMM cuts it the same way.
+int gemv_mma_pieces(int n, int K, const GemvTuning& t);
 
 // ---- kernels_gemm_mma.cu ----
 // The same products as launch_gemv (same outs, gated, epilogue) for any number of rows of bf16 x
 // (row stride ldx elements), tiled: every output bit for bit what the tensor-core GEMV computes
-// for it, whatever M. sm_count must be the one the GEMV is given (it chooses the pieces of K).
+// for it with the same tuning, whatever M (t.tensor_cores must be set).
 // Launches with few tiles are split across blocks through a workspace of gemm_workspace_floats().
-size_t gemm_workspace_floats(int M, int K, const GemvOut* outs, int n_outs, bool gated, int sm_count);
+size_t gemm_workspace_floats(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t);
 void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
-                 float* workspace, size_t workspace_floats, int sm_count, cudaStream_t s);
+                 float* workspace, size_t workspace_floats, const GemvTuning& t, Stream s);
 
 // The same product with fp32 weights and fp32 x (row stride ldx): for weights stored as vectors
 // ([N, 1]), which a linear only sees with K == 1. One thread per output; not meant to be fast.
 void launch_linear_f32_weight(const float* x, int M, int K, size_t ldx, const float* W, int N, DevVec bias, float* y,
-                              int ldy, bool accumulate, cudaStream_t s);
+                              int ldy, bool accumulate, Stream s);
 
 // ---- kernels_misc.cu ----
 // y[r, :cols] = table[ids[r], :cols] (bf16 or fp32 table), fp32 out with row stride ldy.
-void launch_embed(DevVec table, int cols, const int32_t* ids, int n_rows, float* y, int ldy, cudaStream_t s);
+void launch_embed(DevVec table, int cols, const int32_t* ids, int n_rows, float* y, int ldy, Stream s);
 // Per row of x [rows, cols]: index of the maximum (first on ties) and max - runner-up (the runner-up
 // is the second largest value counted with multiplicity, so a tie gives 0).
-void launch_argmax(const float* x, int rows, int cols, int32_t* ids, float* margins, cudaStream_t s);
+void launch_argmax(const float* x, int rows, int cols, int32_t* ids, float* margins, Stream s);
 
 }  // namespace voxrt::cuda

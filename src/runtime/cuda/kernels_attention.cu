@@ -425,7 +425,7 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
 }
 
 template <int HD, typename T, int G, int R>
-void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
+void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, Stream s) {
   const size_t bytes = chunk_smem_bytes(HD, static_cast<int>(sizeof(T)), G, R, sp.chunk);
   check(bytes <= kAttentionMaxSmemBytes, "cuda attention", "chunk too large for shared memory");
   allow_dynamic_smem(reinterpret_cast<const void*>(attention_chunk_kernel<HD, T, G, R>), kAttentionMaxSmemBytes,
@@ -437,7 +437,7 @@ void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, cudaStream_t s
 
 // (G, R) pairs: R > 1 only where R * G <= kMaxGroupedQueries.
 template <int HD, typename T>
-void launch_chunks_typed(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
+void launch_chunks_typed(const SplitParams& sp, int n_kv_heads, Stream s) {
   const int g = sp.heads_per_block, r = sp.rows_per_block;
   if (g == 1 && r == 4) launch_chunks_grouped<HD, T, 1, 4>(sp, n_kv_heads, s);
   else if (g == 2 && r == 2) launch_chunks_grouped<HD, T, 2, 2>(sp, n_kv_heads, s);
@@ -450,7 +450,7 @@ void launch_chunks_typed(const SplitParams& sp, int n_kv_heads, cudaStream_t s) 
 }
 
 template <int HD>
-void launch_chunks(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
+void launch_chunks(const SplitParams& sp, int n_kv_heads, Stream s) {
   if (sp.a.kv.bf16) launch_chunks_typed<HD, __nv_bfloat16>(sp, n_kv_heads, s);
   else launch_chunks_typed<HD, float>(sp, n_kv_heads, s);
 }
@@ -458,7 +458,7 @@ void launch_chunks(const SplitParams& sp, int n_kv_heads, cudaStream_t s) {
 }  // namespace
 
 void launch_store_kv(const KvLayout& kv, const float* k, int ldk, const float* v, int ldv, const DevRowRef* rows,
-                     int n_rows, cudaStream_t s) {
+                     int n_rows, Stream s) {
   const int width = kv.kv_heads * kv.head_dim;
   if (n_rows <= 0 || width <= 0) return;
   const dim3 grid(n_rows), block(std::min(1024, (width + 31) / 32 * 32));
@@ -479,24 +479,21 @@ int attention_rows_per_block(const DevRowRef* rows, int n_rows, int n_heads, int
 }
 
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
-                             int window, int step_rows, int sm_count, int rows_per_block) {
+                             int window, int step_rows, int sm_count, double blocks_per_sm, int rows_per_block) {
   AttentionPlan plan;
   const int group = n_heads / n_kv_heads;
   // The chunk size depends on the model alone (one row over a full window), never on the batch:
   // a row's result then does not depend on which other rows share the launch, so a live session
   // (a few rows per step) computes exactly what an offline pass (many rows) computes.
   // It is the largest chunk that still gives a live step (step_rows rows over a full window) at
-  // least VOXRT_CUDA_ATTN_BLOCKS_PER_SM (default 8) blocks per SM, and no smaller than kMinChunk
+  // least blocks_per_sm (CudaOptions, default 8) blocks per SM, and no smaller than kMinChunk
   // keys (below that the partial results outweigh the keys themselves). With K and V staged by
   // cp.async a block's work is one round trip, so more, smaller blocks win: the default gives both
   // live steps the smallest chunk, 64 keys (bench/README.md).
   const long long blocks_per_split =
       static_cast<long long>(std::max(1, step_rows)) * n_kv_heads * cdiv(group, kHeadsPerBlock);
   const int basis = std::max(1, window);
-  static const double per_sm = [] {
-    const char* e = std::getenv("VOXRT_CUDA_ATTN_BLOCKS_PER_SM");
-    return e ? std::clamp(std::atof(e), 0.0, 64.0) : 8.0;
-  }();
+  const double per_sm = std::clamp(blocks_per_sm, 0.0, 64.0);
   int chunk = kMaxChunk;
   while (chunk > kMinChunk && blocks_per_split * cdiv(basis, chunk) < per_sm * sm_count) chunk /= 2;
   // A block stages its chunk's keys and values in shared memory; the cap assumes the most rows a
@@ -515,7 +512,7 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   return plan;
 }
 
-void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, cudaStream_t s) {
+void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream s) {
   if (a.n_rows <= 0 || a.n_heads <= 0) return;
   SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0, plan.rows_per_block};
   sp.heads_per_block = heads_per_block(sp.group);

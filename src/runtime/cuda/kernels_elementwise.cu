@@ -71,7 +71,7 @@ __global__ void ew_scalar_kernel(float* __restrict__ y, const float* __restrict_
 }
 
 template <Ew op>
-void launch_ew(float* y, const float* x, float value, size_t n, cudaStream_t s, const char* name) {
+void launch_ew(float* y, const float* x, float value, size_t n, Stream s, const char* name) {
   if (n == 0) return;
   const bool reads_x = op == Ew::Add || op == Ew::SiluMul;
   size_t done = 0;
@@ -142,27 +142,27 @@ __global__ void f32_to_bf16_scalar_kernel(const float* __restrict__ x, int cols,
 
 }  // namespace
 
-void launch_fill(float* dst, float value, size_t n, cudaStream_t s) { launch_ew<Ew::Fill>(dst, nullptr, value, n, s, "fill"); }
-void launch_add(float* y, const float* x, size_t n, cudaStream_t s) { launch_ew<Ew::Add>(y, x, 0, n, s, "add"); }
-void launch_gelu(float* x, size_t n, cudaStream_t s) { launch_ew<Ew::Gelu>(x, nullptr, 0, n, s, "gelu"); }
-void launch_silu_mul(float* gate, const float* up, size_t n, cudaStream_t s) {
+void launch_fill(float* dst, float value, size_t n, Stream s) { launch_ew<Ew::Fill>(dst, nullptr, value, n, s, "fill"); }
+void launch_add(float* y, const float* x, size_t n, Stream s) { launch_ew<Ew::Add>(y, x, 0, n, s, "add"); }
+void launch_gelu(float* x, size_t n, Stream s) { launch_ew<Ew::Gelu>(x, nullptr, 0, n, s, "gelu"); }
+void launch_silu_mul(float* gate, const float* up, size_t n, Stream s) {
   launch_ew<Ew::SiluMul>(gate, up, 0, n, s, "silu_mul");
 }
 
 void launch_scale_rows(float* x, int rows, int cols, const float* scales, int scales_ld, const int* scale_row,
-                       cudaStream_t s) {
+                       Stream s) {
   if (rows <= 0 || cols <= 0) return;
   launch_kernel("scale_rows", scale_rows_kernel, dim3(rows), dim3(std::min(1024, (cols + 31) / 32 * 32)), 0, s, x, cols,
                 scales, scales_ld, scale_row);
 }
 
-void launch_add_bias(float* y, int rows, int cols, DevVec bias, cudaStream_t s) {
+void launch_add_bias(float* y, int rows, int cols, DevVec bias, Stream s) {
   const size_t n = static_cast<size_t>(rows) * cols;
   if (n == 0) return;
   launch_kernel("add_bias", add_bias_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, s, y, n, cols, bias);
 }
 
-void launch_f32_to_bf16(const float* x, int rows, int cols, size_t ld, __nv_bfloat16* y, cudaStream_t s) {
+void launch_f32_to_bf16(const float* x, int rows, int cols, size_t ld, __nv_bfloat16* y, Stream s) {
   const size_t n = static_cast<size_t>(rows) * cols;
   if (n == 0) return;
   if (cols % 4 == 0 && ld % 4 == 0 && aligned16(x) && (reinterpret_cast<uintptr_t>(y) & 7) == 0) {

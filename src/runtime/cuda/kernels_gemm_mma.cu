@@ -306,7 +306,7 @@ __global__ void gemm_fold_kernel(const Params p) {
 }
 
 template <int NT, bool GATED>
-void launch_instance(const Params& p, cudaStream_t s) {
+void launch_instance(const Params& p, Stream s) {
   const bool piece_sums = !p.split && std::any_of(p.pieces, p.pieces + p.n_outs, [](int q) { return q > 1; });
   const size_t smem = kStages * stage_bytes(NT) + (piece_sums ? piece_sum_bytes(NT) : 0);
   const auto kernel = gemm_mma_kernel<NT, GATED>;
@@ -322,13 +322,13 @@ void launch_instance(const Params& p, cudaStream_t s) {
 }
 
 template <int NT>
-void launch_nt(const Params& p, bool gated, cudaStream_t s) {
+void launch_nt(const Params& p, bool gated, Stream s) {
   if (gated) launch_instance<NT, true>(p, s);
   else launch_instance<NT, false>(p, s);
 }
 
 // The launch's shape: rows per block, and whether (and how far) to split.
-Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, int sm_count, int& nt) {
+Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t, int& nt) {
   check(K > 0 && K % 8 == 0 && M > 0 && n_outs >= 1 && n_outs <= kGemvMaxOutputs && (!gated || n_outs == 2),
         "cuda gemm", "unsupported shape");
   Params p{};
@@ -340,17 +340,17 @@ Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, int sm_co
   int feature_tiles = 0, pieces = 1;
   for (int i = 0; i < p.n_outs; ++i) {
     feature_tiles += (outs[i].n + block_features(gated) - 1) / block_features(gated);
-    p.pieces[i] = gemv_mma_pieces(outs[i].n, K, sm_count);
+    p.pieces[i] = gemv_mma_pieces(outs[i].n, K, t);
     pieces = std::max(pieces, p.pieces[i]);
   }
   // 128 rows a block when that still gives every SM a block, else 64 (twice the blocks); fewer
   // tiles than SMs: split the pieces, then the chains, until every SM has a block.
   auto tiles = [&](int nt_) { return static_cast<long long>(feature_tiles) * ((M + block_rows(nt_) - 1) / block_rows(nt_)); };
-  nt = tiles(4) >= sm_count ? 4 : 2;
+  nt = tiles(4) >= t.sm_count ? 4 : 2;
   p.row_tiles = (M + block_rows(nt) - 1) / block_rows(nt);
-  p.split = tiles(nt) < sm_count;
+  p.split = tiles(nt) < t.sm_count;
   p.groups = 1;
-  while (p.split && p.groups < kChains && tiles(nt) * pieces * p.groups < sm_count) p.groups *= 2;
+  while (p.split && p.groups < kChains && tiles(nt) * pieces * p.groups < t.sm_count) p.groups *= 2;
   int blocks = 0;
   size_t workspace = 0;
   for (int i = 0; i < p.n_outs; ++i) {
@@ -366,9 +366,9 @@ Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, int sm_co
 
 }  // namespace
 
-size_t gemm_workspace_floats(int M, int K, const GemvOut* outs, int n_outs, bool gated, int sm_count) {
+size_t gemm_workspace_floats(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t) {
   int nt = 0;
-  const Params p = plan(M, K, outs, n_outs, gated, sm_count, nt);
+  const Params p = plan(M, K, outs, n_outs, gated, t, nt);
   if (!p.split) return 0;
   size_t total = 0;
   for (int i = 0; i < p.n_outs; ++i)
@@ -377,14 +377,15 @@ size_t gemm_workspace_floats(int M, int K, const GemvOut* outs, int n_outs, bool
 }
 
 void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
-                 float* workspace, size_t workspace_floats, int sm_count, cudaStream_t s) {
+                 float* workspace, size_t workspace_floats, const GemvTuning& t, Stream s) {
+  check(t.tensor_cores, "cuda gemm", "the tiled GEMM reproduces the tensor-core GEMV only");
   check((reinterpret_cast<uintptr_t>(x) & 15) == 0 && ldx % 8 == 0, "cuda gemm", "x must be 16-byte aligned per row");
   for (int i = 0; i < n_outs; ++i)
     check((reinterpret_cast<uintptr_t>(outs[i].w) & 15) == 0, "cuda gemm", "weights must be 16-byte aligned");
   int nt = 0;
-  Params p = plan(M, K, outs, n_outs, gated, sm_count, nt);
+  Params p = plan(M, K, outs, n_outs, gated, t, nt);
   if (p.block_end[p.n_outs - 1] == 0) return;
-  check(!p.split || workspace_floats >= gemm_workspace_floats(M, K, outs, n_outs, gated, sm_count), "cuda gemm",
+  check(!p.split || workspace_floats >= gemm_workspace_floats(M, K, outs, n_outs, gated, t), "cuda gemm",
         "split workspace too small");
   p.x = x;
   p.ldx8 = static_cast<long long>(ldx / 8);

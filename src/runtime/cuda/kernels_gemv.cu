@@ -1,7 +1,8 @@
 // Matrix-vector products (a few rows of activations against a bf16 weight), the whole cost of a
 // decode step. Two kernels: this file's, one warp per output feature on the CUDA cores, and the
-// tensor-core one (kernels_gemv_mma.cu), used unless VOXRT_CUDA_GEMV=simt; one of them serves
-// every product of a run, so rows never depend on their batch. cuBLAS tiles for large M, which wastes most of a tile and a pass over the weight per
+// tensor-core one (kernels_gemv_mma.cu), used unless GemvTuning::tensor_cores is off
+// (VOXRT_CUDA_GEMV=simt); one of them serves every product of a backend, so rows never depend on
+// their batch. cuBLAS tiles for large M, which wastes most of a tile and a pass over the weight per
 // few rows when M is tiny; these products are bound by reading the weight once, so a warp per
 // output feature streams its weight row with 16-byte loads (8 bf16, several in flight) and multiplies
 // it with all M rows of x, accumulating in fp32.
@@ -19,8 +20,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
@@ -140,13 +139,13 @@ __global__ void linear_f32_kernel(const float* __restrict__ x, int M, int K, siz
 }
 
 template <int M, typename XT, bool GATED>
-void launch_m(const Params& p, cudaStream_t s) {
+void launch_m(const Params& p, Stream s) {
   const unsigned blocks = static_cast<unsigned>((p.n_total + kWarps - 1) / kWarps);
   launch_kernel("gemv", gemv_kernel<M, XT, GATED>, dim3(blocks), dim3(kWarps * 32), 0, s, p);
 }
 
 template <typename XT, bool GATED>
-void launch_typed(const Params& p, int M, cudaStream_t s) {
+void launch_typed(const Params& p, int M, Stream s) {
   switch (M) {
     case 1: launch_m<1, XT, GATED>(p, s); break;
     case 2: launch_m<2, XT, GATED>(p, s); break;
@@ -164,20 +163,13 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 }  // namespace
 
 // Defined in kernels_gemv_mma.cu.
-void launch_gemv_mma(const gemv::Params& p, bool x_bf16, bool gated, const GemvWorkspace& ws, cudaStream_t s);
-GemvWorkspaceSize gemv_mma_workspace(const gemv::Params& p, int sm_count);
+void launch_gemv_mma(const gemv::Params& p, bool x_bf16, bool gated, const GemvWorkspace& ws, const GemvTuning& t,
+                     Stream s);
+GemvWorkspaceSize gemv_mma_workspace(const gemv::Params& p, const GemvTuning& t);
 
-bool gemv_on_tensor_cores() {
-  static const bool mma = [] {
-    const char* e = std::getenv("VOXRT_CUDA_GEMV");
-    return !(e && std::strcmp(e, "simt") == 0);
-  }();
-  return mma;
-}
+int gemv_max_rows(const GemvTuning& t) { return t.tensor_cores ? 32 : kSimtMaxRows; }
 
-int gemv_max_rows() { return gemv_on_tensor_cores() ? 32 : kSimtMaxRows; }
-
-bool gemv_supported(int M, int K) { return M >= 1 && M <= gemv_max_rows() && K > 0 && K % 8 == 0; }
+bool gemv_supports_k(int K) { return K > 0 && K % 8 == 0; }
 
 bool gemv_reads_f32(const float* x, size_t ldx) { return aligned16(x) && ldx % 4 == 0; }
 
@@ -200,20 +192,20 @@ Params make_params(const void* x, size_t ldx, int M, int K, const GemvOut* outs,
 
 }  // namespace
 
-GemvWorkspaceSize gemv_workspace_size(int K, const GemvOut* outs, int n_outs, bool gated, int sm_count) {
-  if (!gemv_on_tensor_cores()) return {};
-  return gemv_mma_workspace(make_params(nullptr, 0, 1, K, outs, n_outs, gated), sm_count);
+GemvWorkspaceSize gemv_workspace_size(int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t) {
+  if (!t.tensor_cores) return {};
+  return gemv_mma_workspace(make_params(nullptr, 0, 1, K, outs, n_outs, gated), t);
 }
 
 void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
-                 const GemvWorkspace& ws, cudaStream_t s) {
-  check(gemv_supported(M, K), "cuda gemv", "unsupported shape");
+                 const GemvWorkspace& ws, const GemvTuning& t, Stream s) {
+  check(M >= 1 && M <= gemv_max_rows(t) && gemv_supports_k(K), "cuda gemv", "unsupported shape");
   check(aligned16(x) && (x_bf16 ? ldx % 8 == 0 : ldx % 4 == 0), "cuda gemv", "x must be 16-byte aligned per row");
   for (int i = 0; i < n_outs; ++i) check(aligned16(outs[i].w), "cuda gemv", "weights must be 16-byte aligned");
   const Params p = make_params(x, ldx, M, K, outs, n_outs, gated);
   if (p.n_total == 0) return;
-  if (gemv_on_tensor_cores()) {
-    launch_gemv_mma(p, x_bf16, gated, ws, s);
+  if (t.tensor_cores) {
+    launch_gemv_mma(p, x_bf16, gated, ws, t, s);
     return;
   }
   if (gated) {
@@ -226,7 +218,7 @@ void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const Gem
 }
 
 void launch_linear_f32_weight(const float* x, int M, int K, size_t ldx, const float* W, int N, DevVec bias, float* y,
-                              int ldy, bool accumulate, cudaStream_t s) {
+                              int ldy, bool accumulate, Stream s) {
   const size_t total = static_cast<size_t>(M) * N;
   if (total == 0) return;
   const unsigned blocks = static_cast<unsigned>(std::min<size_t>((total + 255) / 256, 65536));

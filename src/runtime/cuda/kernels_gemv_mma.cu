@@ -9,7 +9,7 @@
 // Split K. A product with fewer 16-feature tiles than the SMs can hold two blocks of (a decoder
 // w2 has 192 tiles for 132 SMs) leaves the SMs unevenly loaded. So a long row's K (>= 4096) is
 // cut into S pieces, S chosen per weight (from its tiles, its K and the SM count) for about
-// VOXRT_CUDA_GEMV_SPLIT (default 2) blocks per SM, each piece at least VOXRT_CUDA_GEMV_MIN_UNITS
+// GemvTuning::split_blocks_per_sm (default 2) blocks per SM, each piece at least min_piece_units
 // (default 4) units of 256 elements. Each piece's block writes its 16 x M partial sums to the
 // workspace and counts itself in on the tile's counter; the last to arrive adds the S partials in
 // piece order, applies the epilogue and resets the counter. The order of every addition is fixed
@@ -32,7 +32,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
@@ -233,7 +232,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 }
 
 template <int NT, typename XT, bool GATED>
-void launch_instance(const Params& p, cudaStream_t s) {
+void launch_instance(const Params& p, Stream s) {
   constexpr int NV = GATED ? 2 : 1;
   // The ring (reused for the warps' partial sums), then the staged x.
   constexpr size_t ring = ring_bytes(NV);
@@ -246,53 +245,38 @@ void launch_instance(const Params& p, cudaStream_t s) {
 }
 
 template <int NT, typename XT>
-void launch_nt(const Params& p, bool gated, cudaStream_t s) {
+void launch_nt(const Params& p, bool gated, Stream s) {
   if (gated) launch_instance<NT, XT, true>(p, s);
   else launch_instance<NT, XT, false>(p, s);
 }
 
 template <typename XT>
-void launch_typed(const Params& p, bool gated, cudaStream_t s) {
+void launch_typed(const Params& p, bool gated, Stream s) {
   if (p.M <= 8) launch_nt<1, XT>(p, gated, s);
   else if (p.M <= 16) launch_nt<2, XT>(p, gated, s);
   else launch_nt<4, XT>(p, gated, s);
 }
 
-int env_int(const char* name, int fallback, int lo, int hi) {
-  const char* e = std::getenv(name);
-  return e ? std::clamp(std::atoi(e), lo, hi) : fallback;
-}
-
-// Blocks per SM a split launch aims for, and the fewest 256-element units of K a piece gets.
-int split_blocks_per_sm() {
-  static const int blocks = env_int("VOXRT_CUDA_GEMV_SPLIT", 2, 0, 64);
-  return blocks;
-}
-int min_piece_units() {
-  static const int units = env_int("VOXRT_CUDA_GEMV_MIN_UNITS", 4, 1, 64);
-  return units;
-}
-
 }  // namespace
 
 // Pieces of K per tile for a weight of n features: enough blocks to fill the SMs several times
-// over, at least VOXRT_CUDA_GEMV_MIN_UNITS 256-element units per piece. Depends on the weight and
+// over, at least t.min_piece_units 256-element units per piece. Depends on the weight and
 // the device only.
-int gemv_mma_pieces(int n, int K, int sm_count) {
+int gemv_mma_pieces(int n, int K, const GemvTuning& t) {
   const int tiles = (n + 15) / 16, units = units_of(K / 8);
-  const int target = split_blocks_per_sm() * sm_count;
+  const int target = t.split_blocks_per_sm * t.sm_count;
   // Splitting costs each block a round trip through the workspace; it pays only for long rows
   // (K >= 4096) of weights with fewer tiles than the target's blocks (bench/README.md).
   if (tiles == 0 || target <= tiles || units < kMinSplitUnits) return 1;
-  return std::clamp((target + tiles - 1) / tiles, 1, std::max(units / min_piece_units(), 1));
+  return std::clamp((target + tiles - 1) / tiles, 1, std::max(units / t.min_piece_units, 1));
 }
 
-GemvWorkspaceSize gemv_mma_workspace(const Params& p, int sm_count) {
+GemvWorkspaceSize gemv_mma_workspace(const Params& p, const GemvTuning& t) {
   GemvWorkspaceSize need;
   size_t blocks = 0, tiles = 0;
   bool split = false;
   for (int i = 0; i < p.n_outs; ++i) {
-    const int S = gemv_mma_pieces(p.out[i].n, p.K8 * 8, sm_count);
+    const int S = gemv_mma_pieces(p.out[i].n, p.K8 * 8, t);
     blocks += static_cast<size_t>((p.out[i].n + 15) / 16) * S;
     tiles += (p.out[i].n + 15) / 16;
     split = split || S > 1;
@@ -305,19 +289,19 @@ GemvWorkspaceSize gemv_mma_workspace(const Params& p, int sm_count) {
 }
 
 void launch_gemv_mma(const gemv::Params& params, bool x_bf16, bool gated, const GemvWorkspace& ws,
-                     cudaStream_t s) {
+                     const GemvTuning& t, Stream s) {
   gemv::Params p = params;
-  const GemvWorkspaceSize need = gemv_mma_workspace(p, ws.sm_count);
+  const GemvWorkspaceSize need = gemv_mma_workspace(p, t);
   check(ws.partial_floats >= need.partial_floats && ws.counter_count >= need.counters, "cuda gemv",
         "split-K workspace too small");
   p.partials = ws.partials;
   p.counters = ws.counters;
   int tiles = 0, blocks = 0;
   for (int i = 0; i < p.n_outs; ++i) {
-    const int t = (p.out[i].n + 15) / 16;
-    p.pieces[i] = gemv_mma_pieces(p.out[i].n, p.K8 * 8, ws.sm_count);
-    tiles += t;
-    blocks += t * p.pieces[i];
+    const int n_tiles = (p.out[i].n + 15) / 16;
+    p.pieces[i] = gemv_mma_pieces(p.out[i].n, p.K8 * 8, t);
+    tiles += n_tiles;
+    blocks += n_tiles * p.pieces[i];
     p.tile_end[i] = tiles;
     p.block_end[i] = blocks;
   }

@@ -115,12 +115,12 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* __r
 
 }  // namespace
 
-void launch_embed(DevVec table, int cols, const int32_t* ids, int n_rows, float* y, int ldy, cudaStream_t s) {
+void launch_embed(DevVec table, int cols, const int32_t* ids, int n_rows, float* y, int ldy, Stream s) {
   if (n_rows <= 0 || cols <= 0) return;
   launch_kernel("embed", embed_kernel, dim3(n_rows), dim3(256), 0, s, table, cols, ids, y, ldy);
 }
 
-void launch_argmax(const float* x, int rows, int cols, int32_t* ids, float* margins, cudaStream_t s) {
+void launch_argmax(const float* x, int rows, int cols, int32_t* ids, float* margins, Stream s) {
   if (rows <= 0 || cols <= 0) return;
   launch_kernel("argmax", argmax_kernel, dim3(rows), dim3(kArgmaxThreads), 0, s, x, cols, ids, margins);
 }

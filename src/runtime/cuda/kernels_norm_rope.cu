@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(kRopeStoreThreads)
 }  // namespace
 
 void launch_rope_store(float* q, int ldq, int n_heads, float* k, int ldk, const float* v, int ldv, const KvLayout& kv,
-                       const DevRowRef* rows, int n_rows, const float* inv_freq, cudaStream_t s) {
+                       const DevRowRef* rows, int n_rows, const float* inv_freq, Stream s) {
   const int half = kv.head_dim / 2;
   if (n_rows <= 0 || half <= 0) return;
   const int pairs = (n_heads + 2 * kv.kv_heads) * half;
@@ -173,7 +173,7 @@ namespace {
 
 // The fewest elements per thread (4, 8 or 16) that fit a row in one block of at most 1024 threads.
 template <typename... Args>
-void launch_rms_norm_rows(int rows, int cols, cudaStream_t s, Args... args) {
+void launch_rms_norm_rows(int rows, int cols, Stream s, Args... args) {
   if (cols > kNormMaxThreads * kNormMaxPerThread)
     throw Error("cuda rms_norm: rows of " + std::to_string(cols) + " columns exceed the kernel's " +
                 std::to_string(kNormMaxThreads * kNormMaxPerThread));
@@ -188,20 +188,20 @@ void launch_rms_norm_rows(int rows, int cols, cudaStream_t s, Args... args) {
 
 }  // namespace
 
-void launch_rms_norm(const float* x, int rows, int cols, DevVec w, float eps, float* y, cudaStream_t s) {
+void launch_rms_norm(const float* x, int rows, int cols, DevVec w, float eps, float* y, Stream s) {
   if (rows <= 0 || cols <= 0) return;
   launch_rms_norm_rows(rows, cols, s, x, cols, w, eps, y, static_cast<const float*>(nullptr), 0,
                        static_cast<const int*>(nullptr));
 }
 
 void launch_rms_norm_scaled(const float* x, int rows, int cols, DevVec w, float eps, float* y, const float* scales,
-                            int scales_ld, const int* scale_row, cudaStream_t s) {
+                            int scales_ld, const int* scale_row, Stream s) {
   if (rows <= 0 || cols <= 0) return;
   launch_rms_norm_rows(rows, cols, s, x, cols, w, eps, y, scales, scales_ld, scale_row);
 }
 
 void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const DevRowRef* rows,
-                 const float* inv_freq, cudaStream_t s) {
+                 const float* inv_freq, Stream s) {
   const int half = head_dim / 2;
   if (n_rows <= 0 || n_heads <= 0 || half <= 0) return;
   const int threads = std::min(256, std::max(32, (n_heads * half + 31) / 32 * 32));
@@ -210,7 +210,7 @@ void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const 
 }
 
 void launch_shift_cached_keys(const KvLayout& kv, int layers, int slot, long long shift, const float* inv_freq,
-                              cudaStream_t s) {
+                              Stream s) {
   const int half = kv.head_dim / 2, width = kv.kv_heads * kv.head_dim;
   const long long n_rows = static_cast<long long>(layers) * kv.ring;
   if (n_rows <= 0 || half <= 0) return;

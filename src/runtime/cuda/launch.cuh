@@ -6,35 +6,27 @@
 // pdl_wait() before touching any memory a kernel writes or reads; pdl_wait() returns once the
 // previous kernel has completed and its writes are visible. Only reads of weights (never written
 // by a kernel) may come before it: the GEMV streams its first weight loads while waiting.
-// VOXRT_CUDA_PDL=0 launches plainly (for measurements); the waits are then no-ops.
+// A Stream with programmatic off (CudaOptions, VOXRT_CUDA_PDL=0) launches plainly, for
+// measurements; the waits are then no-ops.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <set>
 #include <utility>
 
 #include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_kernels.h"
 
 namespace voxrt::cuda {
 
 __device__ __forceinline__ void pdl_trigger() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 
-inline bool pdl_enabled() {
-  static const bool enabled = [] {
-    const char* e = std::getenv("VOXRT_CUDA_PDL");
-    return !(e && std::strcmp(e, "0") == 0);
-  }();
-  return enabled;
-}
-
 template <typename... KernelArgs, typename... Args>
 void launch_kernel(const char* name, void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem,
-                   cudaStream_t s, Args... args) {
+                   Stream s, Args... args) {
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[0].val.programmaticStreamSerializationAllowed = 1;
@@ -42,9 +34,9 @@ void launch_kernel(const char* name, void (*kernel)(KernelArgs...), dim3 grid, d
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
-  cfg.stream = s;
+  cfg.stream = s.stream;
   cfg.attrs = attr;
-  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cfg.numAttrs = s.programmatic ? 1 : 0;
   check_cuda(cudaLaunchKernelEx(&cfg, kernel, static_cast<KernelArgs>(args)...), name, __FILE__, __LINE__);
 }
 

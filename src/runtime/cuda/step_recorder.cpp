@@ -1,15 +1,13 @@
 #include "runtime/cuda/step_recorder.h"
 
-#include <cstdlib>
 
 #include "common/error.h"
 #include "runtime/cuda/cuda_check.h"
 
 namespace voxrt::cuda {
 
-StepRecorder::StepRecorder(cudaStream_t stream, std::function<void(float*)> release)
-    : stream_(stream), release_(std::move(release)) {
-  if (const char* env = std::getenv("VOXRT_CUDA_GRAPHS")) enabled_ = std::string(env) != "0";
+StepRecorder::StepRecorder(cudaStream_t stream, bool enabled, std::function<void(float*)> release)
+    : stream_(stream), release_(std::move(release)), enabled_(enabled) {
   try {
     VOXRT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&arena_host_), kArenaBytes));
     VOXRT_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&arena_dev_), kArenaBytes));

@@ -8,7 +8,7 @@
 // arena is copied to the device in one transfer before the graph is launched, and the captured
 // kernels read it. An op that would allocate device memory throws StepNeedsEager, and the step
 // runs eagerly instead (the next run captures); memory freed inside a step is freed after it.
-// VOXRT_CUDA_GRAPHS=0 turns graphs off. One thread drives a recorder, as it drives the backend.
+// CudaOptions::graphs (VOXRT_CUDA_GRAPHS=0) turns graphs off. One thread drives a recorder, as it drives the backend.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,8 +32,9 @@ class StepRecorder {
  public:
   enum class Mode { Eager, Capture, Replay };
 
-  // release frees device memory (the backend's), for memory released inside a step.
-  StepRecorder(cudaStream_t stream, std::function<void(float*)> release);
+  // release frees device memory (the backend's), for memory released inside a step. enabled:
+  // false launches every step eagerly (CudaOptions::graphs).
+  StepRecorder(cudaStream_t stream, bool enabled, std::function<void(float*)> release);
   ~StepRecorder();
   StepRecorder(const StepRecorder&) = delete;
   StepRecorder& operator=(const StepRecorder&) = delete;

@@ -1,0 +1,31 @@
+#include "runtime/cuda_options.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace voxrt {
+namespace {
+
+const char* env(const char* name) { return std::getenv(name); }
+bool is(const char* value, const char* what) { return value && std::strcmp(value, what) == 0; }
+int clamped_int(const char* value, int lo, int hi) { return std::clamp(std::atoi(value), lo, hi); }
+
+}  // namespace
+
+CudaOptions cuda_options_from_environment() {
+  CudaOptions o;
+  if (const char* v = env("VOXRT_CUDA_GRAPHS")) o.graphs = !is(v, "0");
+  if (const char* v = env("VOXRT_CUDA_PDL")) o.programmatic_launch = !is(v, "0");
+  o.tensor_core_gemv = !is(env("VOXRT_CUDA_GEMV"), "simt");
+  o.library_products = is(env("VOXRT_CUDA_GEMV_MAX_ROWS"), "0");
+  if (const char* v = env("VOXRT_CUDA_GEMV_SPLIT")) o.gemv_split_blocks_per_sm = clamped_int(v, 0, 64);
+  if (const char* v = env("VOXRT_CUDA_GEMV_MIN_UNITS")) o.gemv_min_piece_units = clamped_int(v, 1, 64);
+  o.fp32_kv = is(env("VOXRT_CUDA_KV"), "fp32");
+  if (const char* v = env("VOXRT_CUDA_ATTN_BLOCKS_PER_SM")) o.attention_blocks_per_sm = std::clamp(std::atof(v), 0.0, 64.0);
+  if (const char* v = env("VOXRT_CUDA_ATTN_GROUP_ROWS")) o.attention_group_rows = !is(v, "0");
+  if (const char* v = env("VOXRT_CUDA_REPEAT")) o.repeat = v;
+  return o;
+}
+
+}  // namespace voxrt

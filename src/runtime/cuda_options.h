@@ -1,0 +1,27 @@
+// The CUDA backend's switches, given to it at construction (make_cuda_backend). The defaults are
+// what the engine runs; every other value exists to measure one part against another
+// (bench/README.md). cuda_options_from_environment() is the one place that reads the VOXRT_CUDA_*
+// variables setting them for a run (README.md lists them).
+#pragma once
+
+#include <string>
+
+namespace voxrt {
+
+struct CudaOptions {
+  bool graphs = true;                // steps as CUDA graphs (VOXRT_CUDA_GRAPHS=0: launched eagerly)
+  bool programmatic_launch = true;   // programmatic dependent launch (VOXRT_CUDA_PDL=0: plain launches)
+  bool tensor_core_gemv = true;      // VOXRT_CUDA_GEMV=simt: the CUDA-core GEMV, 8 rows a launch, no GEMM
+  bool library_products = false;     // VOXRT_CUDA_GEMV_MAX_ROWS=0: every product through cuBLAS
+  int gemv_split_blocks_per_sm = 2;  // VOXRT_CUDA_GEMV_SPLIT: blocks per SM a split-K GEMV aims for
+  int gemv_min_piece_units = 4;      // VOXRT_CUDA_GEMV_MIN_UNITS: fewest 256-element units a piece of K
+  bool fp32_kv = false;              // VOXRT_CUDA_KV=fp32: K/V caches in fp32 instead of bf16
+  double attention_blocks_per_sm = 8;  // VOXRT_CUDA_ATTN_BLOCKS_PER_SM: sets the attention key chunk
+  bool attention_group_rows = true;  // VOXRT_CUDA_ATTN_GROUP_ROWS=0: one row per attention block
+  std::string repeat;                // VOXRT_CUDA_REPEAT: operations launched twice (op_repeat.h)
+};
+
+// The defaults, changed by whichever VOXRT_CUDA_* variables are set (values clamped to their ranges).
+CudaOptions cuda_options_from_environment();
+
+}  // namespace voxrt
