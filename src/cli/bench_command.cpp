@@ -49,6 +49,7 @@ struct BenchArgs {
   int offline_batch = 0;  // > 0: the batched offline benchmark
   double stream_seconds = 300, measure_seconds = 10;
   bool find_capacity = false;
+  bool aligned_arrivals = false;
   std::vector<int> product_rows;
 };
 
@@ -86,6 +87,7 @@ void check_args(const BenchArgs& a) {
     throw UsageError("--offline-batch " + std::to_string(a.offline_batch) + ": expected 1 to " + std::to_string(kMaxStreams));
   if (a.offline_batch > 0 && a.streams > 0) throw UsageError("--streams and --offline-batch: give one of them");
   if (a.find_capacity && a.streams == 0) throw UsageError("--find-capacity needs --streams N (the first count tried)");
+  if (a.aligned_arrivals && a.streams == 0) throw UsageError("--aligned-arrivals needs --streams N");
   check_engine_args(a.engine);
   if (!a.audio.empty()) check_audio_input(a.audio);
 }
@@ -142,6 +144,7 @@ void run_streams(Engine& engine, const BenchArgs& a, const std::vector<float>& a
   o.stream_seconds = a.stream_seconds;
   o.measure_seconds = a.measure_seconds;
   o.delay_ms = a.delay_ms;
+  o.aligned_arrivals = a.aligned_arrivals;
   nlohmann::json r = benchmark_streams(engine, audio, o);
   const std::filesystem::path file =
       write_result(r, a, audio_name, a.find_capacity ? std::string("-capacity") : "-streams" + std::to_string(a.streams));
@@ -221,6 +224,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-sessions", args->engine.max_sessions,
                   "Caches for this many sessions, allocated at load (default with --streams N or --offline-batch B: N or B)");
+  cmd->add_flag("--aligned-arrivals", args->aligned_arrivals,
+                "With --streams: every stream's 80 ms chunks arrive at the same instant (default: spread over the 80 ms)");
   cmd->add_flag("--find-capacity", args->find_capacity,
                 "With --streams N: search the most streams (from N up) that all keep within 80 ms of real time");
   cmd->add_option("--offline-batch", args->offline_batch,

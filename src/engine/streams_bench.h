@@ -2,7 +2,10 @@
 // (issue 13, item 8). Each stream is a Session on a thread of its own. Its caches are first filled
 // to --stream-seconds less the measured part by feeding audio as fast as the engine takes it (so
 // the figure is the steady state of streams that long, without waiting for them in real time), then
-// every stream is paced at real time, 80 ms of audio every 80 ms, for --measure-seconds.
+// every stream is paced at real time, 80 ms of audio every 80 ms, for --measure-seconds. The
+// streams' arrivals are spread evenly over the 80 ms (stream i's chunks come i/N of a step after
+// stream 0's), as clients that connected at different moments send them to a server; with
+// aligned_arrivals every chunk of every stream arrives at the same instant, the worst case.
 // Reported: each chunk's lag (its arrival to the return of feed(), which is when its steps have run
 // and their events were delivered) as p50/p99/max over all streams, the streams that fell more than
 // one step behind, the scheduler's rounds (time, streams and decoder rows per round) against the
@@ -24,6 +27,7 @@ struct StreamsBenchOptions {
   double stream_seconds = 300;  // the length the streams reach (their caches' fill)
   double measure_seconds = 10;  // the paced part at the end, measured
   int delay_ms = 0;             // 0: the model's default
+  bool aligned_arrivals = false;  // every stream's chunks at the same instant (else spread over a step)
 };
 
 // `audio` (16 kHz) is looped; stream i starts at a different place in it.

@@ -276,6 +276,18 @@ TEST(Cli, BenchStreamsRecordsLagsRoundsAndMemory) {
   EXPECT_GT(j["rounds"]["floor_ms"].get<double>(), 0);
   EXPECT_DOUBLE_EQ(j["fill"]["audio_seconds"].get<double>(), 3 * 2.0);
   EXPECT_TRUE(j.contains("within_real_time"));
+  EXPECT_EQ(j["arrivals"], "spread over a step");
+}
+
+// --aligned-arrivals: every stream's chunks at the same instant (the worst case), and said so.
+TEST(Cli, BenchStreamsAlignedArrivals) {
+  nlohmann::json j;
+  ASSERT_NO_FATAL_FAILURE(
+      run_bench("--streams 2 --stream-seconds 2 --measure-seconds 1 --aligned-arrivals", "arrivals aligned", j));
+  EXPECT_EQ(j["arrivals"], "aligned");
+  const RunResult r = run_voxrt("bench --model " + model_dir() + " --aligned-arrivals");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--aligned-arrivals needs --streams"), std::string::npos) << r.err;
 }
 
 // --offline-batch B: B transcriptions at once, each running every step of its input (no stop at
