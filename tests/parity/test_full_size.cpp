@@ -8,10 +8,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <random>
+#include <tuple>
 
 #include "audio/audio_file.h"
 #include "model/checkpoint.h"
 #include "parity_check.h"
+#include "streams_together.h"
 #include "voxtral/stream_decoder.h"
 
 namespace voxrt::test {
@@ -48,6 +50,36 @@ void expect_streaming_equals_offline(VoxtralModel& model, const LogMel& logmel, 
               streamed == offline ? "equal to" : "DIFFERENT from");
 }
 
+// Streams of every golden audio, two each with different delays, chunk sizes and start rounds,
+// stepped together through shared encoder and decoder passes (the scheduler's round): each
+// stream's ids equal those it gets alone. On the GPU the passes carry drafted rows and, from 33
+// rows on, go through the tiled GEMM: the batched case of the full-size check.
+void expect_streams_together_equal_alone(VoxtralModel& model, const LogMel& logmel, const Tokenizer& tok,
+                                         const std::vector<std::vector<float>>& audio, const std::string& sub) {
+  std::vector<StreamPlan> plans;
+  for (const std::vector<float>& a : audio) {
+    for (const auto& [n_delay, chunk, join] : {std::tuple{6, size_t{1280}, 0}, std::tuple{12, size_t{3000}, 2}}) {
+      StreamState::Options o;
+      o.protocol.n_delay = n_delay;
+      o.ids = {tok.bos_id(), tok.eos_id(), tok.streaming_pad_id(), tok.streaming_word_id()};
+      o.draft_rows = model.backend().batch_invariant() ? 4 : 1;
+      plans.push_back({&a, o, join, chunk});
+    }
+  }
+  const TogetherRun together = run_together(model, logmel, plans, 0, 0);
+  int equal = 0;
+  for (size_t s = 0; s < plans.size(); ++s) {
+    const std::vector<int32_t> alone = ids_alone(model, logmel, plans[s]);
+    EXPECT_EQ(together.ids[s], alone) << "full/" << sub << ": stream " << s << " (delay "
+                                      << plans[s].options.protocol.n_delay << ") differs stepped together";
+    equal += together.ids[s] == alone;
+  }
+  EXPECT_GE(together.most_in_a_pass, 2) << "streams are meant to share decoder passes";
+  std::printf("[full/%s] %zu streams stepped together (up to %d in a decoder pass, %d rows, %d encoder positions): "
+              "%d of them equal to alone\n",
+              sub.c_str(), plans.size(), together.most_in_a_pass, together.most_rows, together.most_positions, equal);
+}
+
 void check_layout(LayoutPreference layout, const std::string& sub) {
   const std::filesystem::path dir = full_dir();
   if (dir.empty()) GTEST_SKIP() << "VOXRT_FULL_DIR not set: full-size check skipped (runs on the GPU machine)";
@@ -69,6 +101,7 @@ void check_layout(LayoutPreference layout, const std::string& sub) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   const Tokenizer tok = Tokenizer::load(dir / sub / "tekken.json");
   const LogMel logmel;
+  std::vector<std::vector<float>> audios;
   for (const auto& e : std::filesystem::directory_iterator(dir / "golden")) {
     if (e.path().extension() != ".safetensors") continue;
     const Golden g(e.path());
@@ -79,7 +112,9 @@ void check_layout(LayoutPreference layout, const std::string& sub) {
     std::printf("[full/%s] case ran in %.1f s\n", sub.c_str(),
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count());
     expect_streaming_equals_offline(*model, logmel, tok, audio, g, sub);
+    audios.push_back(audio);
   }
+  expect_streams_together_equal_alone(*model, logmel, tok, audios, sub);
 }
 
 TEST(FullSize, MistralLayoutMatchesReference) { check_layout(LayoutPreference::Mistral, "mistral"); }
