@@ -177,12 +177,11 @@ class CudaBackend final : public Backend {
   // Every product goes through the GEMV kernels (see linear()) unless cuBLAS was asked for or a
   // matrix's K is not a multiple of 8; the other ops treat rows one by one, and attention's chunks
   // depend on the model alone (plan_attention).
-  bool batch_invariant() const override { return !library_ && !cublas_weights_; }
+  bool batch_invariant() const override { return !library() && !cublas_weights_; }
 
   bool set_product_kernels(ProductKernels k) override {
     if (k == ProductKernels::Gemm && !tuning_.tensor_cores) return false;
     products_ = k;
-    library_ = k == ProductKernels::Library || (k == ProductKernels::Automatic && options_.library_products);
     return true;
   }
 
@@ -582,7 +581,6 @@ class CudaBackend final : public Backend {
     tuning_.split_blocks_per_sm = options_.gemv_split_blocks_per_sm;
     tuning_.min_piece_units = options_.gemv_min_piece_units;
     tuning_.sm_count = sm_count_;
-    library_ = options_.library_products;
     kv_bytes_ = options_.fp32_kv ? sizeof(float) : 2;
     repeat_ = cuda::parse_op_repeat(options_.repeat.empty() ? nullptr : options_.repeat.c_str());
   }
@@ -796,7 +794,7 @@ class CudaBackend final : public Backend {
 
   // Whether one GEMV launch can take x [M, K] (fp32, aligned rows) against these weights.
   bool gemv_takes(Mat x, std::initializer_list<const Weight*> weights, const char* where) {
-    bool ok = x.rows > 0 && !library_ && cuda::gemv_supports_k(x.cols) && cuda::gemv_reads_f32(x.data, x.cols);
+    bool ok = x.rows > 0 && !library() && cuda::gemv_supports_k(x.cols) && cuda::gemv_reads_f32(x.data, x.cols);
     for (const Weight* w : weights) ok = ok && device_weight(*w, where).bf16;
     return ok;
   }
@@ -857,7 +855,7 @@ class CudaBackend final : public Backend {
     // step) computes exactly what an offline pass or a batch of sessions does. cuBLAS, whose tiling
     // depends on M, is used only for K not a multiple of 8 and when asked for (Library, or
     // VOXRT_CUDA_GEMV_MAX_ROWS=0).
-    if (!library_ && cuda::gemv_supports_k(K)) {
+    if (!library() && cuda::gemv_supports_k(K)) {
       cuda::GemvOut g = gemv_out(w, bias, y, ldy, accumulate, where);
       run_products(x, M, K, ldx, &g, 1, false);
       return;
@@ -888,6 +886,11 @@ class CudaBackend final : public Backend {
     return g;
   }
 
+  // Whether every product goes through cuBLAS: asked for, or the options' default for Automatic.
+  bool library() const {
+    return products_ == ProductKernels::Library || (products_ == ProductKernels::Automatic && options_.library_products);
+  }
+
   // Whether M rows go through the tiled GEMM rather than the GEMV in groups of 32. Both compute the
   // same bits for every row (kernels_gemm_mma.cu), so the choice is one of speed alone: the GEMV
   // reads all the weights once per 32 rows, the GEMM once per 64-128 rows with x staged once per
@@ -898,11 +901,17 @@ class CudaBackend final : public Backend {
     return products_ == ProductKernels::Gemm || M >= kGemmMinRows;
   }
 
+  // x [M, K] (row stride ldx) rounded into the packed bf16 scratch copy the product kernels read.
+  const __nv_bfloat16* bf16_copy(const float* x, int M, int K, size_t ldx) {
+    auto* xb = static_cast<__nv_bfloat16*>(grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
+    if (!steps_->recorded(22, x, M, K, ldx, xb)) cuda::launch_f32_to_bf16(x, M, K, ldx, xb, launch_);
+    return xb;
+  }
+
   // The products of M rows: the tiled GEMM or the GEMV in groups (tiled()).
   void run_products(const float* x, int M, int K, size_t ldx, cuda::GemvOut* outs, int n_outs, bool gated) {
     if (tiled(M)) {
-      auto* xb = static_cast<__nv_bfloat16*>(grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
-      if (!steps_->recorded(22, x, M, K, ldx, xb)) cuda::launch_f32_to_bf16(x, M, K, ldx, xb, launch_);
+      const __nv_bfloat16* xb = bf16_copy(x, M, K, ldx);
       const size_t ws_floats = cuda::gemm_workspace_floats(M, K, outs, n_outs, gated, tuning_);
       float* ws = ws_floats ? static_cast<float*>(grow(gemm_workspace_, ws_floats * sizeof(float))) : nullptr;
       uint64_t h = cuda::StepRecorder::words(24, xb, M, K, n_outs, gated, sm_count_, ws);
@@ -923,9 +932,7 @@ class CudaBackend final : public Backend {
     size_t ld = ldx;
     const bool direct = cuda::gemv_reads_f32(x, ldx);
     if (!direct) {
-      auto* xb = static_cast<__nv_bfloat16*>(grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
-      if (!steps_->recorded(22, x, M, K, ldx, xb)) cuda::launch_f32_to_bf16(x, M, K, ldx, xb, launch_);
-      xin = xb;
+      xin = bf16_copy(x, M, K, ldx);
       ld = K;
     }
     const size_t elem = direct ? sizeof(float) : sizeof(__nv_bfloat16);
@@ -978,11 +985,9 @@ class CudaBackend final : public Backend {
   void* staging_ = nullptr;  // pinned host memory
   size_t staging_cap_ = 0, staging_used_ = 0;
   Scratch xbf_, args_, attn_, results_, gemv_partials_, gemv_counters_, gemm_workspace_;
-
   cuda::OpRepeat repeat_;  // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
   size_t kv_bytes_ = 2;  // K/V caches in bf16; VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements)
   bool cublas_weights_ = false;  // a matrix whose products cuBLAS computes (batch_invariant)
-  bool library_ = false;  // every product through cuBLAS (set_product_kernels, CudaOptions::library_products)
   ProductKernels products_ = ProductKernels::Automatic;  // set_product_kernels
   static constexpr int kGemmMinRows = 33;  // tiled(): more rows than one GEMV launch takes
 

@@ -49,14 +49,14 @@ using tc::cp_async_wait;
 
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
-constexpr int kChains = 8;       // the GEMV's warps per block: chain w takes chunk w of each unit
-constexpr int kChunkK8 = 4;      // a chunk: 32 elements, 4 vectors of 8
-constexpr int kUnitK8 = kChains * kChunkK8;  // a unit: 256 elements
+using tc::kChains;   // the GEMV's warps per block: chain w takes chunk w of each unit
+using tc::kChunkK8;  // a chunk: 32 elements, 4 vectors of 8
+using tc::kUnitK8;   // a unit: 256 elements
+using tc::units_of;
 constexpr int kWeightRows = 128; // weight rows a block stages
 constexpr int kStages = 5;
 constexpr int kFeatureTiles = 4;  // 16-feature tiles per warp
 
-__host__ __device__ constexpr int units_of(int K8) { return (K8 + kUnitK8 - 1) / kUnitK8; }
 __host__ __device__ constexpr int block_rows(int NT) { return 4 * 8 * NT; }
 __host__ __device__ constexpr int block_features(bool gated) { return gated ? kWeightRows / 2 : kWeightRows; }
 __host__ __device__ constexpr size_t stage_bytes(int NT) {

@@ -50,17 +50,16 @@ using tc::cp_async_wait;
 using tc::l2_evict_first_policy;
 using tc::mma_chunk;
 
-constexpr int kWarps = 8;
-constexpr int kChunk8 = 4;                    // a warp's chunk: 32 elements = 4 loads of 8
-constexpr int kUnitK8 = kWarps * kChunk8;     // a split unit: one chunk per warp, 256 elements
+using tc::kUnitK8;
+using tc::units_of;
+constexpr int kWarps = tc::kChains;           // warp w runs chain w
+constexpr int kChunk8 = tc::kChunkK8;         // a warp's chunk: 32 elements = 4 loads of 8
 constexpr int kMaxTiles8 = 4;                 // tiles of 8 x rows: 32 rows
 constexpr int kPartialFloats = 2 * kMaxTiles8 * 4 * 32;  // one block's partials, gated, 32 rows
 constexpr int kMinSplitUnits = 16;                       // K >= 4096
 // Three blocks of ring + staged x + the 1 KiB the driver reserves a block fill the SM's 228 KiB.
 constexpr int kXStageMaxBytes = 11 * 1024;
 
-// 256-element units in a row of K8 8-element vectors.
-__host__ __device__ constexpr int units_of(int K8) { return (K8 + kUnitK8 - 1) / kUnitK8; }
 
 // Units in flight per block: 64 KiB of ring either way (ring_bytes), so that three blocks fit an SM
 // with their staged x. A larger ring leaves room for only two blocks an SM, a smaller one keeps fewer

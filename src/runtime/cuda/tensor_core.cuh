@@ -7,6 +7,15 @@
 
 namespace voxrt::cuda::tc {
 
+// How both kernels walk K, the GEMV's order that the GEMM reproduces: K in units of 256 elements,
+// each unit in kChains chunks of 32 (4 vectors of 8); chain w (the GEMV's warp w) takes chunk w of
+// every unit.
+constexpr int kChains = 8;
+constexpr int kChunkK8 = 4;
+constexpr int kUnitK8 = kChains * kChunkK8;
+// 256-element units in a row of K8 8-element vectors.
+__host__ __device__ constexpr int units_of(int K8) { return (K8 + kUnitK8 - 1) / kUnitK8; }
+
 // c += a (16 x 16, row-major fragment) b (16 x 8, column-major fragment): bf16 in, fp32 accumulate.
 // Not volatile: the accumulator operands order the mma of one accumulator, and the compiler is
 // free to interleave those of independent accumulators (an mma's result takes tens of cycles).
