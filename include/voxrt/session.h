@@ -60,6 +60,11 @@ struct SessionOptions {
   // When the engine already has EngineOptions::max_sessions in progress: false, open_session throws
   // voxrt::Error at once; true, it waits until one ends.
   bool wait_for_room = false;
+  // The most audio this session will be fed (seconds): the cache pages it reserves when it opens,
+  // so that a full engine refuses it at once instead of failing it midway. 0: the engine's
+  // EngineOptions::max_session_seconds. Past it the session goes on while the engine has spare
+  // pages, and fails (feed throws voxrt::Error) when it has none.
+  double max_seconds = 0;
   std::function<void(const StreamEvent&)> on_event;
 };
 

@@ -10,6 +10,7 @@
 // std::runtime_error) with a message that names the file, field or value at fault.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -37,11 +38,22 @@ struct EngineOptions {
   // position at a time) and 1 elsewhere (on the CPU a pass of several rows may round differently).
   int draft_rows = 0;
   static constexpr int kMaxDraftRows = 32;  // the most draft_rows may ask for
-  // Sessions and transcriptions in progress at once. 0: no limit, their caches grow as they open.
-  // N: the caches of N are allocated at load (about 1.1 GB each for the full model on the GPU), so
-  // memory is known up front and never grows; one more live session is refused with a voxrt::Error
-  // (or waits: SessionOptions::wait_for_room), and a transcription waits for room.
+  // Sessions and transcriptions in progress at once. 0: no limit. N: one more live session is
+  // refused with a voxrt::Error (or waits: SessionOptions::wait_for_room), and a transcription
+  // waits for room. Without max_memory the caches of N sessions of max_session_seconds are
+  // allocated at load (a whole window: about 1.1 GB each for the full model on the GPU), so memory
+  // is known up front and never grows; with neither, the caches grow as sessions open.
   int max_sessions = 0;
+  // Memory for the sessions' key/value caches, in bytes, allocated at load (the weights and the
+  // passes' working memory come on top). The caches are paged: a session reserves the pages of
+  // its length (SessionOptions::max_seconds, a transcription its file's) when it opens, and one
+  // that does not fit is refused at once (or waits), so none ever runs out of memory midway.
+  // 0: as max_sessions says.
+  size_t max_memory = 0;
+  // The length a session reserves when it does not say (seconds of audio; 0: a whole window, the
+  // decoder's 8192 positions, about 11 minutes, after which it keeps recycling its own pages). It
+  // also splits max_memory between the encoder's and the decoder's pages.
+  double max_session_seconds = 0;
 };
 
 struct TranscribeOptions {

@@ -167,7 +167,13 @@ void run_bench(BenchArgs a) {
   check_args(a);
   // Many sessions at once: caches for exactly that many, allocated at load, so that memory per
   // stream is what a server loaded for them holds (not the slack of caches grown by doubling).
-  if (a.engine.max_sessions == 0 && !a.find_capacity) a.engine.max_sessions = std::max(a.streams, a.offline_batch);
+  // Their length is known: that is what each reserves (and what the caches are sized by).
+  if (a.engine.max_sessions == 0 && !a.find_capacity && a.engine.max_memory == 0)
+    a.engine.max_sessions = std::max(a.streams, a.offline_batch);
+  if (a.engine.max_session_seconds == 0) {
+    if (a.streams > 0) a.engine.max_session_seconds = a.stream_seconds;
+    else if (a.offline_batch > 0 && !a.offline_seconds.empty()) a.engine.max_session_seconds = a.offline_seconds.front() + 1;
+  }
   std::string audio_name;
   const std::vector<float> audio = bench_audio(a, audio_name);
   std::error_code ec;
@@ -222,8 +228,8 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--measure-seconds", args->measure_seconds, "With --streams: the paced, measured part at the end")
       ->capture_default_str();
-  cmd->add_option("--max-sessions", args->engine.max_sessions,
-                  "Caches for this many sessions, allocated at load (default with --streams N or --offline-batch B: N or B)");
+  add_capacity_options(cmd, args->engine,
+                       "Caches for this many sessions, allocated at load (default with --streams N or --offline-batch B: N or B)");
   cmd->add_flag("--aligned-arrivals", args->aligned_arrivals,
                 "With --streams: every stream's 80 ms chunks arrive at the same instant (default: spread over the 80 ms)");
   cmd->add_flag("--find-capacity", args->find_capacity,

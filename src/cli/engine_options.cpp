@@ -1,6 +1,9 @@
 #include "cli/engine_options.h"
 
 #include <cstdio>
+#include <exception>
+#include <string>
+#include <utility>
 #include <iostream>
 #include <thread>
 
@@ -44,6 +47,46 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_flag("--quiet,-q", a.quiet, "No messages on standard error (errors excepted)");
 }
 
+size_t parse_memory_size(const std::string& text) {
+  const auto bad = [&] {
+    return UsageError("--max-memory " + text + ": expected a size such as 40GB, 512MiB or a byte count");
+  };
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw bad();
+  }
+  const std::string unit = text.substr(used);
+  static const std::pair<const char*, double> kUnits[] = {{"", 1},      {"B", 1},          {"KB", 1e3},
+                                                          {"MB", 1e6},  {"GB", 1e9},       {"TB", 1e12},
+                                                          {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+  for (const auto& [name, scale] : kUnits)
+    if (unit == name) {
+      const double bytes = value * scale;
+      if (!(bytes >= 1) || bytes > 1e15) throw bad();
+      return static_cast<size_t>(bytes);
+    }
+  throw bad();
+}
+
+void add_capacity_options(CLI::App* cmd, EngineArgs& a, const std::string& sessions_help) {
+  cmd->add_option("--max-sessions", a.max_sessions, sessions_help);
+  cmd->add_option_function<std::string>(
+      "--max-memory", [&a](const std::string& v) { a.max_memory = parse_memory_size(v); },
+      "Memory for the sessions' caches (e.g. 40GB), allocated at load; a session that does not fit is refused "
+      "(default: what --max-sessions sessions need, or grown as sessions open)");
+  cmd->add_option_function<double>(
+      "--max-session-seconds",
+      [&a](const double& v) {
+        if (!(v >= 0) || v > 1e7) throw UsageError("--max-session-seconds " + std::to_string(v) + ": expected 0 (no limit) or more");
+        a.max_session_seconds = v;
+      },
+      "The length a session reserves cache pages for (0: a whole window, about 11 minutes; longer sessions go on "
+      "while spare pages last)");
+}
+
 void add_delay_option(CLI::App* cmd, int& delay_ms) {
   cmd->add_option_function<int>(
       "--delay-ms", [&delay_ms](const int& v) { check_delay(v); delay_ms = v; },
@@ -81,6 +124,8 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
   eo.layout = a.layout;
   eo.draft_rows = a.draft_rows;
   eo.max_sessions = a.max_sessions;
+  eo.max_memory = a.max_memory;
+  eo.max_session_seconds = a.max_session_seconds;
   std::unique_ptr<Engine> engine = Engine::load(dir, eo);
   const ModelInfo& info = engine->info();
   if (!a.quiet) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -18,11 +19,20 @@ struct EngineArgs {
   std::string layout = "auto";
   int threads = 0;  // 0: not given (all cores)
   int draft_rows = 0;
-  int max_sessions = 0;  // set by the commands that offer --max-sessions
+  // Set by the commands that offer them (add_capacity_options):
+  int max_sessions = 0;
+  size_t max_memory = 0;  // bytes
+  double max_session_seconds = 0;
   bool quiet = false;
 };
 
 void add_engine_options(CLI::App* cmd, EngineArgs& args);
+// --max-sessions, --max-memory and --max-session-seconds: how many sessions the engine holds at
+// once (EngineOptions's fields of those names).
+void add_capacity_options(CLI::App* cmd, EngineArgs& args, const std::string& sessions_help);
+// "40GB", "512MiB", "1073741824": bytes (UsageError naming --max-memory otherwise).
+size_t parse_memory_size(const std::string& text);
+
 // --delay-ms; 0 stays "not given" (tekken.json's default), any given value (0 too) is checked as it
 // is parsed.
 void add_delay_option(CLI::App* cmd, int& delay_ms);

@@ -61,9 +61,11 @@ inline std::vector<float> looped(std::span<const float> audio, size_t from, size
 // step in lockstep through the same tokens.
 inline size_t start_of(int i, size_t audio_samples) { return static_cast<size_t>(i) * 7919u * 16u % audio_samples; }
 
-inline std::unique_ptr<Session> open_session(Engine& engine, int delay_ms) {
+// A session of at most max_seconds (its cache reservation; 0: the engine's default).
+inline std::unique_ptr<Session> open_session(Engine& engine, int delay_ms, double max_seconds = 0) {
   SessionOptions o;
   o.delay_ms = delay_ms;
+  o.max_seconds = max_seconds;
   return engine.open_session(o);
 }
 

@@ -106,6 +106,10 @@ class EngineImpl final : public Engine {
     if (o.max_sessions < 0) throw Error("max_sessions " + std::to_string(o.max_sessions) + ": expected 0 (no limit) or more");
     SchedulerLimits limits;
     limits.max_streams = o.max_sessions;
+    if (!(o.max_session_seconds >= 0))
+      throw Error("max_session_seconds " + std::to_string(o.max_session_seconds) + ": expected 0 (no limit) or more");
+    limits.max_cache_bytes = o.max_memory;
+    limits.stream_seconds = o.max_session_seconds;
     scheduler_ = std::make_unique<Scheduler>(*model_, mu_, protocol(info_.default_delay_ms),
                                              StreamState::Options{}.max_batch_positions, limits);
     info_.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -233,8 +237,12 @@ class EngineImpl final : public Engine {
       const int64_t done = static_cast<int64_t>(tokens.size());
       if (o.progress) o.progress(static_cast<int>(done), static_cast<int>(std::max(expected_steps, done)));
     };
-    const WholeRun run = decode_whole(next, p, on_step);
+    // What the stream reserves: the input's length where it is known (a header's count may be an
+    // estimate: a little more), else the engine's default. Past it the stream goes on while spare
+    // pages last.
     const double rate = model_->config().audio.sampling_rate;
+    const double max_seconds = expected_samples > 0 ? expected_samples / rate * 1.02 + 1.0 : -1.0;
+    const WholeRun run = decode_whole(next, p, on_step, max_seconds);
     const double step_s = static_cast<double>(p.samples_per_step) / rate;
     Transcript t = assemble_transcript(*tokenizer_, tokens, step_s, static_cast<double>(run.audio_samples) / rate);
     t.eos = run.stopped;
@@ -251,9 +259,11 @@ class EngineImpl final : public Engine {
     bool stopped = false;  // at EOS
     int64_t audio_samples = 0;  // of the whole input, also the part after an EOS
   };
-  WholeRun decode_whole(const ChunkSource& next, const Protocol& p, const std::function<void(int32_t, double)>& on_step) {
+  WholeRun decode_whole(const ChunkSource& next, const Protocol& p, const std::function<void(int32_t, double)>& on_step,
+                        double max_seconds) {
     MelFrontEnd front(*logmel_, p);
-    const std::unique_ptr<Scheduler::Stream> stream = scheduler_->open(stream_options(p, /*stop_at_eos=*/true), /*wait_for_room=*/true);
+    const std::unique_ptr<Scheduler::Stream> stream =
+        scheduler_->open(stream_options(p, /*stop_at_eos=*/true), /*wait_for_room=*/true, max_seconds);
     auto take = [&](const std::vector<StreamState::Step>& steps) {
       for (const StreamState::Step& s : steps) on_step(s.token, s.seconds);
     };

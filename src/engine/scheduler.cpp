@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <exception>
 
 #include "common/error.h"
@@ -21,17 +22,69 @@ struct Scheduler::Entry {
   std::condition_variable done;
 };
 
+namespace {
+
+// The pages of a session of `positions` positions at most (0: no limit) in caches of shape s.
+int pages_for(const KvCacheShape& s, int64_t positions) {
+  if (positions <= 0 || positions >= s.ring) return s.pages_per_slot();
+  return static_cast<int>((positions + s.page_len() - 1) / s.page_len());
+}
+
+double gigabytes(double bytes) { return bytes / 1e9; }
+
+std::string format_gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GB", gigabytes(bytes));
+  return buf;
+}
+
+// The encoder's and decoder's pool shapes: max_cache_bytes split so that both run out together
+// for streams of stream_seconds, or max_streams such streams, or one to start with (growing).
+struct PoolShapes {
+  KvCacheShape encoder, decoder;
+  bool grows = false;
+};
+
+PoolShapes pool_shapes(const VoxtralModel& model, const Protocol& protocol, int max_batch_positions,
+                       const SchedulerLimits& l) {
+  const int slots = std::max(1, l.max_streams);
+  PoolShapes p{StreamState::encoder_cache_shape(model, max_batch_positions, slots, /*paged=*/true),
+               StreamState::decoder_cache_shape(model, protocol, slots, /*paged=*/true)};
+  const int enc = pages_for(p.encoder, StreamState::encoder_frames_for(model, protocol, l.stream_seconds));
+  const int dec = pages_for(p.decoder, StreamState::decoder_positions_for(model, protocol, l.stream_seconds));
+  const double kv_bytes = static_cast<double>(model.backend().kv_element_bytes());
+  const double enc_page = 2.0 * static_cast<double>(p.encoder.per_page()) * kv_bytes;
+  const double dec_page = 2.0 * static_cast<double>(p.decoder.per_page()) * kv_bytes;
+  if (l.max_cache_bytes > 0) {
+    const double budget = static_cast<double>(l.max_cache_bytes), one = enc * enc_page + dec * dec_page;
+    const double sessions = budget / one;
+    check(sessions >= 1, "engine",
+          "a cache memory of " + format_gb(budget) + " holds no session: one of " +
+              (l.stream_seconds > 0 ? std::to_string(l.stream_seconds) + " s" : std::string("a whole window")) +
+              " needs " + format_gb(one));
+    p.encoder.pages = std::max(enc, static_cast<int>(sessions * enc));
+    p.decoder.pages = static_cast<int>((budget - p.encoder.pages * enc_page) / dec_page);
+  } else {
+    p.encoder.pages = slots * enc;
+    p.decoder.pages = slots * dec;
+    p.grows = l.max_streams == 0;
+  }
+  return p;
+}
+
+}  // namespace
+
 Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol, int max_batch_positions,
                      const SchedulerLimits& limits)
     : model_(model),
       model_mutex_(model_mutex),
       one_pass_(model.backend().batch_invariant()),
       limits_(limits),
-      encoder_slots_(model.backend(),
-                     StreamState::encoder_cache_shape(model, max_batch_positions, std::max(1, limits.max_streams)),
-                     limits.max_streams == 0),
-      decoder_slots_(model.backend(), StreamState::decoder_cache_shape(model, protocol, std::max(1, limits.max_streams)),
-                     limits.max_streams == 0),
+      protocol_(protocol),
+      encoder_pool_(model.backend(), pool_shapes(model, protocol, max_batch_positions, limits).encoder,
+                    pool_shapes(model, protocol, max_batch_positions, limits).grows),
+      decoder_pool_(model.backend(), pool_shapes(model, protocol, max_batch_positions, limits).decoder,
+                    pool_shapes(model, protocol, max_batch_positions, limits).grows),
       encoder_(model, unique_step_key("encoder pass")),
       decoder_(model, unique_step_key("decoder pass")),
       thread_([this] { loop(); }) {}
@@ -45,25 +98,58 @@ Scheduler::~Scheduler() {
   thread_.join();
 }
 
-std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& opts, bool wait_for_room) {
+int Scheduler::encoder_pages(const Protocol& p, double max_seconds) const {
+  const double seconds = max_seconds < 0 ? limits_.stream_seconds : max_seconds;
+  return encoder_pool_.pages_for(StreamState::encoder_frames_for(model_, p, seconds));
+}
+
+int Scheduler::decoder_pages(const Protocol& p, double max_seconds) const {
+  const double seconds = max_seconds < 0 ? limits_.stream_seconds : max_seconds;
+  return decoder_pool_.pages_for(StreamState::decoder_positions_for(model_, p, seconds));
+}
+
+bool Scheduler::room_for(int enc_pages, int dec_pages) const {
+  if (limits_.max_streams > 0 && encoder_pool_.in_use() >= limits_.max_streams) return false;
+  return (encoder_pool_.grows() || encoder_pool_.fits(enc_pages)) &&
+         (decoder_pool_.grows() || decoder_pool_.fits(dec_pages));
+}
+
+std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& opts, bool wait_for_room,
+                                                   double max_seconds) {
+  const int enc_pages = encoder_pages(opts.protocol, max_seconds), dec_pages = decoder_pages(opts.protocol, max_seconds);
+  const size_t bytes = static_cast<size_t>(enc_pages) * encoder_pool_.page_bytes() +
+                       static_cast<size_t>(dec_pages) * decoder_pool_.page_bytes();
   std::unique_ptr<StreamState> state;
   {
     std::unique_lock<std::mutex> model_lock(model_mutex_);
-    if (encoder_slots_.full() || decoder_slots_.full()) {
-      if (!wait_for_room)
-        throw Error("engine full: all " + std::to_string(limits_.max_streams) +
-                    " sessions it was loaded for are in use (max_sessions); close one, or wait for room");
-      room_.wait(model_lock, [&] { return !encoder_slots_.full() && !decoder_slots_.full(); });
+    // One that could never fit is refused even when the caller would wait.
+    check(encoder_pool_.grows() || (enc_pages <= encoder_pool_.pages() && dec_pages <= decoder_pool_.pages()), "engine",
+          "a session of this length needs " + format_gb(static_cast<double>(bytes)) +
+              " of cache, more than the engine's " +
+              format_gb(static_cast<double>(encoder_pool_.pages() * encoder_pool_.page_bytes() +
+                                            decoder_pool_.pages() * decoder_pool_.page_bytes())));
+    if (!room_for(enc_pages, dec_pages)) {
+      if (!wait_for_room) {
+        if (limits_.max_streams > 0 && encoder_pool_.in_use() >= limits_.max_streams)
+          throw Error("engine full: all " + std::to_string(limits_.max_streams) +
+                      " sessions it was loaded for are in use (max_sessions); close one, or wait for room");
+        const CacheUse use = cache_use_locked();
+        throw Error("engine full: the session caches (" + format_gb(static_cast<double>(use.total_bytes)) + ", " +
+                    format_gb(static_cast<double>(use.used_bytes)) + " in use or kept for open sessions) have no room for one of " +
+                    format_gb(static_cast<double>(bytes)) +
+                    " more (max_memory); close one, wait for room, or open it for fewer seconds");
+      }
+      room_.wait(model_lock, [&] { return room_for(enc_pages, dec_pages); });
     }
-    const int enc = encoder_slots_.acquire();
+    const int enc = encoder_pool_.acquire(enc_pages);
     int dec = -1;
     try {
-      dec = decoder_slots_.acquire();
-      state = std::make_unique<StreamState>(model_, opts, StreamState::CacheSlot{encoder_slots_.cache(), enc},
-                                            StreamState::CacheSlot{decoder_slots_.cache(), dec});
+      dec = decoder_pool_.acquire(dec_pages);
+      state = std::make_unique<StreamState>(model_, opts, StreamState::CacheSlot{encoder_pool_.cache(), enc},
+                                            StreamState::CacheSlot{decoder_pool_.cache(), dec});
     } catch (...) {
-      encoder_slots_.release(enc);
-      if (dec >= 0) decoder_slots_.release(dec);
+      encoder_pool_.release(enc);
+      if (dec >= 0) decoder_pool_.release(dec);
       throw;
     }
   }
@@ -80,9 +166,29 @@ std::vector<Scheduler::Round> Scheduler::take_rounds() {
   return out;
 }
 
-size_t Scheduler::cache_bytes_per_stream() const {
-  auto slot_bytes = [](const KvSlotPool& p) { return 2 * p.cache().shape().per_slot() * p.cache().element_bytes(); };
-  return slot_bytes(encoder_slots_) + slot_bytes(decoder_slots_);
+size_t Scheduler::cache_bytes_for(double max_seconds) const {
+  return static_cast<size_t>(encoder_pages(protocol_, max_seconds)) * encoder_pool_.page_bytes() +
+         static_cast<size_t>(decoder_pages(protocol_, max_seconds)) * decoder_pool_.page_bytes();
+}
+
+Scheduler::CacheUse Scheduler::cache_use_locked() const {
+  CacheUse u;
+  u.encoder_pages = encoder_pool_.pages_in_use();
+  u.decoder_pages = decoder_pool_.pages_in_use();
+  // In use, or kept for the open streams' later positions.
+  const size_t enc_kept = static_cast<size_t>(encoder_pool_.pages() - std::max(0, encoder_pool_.cache().unreserved_pages()));
+  const size_t dec_kept = static_cast<size_t>(decoder_pool_.pages() - std::max(0, decoder_pool_.cache().unreserved_pages()));
+  u.used_bytes = enc_kept * encoder_pool_.page_bytes() + dec_kept * decoder_pool_.page_bytes();
+  u.total_bytes = static_cast<size_t>(encoder_pool_.pages()) * encoder_pool_.page_bytes() +
+                  static_cast<size_t>(decoder_pool_.pages()) * decoder_pool_.page_bytes();
+  u.mapped_bytes = static_cast<size_t>(u.encoder_pages) * encoder_pool_.page_bytes() +
+                   static_cast<size_t>(u.decoder_pages) * decoder_pool_.page_bytes();
+  return u;
+}
+
+Scheduler::CacheUse Scheduler::cache_use() const {
+  std::lock_guard<std::mutex> model_lock(model_mutex_);
+  return cache_use_locked();
 }
 
 int Scheduler::open_streams() const {
@@ -104,10 +210,10 @@ void Scheduler::close(Entry* entry) {
     std::lock_guard<std::mutex> model_lock(model_mutex_);
     const int enc = state->encoder_slot(), dec = state->decoder_slot();
     state.reset();
-    encoder_slots_.release(enc);
-    decoder_slots_.release(dec);
+    encoder_pool_.release(enc);
+    decoder_pool_.release(dec);
   }
-  room_.notify_one();
+  room_.notify_all();  // the pages freed may let several waiting streams in
 }
 
 void Scheduler::loop() {
@@ -142,7 +248,7 @@ void Scheduler::loop() {
       std::lock_guard<std::mutex> model_lock(model_mutex_);
       const auto t0 = std::chrono::steady_clock::now();
       try {
-        round.work = step_streams(states, {encoder_, encoder_slots_.cache(), decoder_, decoder_slots_.cache(), one_pass_,
+        round.work = step_streams(states, {encoder_, encoder_pool_.cache(), decoder_, decoder_pool_.cache(), one_pass_,
                                            limits_.max_encoder_positions, limits_.max_decoder_rows});
       } catch (const std::exception& ex) {
         failure = ex.what();
@@ -155,7 +261,8 @@ void Scheduler::loop() {
     for (Entry* e : active) {
       for (const StreamState::Step& s : e->state->take_steps()) e->outbox.push_back(s);
       if (!failure.empty()) e->error = failure;
-      if (!failure.empty() || !e->state->has_work()) {
+      else if (!e->state->failure().empty()) e->error = e->state->failure();  // this stream alone failed
+      if (!e->error.empty() || !e->state->has_work()) {
         e->wanted = false;
         e->done.notify_one();
       }

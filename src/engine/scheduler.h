@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/kv_slot_pool.h"
+#include "runtime/kv_pool.h"
 #include "voxtral/decoder_step.h"
 #include "voxtral/encoder_pass.h"
 #include "voxtral/stream_state.h"
@@ -30,6 +30,14 @@ struct SchedulerLimits {
   // front and a stream more is refused (or waits): memory is known at load and never grows with
   // the streams.
   int max_streams = 0;
+  // Memory for the streams' caches (K and V, encoder and decoder pages), in bytes, allocated at
+  // load; a stream that does not fit in what is left is refused (or waits). 0: the caches hold
+  // max_streams streams of stream_seconds (or grow, with max_streams 0).
+  size_t max_cache_bytes = 0;
+  // How long a stream may run when its opener does not say (seconds of audio; 0: no limit, a whole
+  // window): the pages it reserves, and how max_cache_bytes is split between the encoder's and the
+  // decoder's pages (so that both run out together for streams of this length).
+  double stream_seconds = 0;
   // The most positions an encoder pass and rows a decoder pass take (RoundContext); streams left
   // out of a round go first in the next.
   int max_encoder_positions = 512;
@@ -74,13 +82,24 @@ class Scheduler {
   };
 
   // A stream of `opts` (its protocol's left pad and max_batch_positions must be the scheduler's:
-  // the streams share the caches). With limits.max_streams open already it throws voxrt::Error at
-  // once, or with wait_for_room waits until a stream closes.
-  std::unique_ptr<Stream> open(const StreamState::Options& opts, bool wait_for_room = false);
+  // the streams share the caches) that runs for at most max_seconds of audio (0: no limit; < 0:
+  // limits.stream_seconds), whose cache pages it reserves. When they do not fit (or
+  // limits.max_streams are open already) it throws voxrt::Error at once, or with wait_for_room
+  // waits until streams close. A stream that runs past max_seconds goes on while spare pages last,
+  // and then fails alone.
+  std::unique_ptr<Stream> open(const StreamState::Options& opts, bool wait_for_room = false, double max_seconds = -1);
 
   int open_streams() const;
-  // The bytes of one stream's encoder and decoder cache slots (K and V).
-  size_t cache_bytes_per_stream() const;
+  // The cache bytes a stream of max_seconds reserves (K and V, encoder and decoder pages).
+  size_t cache_bytes_for(double max_seconds = -1) const;
+  // The caches' pages: in use by the open streams, and in all (bytes, K and V).
+  struct CacheUse {
+    size_t mapped_bytes = 0;  // pages holding the open streams' positions
+    size_t used_bytes = 0;    // those and the pages kept for the open streams' later positions
+    size_t total_bytes = 0;
+    int encoder_pages = 0, decoder_pages = 0;  // in use
+  };
+  CacheUse cache_use() const;
 
   // A round of the loop: its wall time (with the model lock held), the streams in it and the work
   // it ran. For benchmarks and metrics.
@@ -96,6 +115,11 @@ class Scheduler {
  private:
   void loop();
   void close(Entry* entry);
+  // The pages of a stream of this protocol and max_seconds (< 0: limits_.stream_seconds).
+  int encoder_pages(const Protocol& p, double max_seconds) const;
+  int decoder_pages(const Protocol& p, double max_seconds) const;
+  bool room_for(int enc_pages, int dec_pages) const;
+  CacheUse cache_use_locked() const;  // with model_mutex_ held
 
   VoxtralModel& model_;
   std::mutex& model_mutex_;
@@ -104,7 +128,8 @@ class Scheduler {
   std::condition_variable_any room_;  // a stream closed (waited on with model_mutex_)
   uint64_t rounds_run_ = 0;            // by the loop: rotates the order streams are served in
   // Used by the loop only, or under model_mutex_ when streams open and close.
-  KvSlotPool encoder_slots_, decoder_slots_;
+  const Protocol protocol_;
+  KvPool encoder_pool_, decoder_pool_;
   EncoderPass encoder_;
   DecoderPass decoder_;
 

@@ -50,7 +50,7 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
     threads.emplace_back([&, i] {
       std::unique_ptr<Session> session;
       try {
-        session = bench_support::open_session(engine, o.delay_ms);
+        session = bench_support::open_session(engine, o.delay_ms, o.stream_seconds);
         const size_t start = bench_support::start_of(i, audio.size());
         for (size_t at = 0; at < fill_samples; at += fill_chunk)
           session->feed(looped(audio, start + at, std::min(fill_chunk, fill_samples - at)));
@@ -84,6 +84,7 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
   const Clock::time_point t0 = filled.arrive_and_wait();
   const double fill_s = std::chrono::duration<double>(t0 - fill_start).count();
   const size_t memory_filled = be.memory_in_use();
+  const Scheduler::CacheUse cache = scheduler.cache_use();
   scheduler.take_rounds();  // the fill's rounds are not measured
   std::vector<Scheduler::Round> rounds;
   {
@@ -139,10 +140,12 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
                  {"streams", spread(round_streams)}, {"encoder_ms", spread(encoder_ms)},
                  {"decoder_ms", spread(decoder_ms)}, {"other_ms", spread(other_ms)}, {"floor_ms", floor_ms}, {"floor_bytes", bytes},
                  {"floor_flops", flops}};
-  // What a stream's caches take (its encoder and decoder slots), and what the device holds in all.
-  const double cache_bytes = static_cast<double>(scheduler.cache_bytes_per_stream());
+  // What a stream's caches take: the pages it reserved for its length, and those its positions
+  // hold once filled; and what the device holds in all.
   r["memory"] = {{"before_bytes", memory_before}, {"filled_bytes", memory_filled},
-                 {"cache_bytes_per_stream", cache_bytes},
+                 {"cache_bytes_per_stream", static_cast<double>(scheduler.cache_bytes_for(o.stream_seconds))},
+                 {"cache_mapped_bytes_per_stream", static_cast<double>(cache.mapped_bytes) / o.streams},
+                 {"cache_total_bytes", static_cast<double>(cache.total_bytes)},
                  {"growth_per_stream_bytes", (static_cast<double>(memory_filled) - memory_before) / o.streams}};
   return r;
 }
@@ -212,9 +215,13 @@ std::string format_streams_benchmark(const nlohmann::json& r) {
   std::snprintf(buf, sizeof buf, "round parts p50: encoder pass %.2f ms, decoder pass %.2f ms, the rest (prompts, hand-over) %.2f ms\n",
                 rd["encoder_ms"]["p50"].get<double>(), rd["decoder_ms"]["p50"].get<double>(), rd["other_ms"]["p50"].get<double>());
   out += buf;
-  std::snprintf(buf, sizeof buf, "fill: %.0f s of audio in %.1f s (RTFx %.0f); caches %.2f GB per stream, %.2f GB in use\n",
+  const auto& mem = r["memory"];
+  std::snprintf(buf, sizeof buf,
+                "fill: %.0f s of audio in %.1f s (RTFx %.0f); caches %.3f GB per stream reserved, %.3f GB held once "
+                "filled (pools %.1f GB); %.2f GB of device memory in use\n",
                 r["fill"]["audio_seconds"].get<double>(), r["fill"]["seconds"].get<double>(), r["fill"]["rtfx"].get<double>(),
-                r["memory"]["cache_bytes_per_stream"].get<double>() / 1e9, r["memory"]["filled_bytes"].get<double>() / 1e9);
+                mem["cache_bytes_per_stream"].get<double>() / 1e9, mem.value("cache_mapped_bytes_per_stream", 0.0) / 1e9,
+                mem.value("cache_total_bytes", 0.0) / 1e9, mem["filled_bytes"].get<double>() / 1e9);
   out += buf;
   return out;
 }

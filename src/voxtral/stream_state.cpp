@@ -15,17 +15,46 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-KvCacheShape StreamState::decoder_cache_shape(const VoxtralModel& model, const Protocol& p, int slots) {
+namespace {
+
+KvCacheShape paged_shape(KvCacheShape s, int window) {
+  const int len = StreamState::page_positions(window);
+  s.page_positions = len;
+  s.ring = (s.ring + len - 1) / len * len;
+  return s;
+}
+
+}  // namespace
+
+int StreamState::page_positions(int window) {
+  int len = 4;
+  while (len * 2 <= window / 32) len *= 2;
+  return len;
+}
+
+KvCacheShape StreamState::decoder_cache_shape(const VoxtralModel& model, const Protocol& p, int slots, bool paged) {
   // The spare entries beyond the window hold the longest prompt of any delay, so that streams of
   // every delay share one cache, and a stream alone has the cache it has among others.
   Protocol longest = p;
   longest.n_delay = VoxtralModel::kMaxDelayTokens;
-  return model.decoder_cache_shape(slots, model.config().decoder.sliding_window + longest.prompt_len());
+  const int window = model.config().decoder.sliding_window;
+  const KvCacheShape s = model.decoder_cache_shape(slots, window + longest.prompt_len());
+  return paged ? paged_shape(s, window) : s;
 }
 
-KvCacheShape StreamState::encoder_cache_shape(const VoxtralModel& model, int max_batch_positions, int slots) {
+KvCacheShape StreamState::encoder_cache_shape(const VoxtralModel& model, int max_batch_positions, int slots, bool paged) {
   const ModelConfig& c = model.config();
-  return model.encoder_cache_shape(slots, c.encoder.sliding_window + c.downsample_factor * max_batch_positions);
+  const KvCacheShape s = model.encoder_cache_shape(slots, c.encoder.sliding_window + c.downsample_factor * max_batch_positions);
+  return paged ? paged_shape(s, c.encoder.sliding_window) : s;
+}
+
+int64_t StreamState::decoder_positions_for(const VoxtralModel& model, const Protocol& p, double seconds) {
+  if (seconds <= 0) return 0;
+  return p.offline_positions(static_cast<size_t>(seconds * model.config().audio.sampling_rate + 0.5));
+}
+
+int64_t StreamState::encoder_frames_for(const VoxtralModel& model, const Protocol& p, double seconds) {
+  return decoder_positions_for(model, p, seconds) * model.config().downsample_factor;
 }
 
 StreamState::StreamState(VoxtralModel& model, const Options& opts, CacheSlot encoder, CacheSlot decoder)
@@ -94,6 +123,7 @@ EncoderPart StreamState::put_encoder(int count) {
         "session", "put_encoder: positions not ready");
   const int64_t first_frame = encoded_positions_ * factor;
   rebase_if_needed(enc_cache_, enc_slot_, true, enc_base_, first_frame, count * factor, opts_.encoder_position_limit);
+  enc_cache_.map(enc_slot_, first_frame - enc_base_, count * factor);  // throws before anything is put
   put_positions_ = count;
   EncoderPart p;
   p.slot = enc_slot_;
@@ -139,6 +169,7 @@ bool StreamState::prompt_ready() const {
 void StreamState::decode_prompt() {
   const int P = opts_.protocol.prompt_len();
   check(prompt_ready(), "session", "prompt not ready");
+  dec_cache_.map(slot_, 0, P);
   const auto t0 = std::chrono::steady_clock::now();
   const int32_t id = voxrt::decode_prompt(model_, opts_.protocol, opts_.ids, queue_.view(queue_read_, P), dec_cache_, slot_).id;
   ++decoder_passes_;
@@ -156,6 +187,7 @@ void StreamState::put_rows(int k, std::vector<SessionRow>& rows, Mat pass_audio)
   const int first = static_cast<int>(rows.size());
   check(first + k <= pass_audio.rows && pass_audio.cols == dim_, "session", "put_rows: pass too small");
   rebase_if_needed(dec_cache_, slot_, false, dec_base_, next_decode_, k, opts_.decoder_position_limit);
+  dec_cache_.map(slot_, next_decode_ - dec_base_, k);  // throws before anything is put
   // Row 0 takes the true previous token; rows 1.. guess that the output repeats it.
   for (int i = 0; i < k; ++i) rows.push_back({slot_, next_decode_ + i - dec_base_, last_token_, opts_.protocol.n_delay});
   model_.backend().copy(pass_audio.data + static_cast<size_t>(first) * dim_, queue_.row(queue_read_),
@@ -174,6 +206,11 @@ void StreamState::take_results(std::span<const DecoderStepResult> results, doubl
   while (kept < k && results[kept - 1].id == guess) ++kept;
   const double share = seconds / kept;
   for (int i = 0; i < kept && !stopped_; ++i) emit(results[i].id, share + pop(1));
+}
+
+void StreamState::fail(const std::string& why) {
+  failure_ = why;
+  stopped_ = true;
 }
 
 bool StreamState::has_work() const { return encodable() > 0 || prompt_ready() || rows_ready() > 0; }

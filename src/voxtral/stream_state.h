@@ -56,10 +56,20 @@ class StreamState {
   // entries of positions up to draft_rows - 1 beyond it, and the decoder ring's prompt_len() spare
   // entries (beyond the window) keep those out of every later query's window.
   static int max_draft_rows(const Protocol& p) { return p.prompt_len() + 1; }
-  // A decoder cache of `slots` streams of this protocol's left pad, any delay.
-  static KvCacheShape decoder_cache_shape(const VoxtralModel& model, const Protocol& p, int slots);
+  // A decoder cache of `slots` streams of this protocol's left pad, any delay. Paged: rings of
+  // pages of page_positions(window) entries (the ring rounded up to whole pages); the caller sets
+  // the page count.
+  static KvCacheShape decoder_cache_shape(const VoxtralModel& model, const Protocol& p, int slots, bool paged = false);
   // An encoder cache of `slots` streams encoding up to max_batch_positions a pass.
-  static KvCacheShape encoder_cache_shape(const VoxtralModel& model, int max_batch_positions, int slots);
+  static KvCacheShape encoder_cache_shape(const VoxtralModel& model, int max_batch_positions, int slots,
+                                          bool paged = false);
+  // The ring entries of a page for a window: a 32nd of it (a power of two, at least 4), so that a
+  // session's memory follows its length to within 3 % of a full window (the decoder's 8192: 256).
+  static int page_positions(int window);
+  // Decoder positions and encoder frames of a session of `seconds` of audio at most (the offline
+  // pads included); 0 seconds: no limit (0 positions).
+  static int64_t decoder_positions_for(const VoxtralModel& model, const Protocol& p, double seconds);
+  static int64_t encoder_frames_for(const VoxtralModel& model, const Protocol& p, double seconds);
 
   // A slot of a cache shaped as the functions above say. The cache must outlive the stream and may
   // be reallocated between passes (it is held by reference).
@@ -91,6 +101,10 @@ class StreamState {
   // The results of the rows put last, and this stream's share of the pass's time.
   void take_results(std::span<const DecoderStepResult> results, double seconds);
   bool has_work() const;
+  // Ends the stream's work for good (its caches could not take its next positions, say): it puts
+  // nothing in any later pass, and failure() says why.
+  void fail(const std::string& why);
+  const std::string& failure() const { return failure_; }
 
   std::vector<Step> take_steps();
 
@@ -98,7 +112,7 @@ class StreamState {
   int encoder_slot() const { return enc_slot_; }
   int decoder_slot() const { return slot_; }
   const Options& options() const { return opts_; }
-  bool stopped() const { return stopped_; }  // stop_at_eos and EOS seen
+  bool stopped() const { return stopped_; }  // stop_at_eos and EOS seen, or failed
   int64_t rebases() const { return rebases_; }
   int64_t decoder_passes() const { return decoder_passes_; }  // decoder passes it took part in, the prompt's included
   double encoder_seconds() const { return encoder_seconds_; }  // in encoder passes (conv stem to adapter)
@@ -119,6 +133,7 @@ class StreamState {
   KvCache& dec_cache_;
   const int slot_;
 
+  std::string failure_;
   std::vector<float> mel_pending_;  // frames not yet through the conv stem
   std::vector<float> mel_context_;  // the 2 mel rows before the next conv chunk
   Buffer conv1_context_;            // the conv1 row before the next chunk, carried on the device

@@ -4,8 +4,23 @@
 #include <chrono>
 #include <vector>
 
+#include "common/error.h"
+
 namespace voxrt {
 namespace {
+
+// Runs `put`, a stream's share of a pass; a voxrt::Error there (its caches cannot take its next
+// positions) ends that stream alone, and the pass goes on with the others. False when it failed.
+template <typename Put>
+bool put_or_fail(StreamState& s, Put put) {
+  try {
+    put();
+    return true;
+  } catch (const Error& e) {
+    s.fail(e.what());
+    return false;
+  }
+}
 
 // One decoder pass over the ready rows of `streams`; each stream's share of the pass's time is its
 // share of the rows.
@@ -19,14 +34,20 @@ void decoder_pass(std::span<StreamState* const> streams, DecoderPass& pass, KvCa
     stats.decoder_streams += counts[i] > 0;
   }
   if (total == 0) return;
-  ++stats.decoder_passes;
-  stats.decoder_rows += total;
   const auto t0 = std::chrono::steady_clock::now();
   const Mat audio = pass.audio(total);  // may grow: before any row is put
   std::vector<SessionRow> rows;
   rows.reserve(static_cast<size_t>(total));
-  for (size_t i = 0; i < streams.size(); ++i)
-    if (counts[i] > 0) streams[i]->put_rows(counts[i], rows, audio);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    if (counts[i] == 0) continue;
+    if (!put_or_fail(*streams[i], [&] { streams[i]->put_rows(counts[i], rows, audio); })) {
+      total -= counts[i];
+      counts[i] = 0;
+    }
+  }
+  if (total == 0) return;
+  ++stats.decoder_passes;
+  stats.decoder_rows += total;
   const std::vector<DecoderStepResult> results = pass.run(rows, cache);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats.decoder_seconds += seconds;
@@ -50,7 +71,7 @@ void encoder_pass(std::span<StreamState* const> streams, EncoderPass& pass, KvCa
   for (StreamState* s : streams) {
     const int room = max_positions > 0 ? max_positions - positions : s->encodable();
     if (const int n = std::min(s->encodable(), room); n > 0) {
-      parts.push_back(s->put_encoder(n));
+      if (!put_or_fail(*s, [&] { parts.push_back(s->put_encoder(n)); })) continue;
       parts_of.push_back(s);
       positions += n;
     }
@@ -85,10 +106,7 @@ RoundStats step_streams(std::span<StreamState* const> streams, const RoundContex
   }
   const auto t0 = std::chrono::steady_clock::now();
   for (StreamState* s : streams) {
-    if (s->prompt_ready()) {
-      s->decode_prompt();
-      ++stats.prompts;
-    }
+    if (s->prompt_ready() && put_or_fail(*s, [&] { s->decode_prompt(); })) ++stats.prompts;
   }
   stats.prompt_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (ctx.one_pass) {

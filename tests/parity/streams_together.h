@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "audio/log_mel.h"
-#include "runtime/kv_slot_pool.h"
+#include "runtime/kv_pool.h"
 #include "voxtral/mel_front_end.h"
 #include "voxtral/stream_decoder.h"
 #include "voxtral/stream_stepper.h"
@@ -40,6 +40,7 @@ struct TogetherRun {
   std::vector<std::vector<int32_t>> ids;
   int most_in_a_pass = 0, slots_reused = 0, most_encoded_together = 0, pool_slots = 0;
   int most_rows = 0, most_positions = 0;
+  int most_pages = 0;  // the decoder pool's pages at most
 };
 
 // Together: each round, every stream that has joined feeds its next chunk (or flushes), then
@@ -58,8 +59,15 @@ inline TogetherRun run_together(VoxtralModel& model, const LogMel& logmel, const
     size_t at = 0;
   };
   Backend& be = model.backend();
-  KvSlotPool pool(be, StreamState::decoder_cache_shape(model, plans[0].options.protocol, 1));
-  KvSlotPool encoder_pool(be, StreamState::encoder_cache_shape(model, plans[0].options.max_batch_positions, 1));
+  // Paged pools that start with one slot and one page and grow: the streams' pages interleave in
+  // the order their positions reach them, so every ring is scattered over the storage, unlike the
+  // contiguous slot each stream has alone. Each stream reserves exactly what its audio needs.
+  KvCacheShape decoder_shape = StreamState::decoder_cache_shape(model, plans[0].options.protocol, 1, /*paged=*/true);
+  KvCacheShape encoder_shape =
+      StreamState::encoder_cache_shape(model, plans[0].options.max_batch_positions, 1, /*paged=*/true);
+  decoder_shape.pages = encoder_shape.pages = 1;
+  KvPool pool(be, decoder_shape, /*grows=*/true);
+  KvPool encoder_pool(be, encoder_shape, /*grows=*/true);
   EncoderPass encoder(model, unique_step_key("test encoder pass"));
   DecoderPass pass(model, unique_step_key("test pass"));
   std::vector<std::unique_ptr<Live>> live;
@@ -71,8 +79,11 @@ inline TogetherRun run_together(VoxtralModel& model, const LogMel& logmel, const
       if (plans[s].join_round != round) continue;
       const StreamState::Options& o = plans[s].options;
       auto l = std::make_unique<Live>(Live{s, MelFrontEnd(logmel, o.protocol), nullptr});
-      const int slot = pool.acquire();
-      const int encoder_slot = encoder_pool.acquire();
+      const double seconds = static_cast<double>(plans[s].audio->size()) / model.config().audio.sampling_rate;
+      const int slot = pool.acquire(pool.pages_for(StreamState::decoder_positions_for(model, o.protocol, seconds)));
+      const int encoder_slot =
+          encoder_pool.acquire(encoder_pool.pages_for(StreamState::encoder_frames_for(model, o.protocol, seconds)));
+      t.most_pages = std::max(t.most_pages, pool.pages());
       if (static_cast<size_t>(slot) < slot_seen.size() && slot_seen[slot]) ++t.slots_reused;
       slot_seen.resize(std::max(slot_seen.size(), static_cast<size_t>(slot) + 1));
       slot_seen[slot] = true;

@@ -1,7 +1,9 @@
 // Streams stepped together (step_streams, the batching scheduler's round; docs/scheduler.md):
 // four streams with different audio, delays and chunk sizes, joining at different rounds and
-// leaving while the others go on, encode and decode into shared caches (KvSlotPools that start with
-// one slot, so they grow while streams are in flight, and a leaver's slots are taken again) with
+// leaving while the others go on, encode and decode into shared paged caches (KvPools that start
+// with one slot and one page, so they grow while streams are in flight, each stream's ring is
+// scattered over pages mapped as its positions reach them, and a leaver's slot and pages are taken
+// again) with
 // every stream's ready positions in one encoder pass and every ready row in one decoder pass; then
 // again with passes limited below what the streams have ready (the rest wait for the next round,
 // served in rotating order). Each stream's ids equal those it gets stepped alone (StreamDecoder).
@@ -67,6 +69,7 @@ TEST_P(StreamsTogether, EachStreamGetsTheIdsItGetsAlone) {
   EXPECT_GE(open.most_in_a_pass, 3) << "streams are meant to share decoder passes";
   EXPECT_GE(open.most_encoded_together, 3) << "streams are meant to share encoder passes";
   EXPECT_GE(open.pool_slots, 4) << "the pool is meant to grow while streams are in flight";
+  EXPECT_GE(open.most_pages, 8) << "the streams' rings are meant to span several pages";
   EXPECT_GE(open.slots_reused, 1) << "the last stream is meant to take a slot a finished stream left";
   // Passes limited below what the streams have ready: the rest wait for the next round.
   const int max_positions = 20, max_rows = 2;

@@ -1,7 +1,10 @@
 // An engine loaded for a number of sessions (EngineOptions::max_sessions; issue 13, item 2): the
 // caches of that many are allocated at load, one live session more is refused at once with a clear
 // error (or waits, when it asked to), a transcription waits for room, and a session that closes
-// makes room. Nothing that was running is disturbed.
+// makes room. Nothing that was running is disturbed. The same by memory (EngineOptions::max_memory,
+// paged caches): a session reserves the pages of its length, one that does not fit is refused
+// naming the budget, and one that runs past its length goes on while pages are spare, then fails
+// alone.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -58,6 +61,75 @@ TEST(Admission, ASessionBeyondMaxSessionsIsRefusedOrWaitsForRoom) {
   third->feed(audio);
   third->flush();
   EXPECT_EQ(third->transcript().tokens, alone_live.tokens);
+}
+
+// The cache memory one session of `seconds` needs on the tiny model: the smallest max_memory an
+// engine loads with (a budget that holds no session is refused at load).
+size_t bytes_of_one_session(double seconds) {
+  size_t lo = 1, hi = size_t{1} << 26;  // lo fails, hi loads
+  while (hi - lo > 1) {
+    const size_t mid = lo + (hi - lo) / 2;
+    try {
+      Engine::load(test_data() / "tiny" / "mistral",
+                   {.device = "cpu", .threads = 1, .max_memory = mid, .max_session_seconds = seconds});
+      hi = mid;
+    } catch (const Error&) {
+      lo = mid;
+    }
+  }
+  return hi;
+}
+
+TEST(Admission, AMemoryBudgetAdmitsWhatFitsAndASessionPastItsLengthFailsAlone) {
+  constexpr double kSeconds = 1.0;
+  const size_t one = bytes_of_one_session(kSeconds);
+  auto engine = Engine::load(test_data() / "tiny" / "mistral",
+                             {.device = "cpu", .threads = 1, .max_memory = 2 * one, .max_session_seconds = kSeconds});
+  const std::vector<float> audio = load_audio_mono(test_data() / "audio" / "speech_short.wav");
+  ASSERT_GT(audio.size(), 2 * 16000u) << "the test needs more than its sessions' length";
+  const std::vector<float> short_audio(audio.begin(), audio.begin() + 8000);
+  Transcript alone;
+  {
+    auto s = engine->open_session({});
+    s->feed(short_audio);
+    s->flush();
+    alone = s->transcript();
+  }
+
+  auto a = engine->open_session({});
+  auto b = engine->open_session({});
+  try {
+    engine->open_session({});
+    FAIL() << "a third session opened in memory for two";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_memory"), std::string::npos) << e.what();
+  }
+  // Shorter sessions need fewer pages, but none is left.
+  EXPECT_THROW(engine->open_session({.max_seconds = 0.25}), Error);
+
+  // a runs past the 1 s it reserved while b holds the rest: it fails alone, b is undisturbed.
+  bool a_failed = false;
+  try {
+    for (size_t at = 0; at < audio.size(); at += 1600)
+      a->feed(std::span<const float>(audio).subspan(at, std::min<size_t>(1600, audio.size() - at)));
+    a->flush();
+  } catch (const Error& e) {
+    a_failed = true;
+    EXPECT_NE(std::string(e.what()).find("max_seconds"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(a_failed) << "a session past its reservation took pages that were kept for another";
+  b->feed(short_audio);
+  b->flush();
+  EXPECT_EQ(b->transcript().tokens, alone.tokens);
+
+  // Closing a frees its pages: now a longer session fits, and with no one else it may run past
+  // its length on the spare pages.
+  a.reset();
+  b.reset();
+  auto c = engine->open_session({.max_seconds = 0.5});
+  c->feed(audio);
+  c->flush();
+  EXPECT_FALSE(c->transcript().tokens.empty());
 }
 
 TEST(Admission, NegativeMaxSessionsIsAnError) {

@@ -191,7 +191,13 @@ class CpuBackend final : public Backend {
     float* keys = cache.keys();
     float* values = cache.values();
     for (int r = 0; r < k.rows; ++r) {
-      const size_t off = ring_offset(s, rows[r].slot, layer, rows[r].pos);
+      check_with(rows[r].slot >= 0 && rows[r].slot < s.slots && rows[r].pos >= 0 &&
+                     cache.page_of(rows[r].slot, rows[r].pos % s.ring) >= 0,
+                 "cpu store_kv", [&] {
+                   return "row " + std::to_string(r) + ": slot " + std::to_string(rows[r].slot) + " position " +
+                          std::to_string(rows[r].pos) + " out of range or its cache page not mapped";
+                 });
+      const size_t off = cache.offset(rows[r].slot, layer, rows[r].pos % s.ring);
       std::memcpy(keys + off, k.data + r * width, width * sizeof(float));
       std::memcpy(values + off, v.data + r * width, width * sizeof(float));
     }
@@ -219,7 +225,7 @@ class CpuBackend final : public Backend {
         scores.resize(n);
         float mx = -std::numeric_limits<float>::infinity();
         for (int j = 0; j < n; ++j) {
-          const float* kv = keys + ring_offset(s, rows[r].slot, layer, first + j) +
+          const float* kv = keys + cache.offset(rows[r].slot, layer, (first + j) % s.ring) +
                             static_cast<size_t>(kvh) * hd;
           float dot = 0;
           for (int d = 0; d < hd; ++d) dot += qv[d] * kv[d];
@@ -233,7 +239,7 @@ class CpuBackend final : public Backend {
         }
         std::fill(acc.begin(), acc.end(), 0.0);
         for (int j = 0; j < n; ++j) {
-          const float* vv = values + ring_offset(s, rows[r].slot, layer, first + j) +
+          const float* vv = values + cache.offset(rows[r].slot, layer, (first + j) % s.ring) +
                             static_cast<size_t>(kvh) * hd;
           const double w = scores[j];
           for (int d = 0; d < hd; ++d) acc[d] += w * vv[d];
@@ -286,12 +292,6 @@ class CpuBackend final : public Backend {
     }
   }
 
- private:
-  static size_t ring_offset(const KvCacheShape& s, int slot, int layer, int64_t pos) {
-    const size_t width = static_cast<size_t>(s.kv_heads) * s.head_dim;
-    return static_cast<size_t>(slot) * s.per_slot() + static_cast<size_t>(layer) * s.per_layer() +
-           static_cast<size_t>(pos % s.ring) * width;
-  }
 };
 
 }  // namespace

@@ -392,10 +392,10 @@ class CudaBackend final : public Backend {
           "cuda store_kv", "shape mismatch");
     check(layer >= 0 && layer < s.layers, "cuda store_kv", "layer out of range");
     if (k.rows == 0) return;
-    check_rows(s, rows.first(k.rows), "cuda store_kv");
+    check_rows(cache, rows.first(k.rows), "cuda store_kv");
     use_device();
     const auto d = upload_args({{rows.data(), k.rows * sizeof(RowRef)}});
-    if (steps_->recorded(16, cache.key_data(), cache.value_data(), layer, k.data, k.cols, v.data, v.cols, d[0], k.rows)) return;
+    if (steps_->recorded(16, cache.key_data(), cache.value_data(), cache.device_page_table(), layer, k.data, k.cols, v.data, v.cols, d[0], k.rows)) return;
     cuda::launch_store_kv(layout(cache, layer), k.data, k.cols, v.data, v.cols, static_cast<const DevRowRef*>(d[0]),
                           k.rows, launch_);
   }
@@ -429,8 +429,10 @@ class CudaBackend final : public Backend {
           "slot or inv_freq out of range");
     use_device();
     const auto d = upload_args({{inv_freq.data(), static_cast<size_t>(s.head_dim / 2) * sizeof(float)}});
-    if (steps_->recorded(25, cache.key_data(), slot, shift, d[0])) return;
-    cuda::launch_shift_cached_keys(layout(cache, 0), s.layers, slot, shift, static_cast<const float*>(d[0]), launch_);
+    for (const int page : cache.pages_of(slot)) {
+      if (steps_->recorded(25, cache.key_data(), page, shift, d[0])) continue;
+      cuda::launch_shift_cached_keys(layout(cache, 0), s.layers, page, shift, static_cast<const float*>(d[0]), launch_);
+    }
   }
 
   void rope_store_kv(Mat q, Mat k, Mat v, int n_heads, std::span<const RowRef> rows, std::span<const float> inv_freq,
@@ -443,11 +445,11 @@ class CudaBackend final : public Backend {
           "cuda rope_store_kv", "shape mismatch");
     check(layer >= 0 && layer < s.layers, "cuda rope_store_kv", "layer out of range");
     if (k.rows == 0) return;
-    check_rows(s, rows.first(k.rows), "cuda rope_store_kv");
+    check_rows(cache, rows.first(k.rows), "cuda rope_store_kv");
     use_device();
     const size_t half_bytes = static_cast<size_t>(s.head_dim / 2) * sizeof(float);
     const auto d = upload_args({{inv_freq.data(), half_bytes}, {rows.data(), k.rows * sizeof(RowRef)}});
-    if (steps_->recorded(24, q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, cache.key_data(), cache.value_data(), layer, d[0],
+    if (steps_->recorded(24, q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, cache.key_data(), cache.value_data(), cache.device_page_table(), layer, d[0],
                  d[1], k.rows, repeat_[cuda::OpKind::Rope]))
       return;
     for (int i = 0; i < repeat_[cuda::OpKind::Rope]; ++i)
@@ -469,7 +471,7 @@ class CudaBackend final : public Backend {
           "cuda attention", "shape mismatch");
     check(layer >= 0 && layer < s.layers, "cuda attention", "layer out of range");
     if (q.rows == 0) return;
-    check_rows(s, rows.first(q.rows), "cuda attention", p.window);
+    check_rows(cache, rows.first(q.rows), "cuda attention", p.window);
     check((reinterpret_cast<uintptr_t>(cache.key_data()) & 15) == 0 && (reinterpret_cast<uintptr_t>(cache.value_data()) & 15) == 0,
           "cuda attention", "cache not 16-byte aligned");
     use_device();
@@ -496,7 +498,7 @@ class CudaBackend final : public Backend {
     a.out = out.data;
     a.ldo = out.cols;
     if (plan.scratch_floats > 0) a.scratch = static_cast<float*>(grow(attn_, plan.scratch_floats * sizeof(float)));
-    if (steps_->recorded(17, cache.key_data(), cache.value_data(), layer, q.data, q.rows, q.cols, d[0], p.n_heads, p.window, p.scale,
+    if (steps_->recorded(17, cache.key_data(), cache.value_data(), cache.device_page_table(), layer, q.data, q.rows, q.cols, d[0], p.n_heads, p.window, p.scale,
                  out.data, out.cols, a.scratch, plan.chunk, plan.nsplit, plan.rows_per_block,
                  repeat_[cuda::OpKind::Attention]))
       return;
@@ -761,14 +763,19 @@ class CudaBackend final : public Backend {
       check_with(i >= 0 && i < n_scales, where, [&] { return "scale row " + std::to_string(i) + " out of range"; });
   }
 
-  // Rows' slots and positions; with a window, also that no row attends more keys
+  // Rows' slots and positions, and that each row's own ring entry has a page (the kernels index
+  // the page table without checking); with a window, also that no row attends more keys
   // (min(pos + 1, window)) than the ring holds: more would read overwritten entries, and the
   // attention kernel's ring index assumes at most one wrap per chunk.
-  static void check_rows(const KvCacheShape& s, std::span<const RowRef> rows, const char* where, int window = 0) {
+  static void check_rows(const KvCache& cache, std::span<const RowRef> rows, const char* where, int window = 0) {
+    const KvCacheShape& s = cache.shape();
     for (const RowRef& r : rows) {
       check_with(r.slot >= 0 && r.slot < s.slots, where,
                  [&] { return "cache slot " + std::to_string(r.slot) + " out of range"; });
       check_with(r.pos >= 0, where, [&] { return "negative position " + std::to_string(r.pos); });
+      check_with(cache.page_of(r.slot, r.pos % s.ring) >= 0, where, [&] {
+        return "slot " + std::to_string(r.slot) + " has no cache page for position " + std::to_string(r.pos);
+      });
       const int64_t keys = std::min<int64_t>(r.pos + 1, window);
       check_with(keys <= s.ring, where, [&] {
         return "row at position " + std::to_string(r.pos) + " attends " + std::to_string(keys) +
@@ -783,8 +790,11 @@ class CudaBackend final : public Backend {
     l.keys = cache.key_data();
     l.values = cache.value_data();
     l.bf16 = cache.element_bytes() == 2;
-    l.per_slot = static_cast<long long>(s.per_slot());
-    l.per_layer = static_cast<long long>(s.per_layer());
+    l.page_table = cache.device_page_table();
+    l.pages_per_slot = s.pages_per_slot();
+    l.page_len = s.page_len();
+    l.per_page = static_cast<long long>(s.per_page());
+    l.per_page_layer = static_cast<long long>(s.per_page_layer());
     l.layer = layer;
     l.ring = s.ring;
     l.kv_heads = s.kv_heads;

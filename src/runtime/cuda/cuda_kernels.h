@@ -59,10 +59,12 @@ void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const 
 
 // ---- kernels_attention.cu ----
 struct KvLayout {
-  void* keys = nullptr;  // the cache's K and V arrays (all slots, all layers)
+  void* keys = nullptr;  // the cache's K and V storage (every page, every layer)
   void* values = nullptr;
-  bool bf16 = false;                      // elements are bf16 (else fp32)
-  long long per_slot = 0, per_layer = 0;  // elements
+  bool bf16 = false;                    // elements are bf16 (else fp32)
+  const int* page_table = nullptr;      // [slot][pages_per_slot]: the page of each page_len ring entries
+  int pages_per_slot = 0, page_len = 0;  // page_len: ring entries a page holds
+  long long per_page = 0, per_page_layer = 0;  // elements
   int layer = 0, ring = 0, kv_heads = 0, head_dim = 0;
 };
 // Writes rows of k and v ([n_rows, kv_heads * head_dim], row strides ldk, ldv) into ring entry
@@ -74,9 +76,9 @@ void launch_store_kv(const KvLayout& kv, const float* k, int ldk, const float* v
 void launch_rope_store(float* q, int ldq, int n_heads, float* k, int ldk, const float* v, int ldv, const KvLayout& kv,
                        const DevRowRef* rows, int n_rows, const float* inv_freq, Stream s);
 
-// Rotates every key of one slot of the cache (all layers, all ring entries) by position -shift:
-// launch_rope over the slot's keys, on the cache's own element type.
-void launch_shift_cached_keys(const KvLayout& kv, int layers, int slot, long long shift, const float* inv_freq,
+// Rotates every key of one page of the cache (all layers, all its entries) by position -shift:
+// launch_rope over the page's keys, on the cache's own element type.
+void launch_shift_cached_keys(const KvLayout& kv, int layers, int page, long long shift, const float* inv_freq,
                               Stream s);
 
 struct AttentionPlan {

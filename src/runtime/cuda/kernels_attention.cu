@@ -204,11 +204,11 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   }
   const int ring = a.kv.ring;
   const int e0 = static_cast<int>(lo % ring);
-  const int width = a.kv.kv_heads * HD;
-  const size_t base = static_cast<size_t>(a.rows[r0].slot) * a.kv.per_slot +
-                      static_cast<size_t>(a.kv.layer) * a.kv.per_layer + static_cast<size_t>(kvh) * HD;
-  const T* kbase = static_cast<const T*>(a.kv.keys) + base;
-  const T* vbase = static_cast<const T*>(a.kv.values) + base;
+  // The rows' slot's pages: entry e of its ring is in page slot_pages[e / page_len] (the chunk may
+  // cross pages: each staged row finds its own).
+  const int* slot_pages = kv_slot_pages(a.kv, a.rows[r0].slot);
+  const T* kbase = static_cast<const T*>(a.kv.keys) + static_cast<size_t>(kvh) * HD;
+  const T* vbase = static_cast<const T*>(a.kv.values) + static_cast<size_t>(kvh) * HD;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
 
   // The span's rows of K or V on their way to shared memory, consecutive threads copying
@@ -216,7 +216,8 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   auto stage = [&](char* dst, const T* src) {
     for (int i = tid; i < span * kPieces; i += kThreads) {
       const int t = i / kPieces, piece = i % kPieces;
-      cp_async16(dst + t * kRowBytes + piece * 16, src + static_cast<size_t>(ring_entry(e0, t, ring)) * width + piece * kVec);
+      cp_async16(dst + t * kRowBytes + piece * 16,
+                 src + kv_entry_offset(a.kv, slot_pages, ring_entry(e0, t, ring)) + piece * kVec);
     }
     cp_async_commit();
   };

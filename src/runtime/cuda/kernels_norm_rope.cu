@@ -209,12 +209,12 @@ void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const 
                 head_dim, rows, 0LL, inv_freq);
 }
 
-void launch_shift_cached_keys(const KvLayout& kv, int layers, int slot, long long shift, const float* inv_freq,
+void launch_shift_cached_keys(const KvLayout& kv, int layers, int page, long long shift, const float* inv_freq,
                               Stream s) {
   const int half = kv.head_dim / 2, width = kv.kv_heads * kv.head_dim;
-  const long long n_rows = static_cast<long long>(layers) * kv.ring;
+  const long long n_rows = static_cast<long long>(layers) * kv.page_len;  // a page's layers are contiguous
   if (n_rows <= 0 || half <= 0) return;
-  const size_t first = static_cast<size_t>(slot) * kv.per_slot;
+  const size_t first = static_cast<size_t>(page) * kv.per_page;
   const int threads = std::min(256, std::max(32, (kv.kv_heads * half + 31) / 32 * 32));
   const size_t smem = 2 * half * sizeof(float);
   const DevRowRef* no_rows = nullptr;

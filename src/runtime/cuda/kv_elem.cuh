@@ -12,11 +12,18 @@
 
 namespace voxrt::cuda {
 
-// The first element of a row's K (or V) in the cache: its slot, the layout's layer, ring entry
-// pos % ring.
+// The first element of ring entry `entry` of `slot` in the layout's layer: its page (from the
+// slot's page table), the layer within the page, the entry within the page.
+__device__ __forceinline__ size_t kv_entry_offset(const KvLayout& kv, const int* slot_pages, int entry) {
+  return static_cast<size_t>(slot_pages[entry / kv.page_len]) * kv.per_page +
+         static_cast<size_t>(kv.layer) * kv.per_page_layer + static_cast<size_t>(entry % kv.page_len) * kv.kv_heads * kv.head_dim;
+}
+__device__ __forceinline__ const int* kv_slot_pages(const KvLayout& kv, int slot) {
+  return kv.page_table + static_cast<size_t>(slot) * kv.pages_per_slot;
+}
+// The first element of a row's K (or V): its slot's ring entry pos % ring.
 __device__ __forceinline__ size_t kv_row_offset(const KvLayout& kv, DevRowRef row) {
-  return static_cast<size_t>(row.slot) * kv.per_slot + static_cast<size_t>(kv.layer) * kv.per_layer +
-         static_cast<size_t>(row.pos % kv.ring) * kv.kv_heads * kv.head_dim;
+  return kv_entry_offset(kv, kv_slot_pages(kv, row.slot), static_cast<int>(row.pos % kv.ring));
 }
 
 template <typename T>

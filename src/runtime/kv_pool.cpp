@@ -1,0 +1,74 @@
+#include "runtime/kv_pool.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include "common/error.h"
+
+namespace voxrt {
+
+KvPool::KvPool(Backend& backend, const KvCacheShape& shape, bool grows) : backend_(backend), grows_(grows) {
+  check(shape.slots >= 1, "kv pool", "at least one slot expected");
+  cache_ = KvCache(&backend, shape);
+  for (int s = shape.slots - 1; s >= 0; --s) free_slots_.push_back(s);
+}
+
+int KvPool::pages_for(int64_t positions) const {
+  const KvCacheShape& s = cache_.shape();
+  if (positions <= 0 || positions >= s.ring) return s.pages_per_slot();
+  return static_cast<int>((positions + s.page_len() - 1) / s.page_len());
+}
+
+bool KvPool::fits(int pages) const {
+  if (!cache_.shape().paged()) return !free_slots_.empty();
+  return cache_.unreserved_pages() >= pages;
+}
+
+int KvPool::acquire(int pages) {
+  const KvCacheShape& s = cache_.shape();
+  if (!fits(pages)) {
+    check(grows_, "kv pool",
+          s.paged() ? "a session needs " + std::to_string(pages) + " cache pages and " +
+                          std::to_string(std::max(0, cache_.unreserved_pages())) + " of " + std::to_string(s.pages) +
+                          " are free"
+                    : "all " + std::to_string(s.slots) + " slots are in use");
+    if (s.paged()) {
+      int more = s.pages;
+      while (cache_.unreserved_pages() + (more - s.pages) < pages) more *= 2;
+      cache_.grow(s.slots, more);
+    } else {
+      cache_.grow(s.slots * 2, 0);
+      for (int slot = cache_.shape().slots - 1; slot >= s.slots; --slot) free_slots_.push_back(slot);
+      std::sort(free_slots_.begin(), free_slots_.end(), std::greater<int>());
+    }
+  }
+  if (free_slots_.empty()) {  // paged: page tables are cheap, the slots double
+    const int old = cache_.shape().slots;
+    cache_.grow(old * 2, cache_.shape().pages);
+    for (int slot = 2 * old - 1; slot >= old; --slot) free_slots_.push_back(slot);
+  }
+  const int slot = free_slots_.back();
+  check(cache_.reserve(slot, pages), "kv pool", "reservation failed");  // fits() said it would
+  free_slots_.pop_back();
+  ++in_use_;
+  return slot;
+}
+
+void KvPool::release(int slot) {
+  check(slot >= 0 && slot < cache_.shape().slots &&
+            std::find(free_slots_.begin(), free_slots_.end(), slot) == free_slots_.end(),
+        "kv pool", "releasing slot " + std::to_string(slot) + " that is not in use");
+  cache_.unmap(slot);
+  free_slots_.push_back(slot);
+  // Lowest last, so that the slots in use stay packed at the front.
+  std::sort(free_slots_.begin(), free_slots_.end(), std::greater<int>());
+  --in_use_;
+}
+
+int KvPool::pages_in_use() const {
+  if (!cache_.shape().paged()) return in_use_ * cache_.shape().pages_per_slot();
+  return cache_.shape().pages - cache_.free_pages();
+}
+
+}  // namespace voxrt

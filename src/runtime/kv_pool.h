@@ -1,0 +1,53 @@
+// The sessions' caches of one kind (encoder or decoder) in one paged KvCache (docs/scheduler.md,
+// step 5): a session takes a slot (its page table) and reserves the pages of the longest it may
+// run, so that admission is arithmetic over free pages and no session ever waits for a page, or
+// fails for want of one, while it stays within what it reserved. Its pages are mapped as its
+// positions reach them (KvCache::map, from StreamState), so its memory follows its length.
+//
+// A pool that grows doubles its pages (a new storage, the old copied into it, between passes under
+// the lock that serialises them) when a reservation does not fit; one that does not grow refuses.
+// Slots (page tables, a few bytes each) always grow. Whoever holds a reference to cache() keeps a
+// valid one. A released page is not cleared: a query never reads a ring entry its own session has
+// not written (positions start at 0 and a window never reaches before them).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/backend.h"
+
+namespace voxrt {
+
+class KvPool {
+ public:
+  // shape: the slots and pages to start with (shape.pages >= 1: paged; 0: unpaged, a whole ring a
+  // slot, and shape.slots is then also the most sessions a pool that does not grow holds).
+  KvPool(Backend& backend, const KvCacheShape& shape, bool grows);
+
+  // The pages a session of `positions` positions (at most; 0: no limit) needs: its ring's pages up
+  // to those positions, the whole ring when they pass it.
+  int pages_for(int64_t positions) const;
+  // Whether a session reserving `pages` would be taken now (without growing).
+  bool fits(int pages) const;
+  bool grows() const { return grows_; }
+  // A slot with `pages` reserved: grows when they do not fit, or throws voxrt::Error if it may not.
+  int acquire(int pages);
+  void release(int slot);  // its pages back to the pool
+
+  KvCache& cache() { return cache_; }
+  const KvCache& cache() const { return cache_; }
+  int in_use() const { return in_use_; }
+  int slots() const { return cache_.shape().slots; }
+  int pages() const { return cache_.shape().page_count(); }
+  int pages_in_use() const;
+  size_t page_bytes() const { return 2 * cache_.shape().per_page() * cache_.element_bytes(); }  // K and V
+
+ private:
+  Backend& backend_;
+  KvCache cache_;
+  std::vector<int> free_slots_;  // the lowest last
+  int in_use_ = 0;
+  bool grows_;
+};
+
+}  // namespace voxrt
