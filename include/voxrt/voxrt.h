@@ -54,6 +54,10 @@ struct EngineOptions {
   // decoder's 8192 positions, about 11 minutes, after which it keeps recycling its own pages). It
   // also splits max_memory between the encoder's and the decoder's pages.
   double max_session_seconds = 0;
+  // How the GPU stores the key/value caches: "auto" (bf16, as the reference's cache), "bf16", or
+  // "fp8" (e4m3 with a float scale per cached head: half the memory a session takes, with the
+  // error README.md states). The CPU keeps them in fp32 ("auto" only).
+  std::string kv_cache = "auto";
 };
 
 struct TranscribeOptions {

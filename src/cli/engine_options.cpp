@@ -44,6 +44,8 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_option("--draft-rows", a.draft_rows,
                   "Decoder positions verified per pass when audio is ahead (0: 8 on the GPU, 1 on the CPU)")
       ->capture_default_str();
+  cmd->add_option("--kv", a.kv_cache, "Key/value cache storage on the GPU: auto (bf16), bf16 or fp8 (half the memory)")
+      ->capture_default_str();
   cmd->add_flag("--quiet,-q", a.quiet, "No messages on standard error (errors excepted)");
 }
 
@@ -99,6 +101,8 @@ void check_engine_args(const EngineArgs& a) {
     throw UsageError("--device " + a.device + ": expected auto, cuda or cpu");
   if (a.layout != "auto" && a.layout != "mistral" && a.layout != "hf")
     throw UsageError("--layout " + a.layout + ": expected auto, mistral or hf");
+  if (a.kv_cache != "auto" && a.kv_cache != "bf16" && a.kv_cache != "fp8")
+    throw UsageError("--kv " + a.kv_cache + ": expected auto, bf16 or fp8");
   if (a.gpu < 0) throw UsageError("--gpu " + std::to_string(a.gpu) + ": expected a device index, 0 or more");
   if (a.max_sessions < 0)
     throw UsageError("--max-sessions " + std::to_string(a.max_sessions) + ": expected 0 (no limit) or more");
@@ -125,6 +129,7 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
   eo.draft_rows = a.draft_rows;
   eo.max_sessions = a.max_sessions;
   eo.max_memory = a.max_memory;
+  eo.kv_cache = a.kv_cache;
   eo.max_session_seconds = a.max_session_seconds;
   std::unique_ptr<Engine> engine = Engine::load(dir, eo);
   const ModelInfo& info = engine->info();

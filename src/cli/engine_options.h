@@ -19,6 +19,7 @@ struct EngineArgs {
   std::string layout = "auto";
   int threads = 0;  // 0: not given (all cores)
   int draft_rows = 0;
+  std::string kv_cache = "auto";
   // Set by the commands that offer them (add_capacity_options):
   int max_sessions = 0;
   size_t max_memory = 0;  // bytes

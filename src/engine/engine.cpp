@@ -50,13 +50,25 @@ LayoutPreference parse_layout(const std::string& s) {
 // "auto" takes the GPU when this build has the CUDA backend and the machine a device, else the CPU
 // (saying why in `note`); "cuda" without a usable device is an error.
 std::unique_ptr<Backend> make_backend(const EngineOptions& o, std::string& note) {
-  if (o.device == "cpu") return make_cpu_backend(o.threads);
+  if (o.kv_cache != "auto" && o.kv_cache != "bf16" && o.kv_cache != "fp8")
+    throw Error("kv_cache " + o.kv_cache + ": expected auto, bf16 or fp8");
+  auto cpu = [&] {
+    if (o.kv_cache != "auto")
+      throw Error("kv_cache " + o.kv_cache + ": the CPU backend keeps its caches in fp32 (bf16 and fp8 are the GPU's)");
+    return make_cpu_backend(o.threads);
+  };
+  if (o.device == "cpu") return cpu();
   if (o.device != "auto" && o.device != "cuda") throw Error("--device " + o.device + ": expected auto, cuda or cpu");
 #ifdef VOXRT_WITH_CUDA
   const int n = cuda::device_count();
   if (n > 0) {
     if (o.gpu < 0 || o.gpu >= n) throw Error("--gpu " + std::to_string(o.gpu) + ": there are " + std::to_string(n) + " CUDA devices");
-    return make_cuda_backend(o.gpu);
+    CudaOptions options = cuda_options_from_environment();
+    if (o.kv_cache != "auto") {
+      options.fp8_kv = o.kv_cache == "fp8";
+      options.fp32_kv = false;
+    }
+    return make_cuda_backend(o.gpu, options);
   }
   if (o.device == "cuda") throw Error("--device cuda: no CUDA device found");
   note = "no CUDA device found: using the CPU";
@@ -64,7 +76,7 @@ std::unique_ptr<Backend> make_backend(const EngineOptions& o, std::string& note)
   if (o.device == "cuda") throw Error("--device cuda: this build has no CUDA backend (build it with cmake --preset cuda)");
   note = "built without CUDA: using the CPU";
 #endif
-  return make_cpu_backend(o.threads);
+  return cpu();
 }
 
 LogMelParams mel_params(const ModelConfig& c) {

@@ -55,7 +55,18 @@ KvCache::KvCache(Backend* backend, const KvCacheShape& shape)
   v_ = backend_->allocate(floats);
   backend_->fill(k_, 0.0f, floats);
   backend_->fill(v_, 0.0f, floats);
+  if (element_bytes_ == 1) {
+    k_scales_ = backend_->allocate(scale_count());
+    v_scales_ = backend_->allocate(scale_count());
+    backend_->fill(k_scales_, 0.0f, scale_count());
+    backend_->fill(v_scales_, 0.0f, scale_count());
+  }
   init_tables();
+}
+
+size_t KvCache::scale_count() const {
+  return element_bytes_ == 1 ? static_cast<size_t>(shape_.page_count()) * shape_.layers * shape_.page_len() * shape_.kv_heads
+                             : 0;
 }
 
 void KvCache::init_tables() {
@@ -174,6 +185,10 @@ void KvCache::grow(int slots, int pages) {
   const size_t floats = (shape_.elements() * element_bytes_ + sizeof(float) - 1) / sizeof(float);
   backend_->copy(bigger.k_, k_, floats);
   backend_->copy(bigger.v_, v_, floats);
+  if (k_scales_) {  // page-major too
+    backend_->copy(bigger.k_scales_, k_scales_, scale_count());
+    backend_->copy(bigger.v_scales_, v_scales_, scale_count());
+  }
   if (s.paged()) {
     std::copy(table_.begin(), table_.end(), bigger.table_.begin());
     std::copy(reserved_.begin(), reserved_.end(), bigger.reserved_.begin());
@@ -223,6 +238,8 @@ void KvCache::release_storage() {
   if (backend_) {
     backend_->release(k_);
     backend_->release(v_);
+    backend_->release(k_scales_);
+    backend_->release(v_scales_);
     backend_->release(reinterpret_cast<float*>(device_table_));
   }
 }
@@ -235,6 +252,8 @@ KvCache::KvCache(KvCache&& o) noexcept
       element_bytes_(o.element_bytes_),
       k_(std::exchange(o.k_, nullptr)),
       v_(std::exchange(o.v_, nullptr)),
+      k_scales_(std::exchange(o.k_scales_, nullptr)),
+      v_scales_(std::exchange(o.v_scales_, nullptr)),
       table_(std::move(o.table_)),
       device_table_(std::exchange(o.device_table_, nullptr)),
       free_(std::move(o.free_)),

@@ -114,6 +114,11 @@ class KvCache {
   // The fp32 arrays of a cache stored as fp32 (throws otherwise).
   float* keys() const;
   float* values() const;
+  // A cache of 1-byte (fp8) elements also holds a float scale per entry and kv head, laid out as
+  // the elements ([page][layer][page_len][kv_heads]); null otherwise.
+  float* key_scales() const { return k_scales_; }
+  float* value_scales() const { return v_scales_; }
+  size_t scale_count() const;  // per array
 
   // The page table: slot s's ring entry e lives in page page_of(s, e) at entry e % page_len() (-1:
   // not mapped). device_page_table() is the same [slots][pages_per_slot] int32 table in backend memory.
@@ -154,6 +159,8 @@ class KvCache {
   size_t element_bytes_ = 4;
   float* k_ = nullptr;  // allocated as floats; holds element_bytes_-sized elements
   float* v_ = nullptr;
+  float* k_scales_ = nullptr;  // fp8 only
+  float* v_scales_ = nullptr;
   std::vector<int32_t> table_;       // [slots][pages_per_slot], -1 unmapped
   int32_t* device_table_ = nullptr;  // backend memory, allocated as floats (4 bytes each)
   std::vector<int> free_;            // free pages, the lowest last
@@ -215,7 +222,7 @@ class Backend {
   virtual Ceilings measure_ceilings() = 0;
   virtual size_t weight_element_bytes() const = 0;  // how a weight element is stored (4: fp32, 2: bf16)
   virtual size_t memory_in_use() const = 0;         // device memory in use, or the process's peak RSS
-  virtual size_t kv_element_bytes() const { return 4; }  // how a KvCache stores an element (4: fp32, 2: bf16)
+  virtual size_t kv_element_bytes() const { return 4; }  // how a KvCache stores an element (4: fp32, 2: bf16, 1: fp8)
   // Whether every op's result for a row is bit for bit the same whatever other rows share its batch,
   // so that positions decoded together equal positions decoded one by one (draft verification,
   // stream_decoder.h). The CPU's products (sgemv for one row, sgemm for more) are not.

@@ -1,4 +1,4 @@
-// The backends a parity test is instantiated over ("cpu", "cuda"), and reading a backend matrix back
+// The backends a parity test is instantiated over ("cpu", "cuda", "cuda_fp8"), and reading a backend matrix back
 // to the host. GPU cases check REQUIRE_GPU() (gpu_here.h) before asking for "cuda".
 #pragma once
 
@@ -13,6 +13,12 @@ namespace voxrt::test {
 inline std::unique_ptr<Backend> backend_named(const std::string& name) {
 #ifdef VOXRT_WITH_CUDA
   if (name == "cuda") return make_cuda_backend(0);
+  if (name == "cuda_fp8") {  // fp8 K/V caches
+    CudaOptions o = cuda_options_from_environment();
+    o.fp8_kv = true;
+    o.fp32_kv = false;
+    return make_cuda_backend(0, o);
+  }
 #endif
   return make_cpu_backend();
 }

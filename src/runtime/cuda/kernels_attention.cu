@@ -9,8 +9,9 @@
 // writes the output directly; otherwise each block writes (max, sum, unnormalised accumulator) and
 // a combine kernel rescales and merges the chunks. The chunk size is chosen so that even a single
 // decode row over 8192 keys launches several blocks per SM. K and V are stored fp32 or bf16
-// (kv_elem.cuh); arithmetic is fp32 (expf, not __expf), so results match the CPU's
-// double-accumulated reference on the same K and V to ~1e-6 of max|V|.
+// (kv_elem.cuh), or fp8 with a scale per entry and head (each score and each value weight
+// multiplied by its key's and value's scale); arithmetic is fp32 (expf, not __expf), so results
+// match the CPU's double-accumulated reference on the same K and V to ~1e-6 of max|V|.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -108,8 +109,14 @@ __host__ __device__ constexpr size_t chunk_work_floats(int head_dim, int elem_by
   const size_t red = static_cast<size_t>(value_slices(head_dim, elem_bytes)) * queries * head_dim;
   return scores > red ? scores : red;
 }
+// fp8 caches (1-byte elements) also stage each staged row's K and V scale, each array rounded up to
+// 16 bytes so that the staged rows after them stay aligned for cp.async.
+__host__ __device__ constexpr int scale_floats(int elem_bytes, int rows, int chunk) {
+  return elem_bytes == 1 ? (chunk + rows - 1 + 3) / 4 * 4 : 0;
+}
 __host__ __device__ constexpr size_t chunk_smem_bytes(int head_dim, int elem_bytes, int g, int rows, int chunk) {
-  return (static_cast<size_t>(g) * rows * head_dim + chunk_work_floats(head_dim, elem_bytes, g * rows, chunk)) *
+  return (static_cast<size_t>(g) * rows * head_dim + chunk_work_floats(head_dim, elem_bytes, g * rows, chunk) +
+          2 * static_cast<size_t>(scale_floats(elem_bytes, rows, chunk))) *
              sizeof(float) +
          2 * static_cast<size_t>(chunk + rows - 1) * padded_row_bytes(head_dim, elem_bytes);
 }
@@ -154,10 +161,13 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   constexpr int kPieces = HD / kVec;  // 16-byte pieces of a key row
   static_assert(kPieces * kVec == HD && KS >= 1 && kThreads % TPK == 0, "unsupported head_dim");
 
+  constexpr bool kScaled = kEl == 1;  // fp8: each staged row's K and V scale
   extern __shared__ float4 smem4[];
   float* qs = reinterpret_cast<float*>(smem4);
   float* smem = qs + Q * HD;
-  char* kst = reinterpret_cast<char*>(smem + chunk_work_floats(HD, kEl, Q, p.chunk));
+  float* kscale = smem + chunk_work_floats(HD, kEl, Q, p.chunk);  // fp8 only: [chunk + R - 1] each
+  float* vscale = kscale + scale_floats(kEl, R, p.chunk);
+  char* kst = reinterpret_cast<char*>(vscale + scale_floats(kEl, R, p.chunk));
   char* vst = kst + static_cast<size_t>(p.chunk + R - 1) * kRowBytes;
   __shared__ float s_m[Q], s_l[Q];
 
@@ -226,6 +236,13 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   // rows need not be aligned) while they travel.
   stage(kst, kbase);
   stage(vst, vbase);
+  if constexpr (kScaled) {
+    for (int t = tid; t < span; t += kThreads) {
+      const size_t at = kv_scale_offset(a.kv, slot_pages, ring_entry(e0, t, ring)) + kvh;
+      kscale[t] = a.kv.key_scales[at];
+      vscale[t] = a.kv.value_scales[at];
+    }
+  }
   __syncthreads();  // s_cnt, s_off
 #pragma unroll
   for (int i = tid; i < Q * HD; i += kThreads) {
@@ -264,10 +281,11 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
         }
       }
     }
+    const float key_scale = kScaled ? kscale[t] * a.scale : a.scale;
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
       const int row = q / G, j = t - off[row];
-      if (R == 1 || (j >= 0 && j < cnt[row])) smem[q * p.chunk + j] = (d[q][0] + d[q][1]) * a.scale;
+      if (R == 1 || (j >= 0 && j < cnt[row])) smem[q * p.chunk + j] = (d[q][0] + d[q][1]) * key_scale;
     }
   }
   __syncthreads();
@@ -308,10 +326,12 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   for (int t = ks; t < span; t += KS) {
     float x[kVec];
     E::widen16(reinterpret_cast<const uint4*>(vst + t * kRowBytes)[dd], x);
+    const float value_scale = kScaled ? vscale[t] : 1.0f;
 #pragma unroll
     for (int q = 0; q < Q; ++q) {
       const int row = q / G, j = t - off[row];
-      const float w = (R == 1 || (j >= 0 && j < cnt[row])) ? smem[q * p.chunk + j] : 0.0f;
+      float w = (R == 1 || (j >= 0 && j < cnt[row])) ? smem[q * p.chunk + j] : 0.0f;
+      if constexpr (kScaled) w *= value_scale;
 #pragma unroll
       for (int u = 0; u < kVec; ++u) acc[q][u] = fmaf(w, x[u], acc[q][u]);
     }
@@ -452,7 +472,8 @@ void launch_chunks_typed(const SplitParams& sp, int n_kv_heads, Stream s) {
 
 template <int HD>
 void launch_chunks(const SplitParams& sp, int n_kv_heads, Stream s) {
-  if (sp.a.kv.bf16) launch_chunks_typed<HD, __nv_bfloat16>(sp, n_kv_heads, s);
+  if (sp.a.kv.fp8) launch_chunks_typed<HD, __nv_fp8_e4m3>(sp, n_kv_heads, s);
+  else if (sp.a.kv.bf16) launch_chunks_typed<HD, __nv_bfloat16>(sp, n_kv_heads, s);
   else launch_chunks_typed<HD, float>(sp, n_kv_heads, s);
 }
 
@@ -462,6 +483,7 @@ void launch_store_kv(const KvLayout& kv, const float* k, int ldk, const float* v
                      int n_rows, Stream s) {
   const int width = kv.kv_heads * kv.head_dim;
   if (n_rows <= 0 || width <= 0) return;
+  if (kv.fp8) return launch_store_kv_fp8(kv, k, ldk, v, ldv, rows, n_rows, s);
   const dim3 grid(n_rows), block(std::min(1024, (width + 31) / 32 * 32));
   if (kv.bf16) launch_kernel("store_kv", store_kv_kernel<__nv_bfloat16>, grid, block, 0, s, kv, k, ldk, v, ldv, rows);
   else launch_kernel("store_kv", store_kv_kernel<float>, grid, block, 0, s, kv, k, ldk, v, ldv, rows);
@@ -518,8 +540,8 @@ void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream 
   SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0, plan.rows_per_block};
   sp.heads_per_block = heads_per_block(sp.group);
   sp.head_blocks = cdiv(sp.group, sp.heads_per_block);
-  check(plan.smem_bytes ==
-            chunk_smem_bytes(a.kv.head_dim, a.kv.bf16 ? 2 : 4, sp.heads_per_block, plan.rows_per_block, plan.chunk),
+  check(plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, a.kv.fp8 ? 1 : a.kv.bf16 ? 2 : 4, sp.heads_per_block,
+                                            plan.rows_per_block, plan.chunk),
         "cuda attention", "the plan was made for another head shape or cache element size");
   switch (a.kv.head_dim) {
     case 32: launch_chunks<32>(sp, a.kv.kv_heads, s); break;

@@ -159,6 +159,11 @@ void launch_rope_store(float* q, int ldq, int n_heads, float* k, int ldk, const 
                        const DevRowRef* rows, int n_rows, const float* inv_freq, Stream s) {
   const int half = kv.head_dim / 2;
   if (n_rows <= 0 || half <= 0) return;
+  if (kv.fp8) {  // a head's scale needs all of its rotated elements: rotate, then store
+    launch_rope(q, n_rows, ldq, n_heads, kv.head_dim, rows, inv_freq, s);
+    launch_rope(k, n_rows, ldk, kv.kv_heads, kv.head_dim, rows, inv_freq, s);
+    return launch_store_kv(kv, k, ldk, v, ldv, rows, n_rows, s);
+  }
   const int pairs = (n_heads + 2 * kv.kv_heads) * half;
   const dim3 grid(static_cast<unsigned>(n_rows), static_cast<unsigned>((pairs + kRopeStoreThreads - 1) / kRopeStoreThreads));
   if (kv.bf16)
@@ -214,6 +219,7 @@ void launch_shift_cached_keys(const KvLayout& kv, int layers, int page, long lon
   const int half = kv.head_dim / 2, width = kv.kv_heads * kv.head_dim;
   const long long n_rows = static_cast<long long>(layers) * kv.page_len;  // a page's layers are contiguous
   if (n_rows <= 0 || half <= 0) return;
+  if (kv.fp8) return launch_rotate_keys_fp8(kv, layers, page, -shift, inv_freq, s);
   const size_t first = static_cast<size_t>(page) * kv.per_page;
   const int threads = std::min(256, std::max(32, (kv.kv_heads * half + 31) / 32 * 32));
   const size_t smem = 2 * half * sizeof(float);

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +22,12 @@ __device__ __forceinline__ size_t kv_entry_offset(const KvLayout& kv, const int*
 }
 __device__ __forceinline__ const int* kv_slot_pages(const KvLayout& kv, int slot) {
   return kv.page_table + static_cast<size_t>(slot) * kv.pages_per_slot;
+}
+// The scale of ring entry `entry`'s first kv head (fp8 caches: one float per entry and head, laid
+// out as the elements are, [page][layer][page_len][kv_heads]).
+__device__ __forceinline__ size_t kv_scale_offset(const KvLayout& kv, const int* slot_pages, int entry) {
+  return static_cast<size_t>(slot_pages[entry / kv.page_len]) * kv.scales_per_page +
+         (static_cast<size_t>(kv.layer) * kv.page_len + entry % kv.page_len) * kv.kv_heads;
 }
 // The first element of a row's K (or V): its slot's ring entry pos % ring.
 __device__ __forceinline__ size_t kv_row_offset(const KvLayout& kv, DevRowRef row) {
@@ -55,6 +63,28 @@ struct KvElem<__nv_bfloat16> {
   }
   __device__ __forceinline__ static void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
   __device__ __forceinline__ static float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+};
+
+// fp8 (e4m3) elements, each head of an entry scaled by its own float (KvLayout::key_scales): load
+// and widen16 give the stored values unscaled; the caller multiplies by the scale. Stores go through
+// store_kv_fp8 (kernels_kv_fp8.cu), which picks the scale.
+template <>
+struct KvElem<__nv_fp8_e4m3> {
+  static constexpr int kPer16 = 16;
+  __device__ __forceinline__ static void widen16(uint4 r, float (&out)[kPer16]) {
+    const unsigned w[4] = {r.x, r.y, r.z, r.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const __half2_raw pair = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[i] >> (16 * h)), __NV_E4M3);
+        const float2 f = __half22float2(__half2(pair));
+        out[4 * i + 2 * h] = f.x;
+        out[4 * i + 2 * h + 1] = f.y;
+      }
+    }
+  }
+  __device__ __forceinline__ static float load(const __nv_fp8_e4m3* p) { return static_cast<float>(*p); }
 };
 
 }  // namespace voxrt::cuda
