@@ -159,6 +159,8 @@ class CudaBackendTest : public ::testing::Test {
     bool bias, accumulate;
   };
   void check_linear(const LinearCase& c);
+  // The tiled GEMM of b (whichever kernel its options choose) against its GEMV, bit for bit.
+  void check_gemm_against_gemv(Backend& b);
 
   struct AttentionCase {
     KvCacheShape shape;
@@ -876,6 +878,21 @@ TEST_F(CudaBackendTest, TiledGemmComputesTheGemvsBitsForEveryRow) {
   // output) and gated products; K cut into pieces (long rows), K not a multiple of the 256-element
   // unit, K shorter than one unit; features and rows that do not fill a tile; 64- and 128-row
   // tiles; launches split across blocks (few tiles: by piece, by group of chains) and not.
+  check_gemm_against_gemv(gpu());
+}
+
+TEST_F(CudaBackendTest, WgmmaGemmComputesTheGemvsBitsForEveryRow) {
+  // The same cases through the wgmma GEMM (kernels_gemm_wgmma.cu, VOXRT_CUDA_GEMM=wgmma): its k16
+  // steps take the GEMV's halves of each chunk, so every output must be the GEMV's, bit for bit.
+#ifdef VOXRT_WITH_CUDA
+  CudaOptions o;
+  o.wgmma_gemm = true;
+  const std::unique_ptr<Backend> wgmma = make_cuda_backend(0, o);
+  check_gemm_against_gemv(*wgmma);
+#endif
+}
+
+void CudaBackendTest::check_gemm_against_gemv(Backend& b) {
   struct Case {
     int K;
     std::vector<int> n;
@@ -893,6 +910,8 @@ TEST_F(CudaBackendTest, TiledGemmComputesTheGemvsBitsForEveryRow) {
       {4096, {200, 200}, true, {96}},
       {9216, {3072}, false, {600}},
       {512, {5000}, false, {512}},
+      {9216, {3072}, false, {1000}},        // 128-row tiles, not split, two pieces folded in the block
+      {2048, {3000, 3000}, true, {300}},    // gated, 128-row tiles, not split
   };
   for (const Case& c : cases) {
     const int K = c.K, n_outs = static_cast<int>(c.n.size());
@@ -901,40 +920,40 @@ TEST_F(CudaBackendTest, TiledGemmComputesTheGemvsBitsForEveryRow) {
     std::vector<Weight> w;
     std::vector<std::vector<float>> y0;
     for (int i = 0; i < n_outs; ++i) {
-      w.push_back(gpu().upload_weight(random(static_cast<size_t>(c.n[i]) * K, -0.1f, 0.1f), c.n[i], K));
+      w.push_back(b.upload_weight(random(static_cast<size_t>(c.n[i]) * K, -0.1f, 0.1f), c.n[i], K));
       y0.push_back(random(static_cast<size_t>(M) * c.n[i]));
     }
-    Weight bias = gpu().upload_weight(random(c.n[0]), c.n[0], 1);
-    Buffer gx = put(gpu(), x, M, K);
+    Weight bias = b.upload_weight(random(c.n[0]), c.n[0], 1);
+    Buffer gx = put(b, x, M, K);
     for (const int rows : c.rows) {
       SCOPED_TRACE("K=" + std::to_string(K) + " outputs=" + std::to_string(n_outs) + (c.gated ? " gated" : "") +
                    " M=" + std::to_string(rows));
       auto run = [&](Backend::ProductKernels kernels) {
-        EXPECT_TRUE(gpu().set_product_kernels(kernels));
+        EXPECT_TRUE(b.set_product_kernels(kernels));
         std::vector<Buffer> y;
         for (int i = 0; i < n_outs; ++i) {
-          y.push_back(put(gpu(), std::vector<float>(y0[i].begin(), y0[i].begin() + static_cast<long>(rows) * c.n[i]), rows,
+          y.push_back(put(b, std::vector<float>(y0[i].begin(), y0[i].begin() + static_cast<long>(rows) * c.n[i]), rows,
                           c.n[i]));
         }
         const Mat xv = gx.view(0, rows);
         if (c.gated) {
-          gpu().gated_linear(xv, w[0], w[1], y[0].all(), y[1].all());
+          b.gated_linear(xv, w[0], w[1], y[0].all(), y[1].all());
         } else if (n_outs == 1) {
-          gpu().linear(xv, w[0], &bias, y[0].all(), true);
+          b.linear(xv, w[0], &bias, y[0].all(), true);
         } else {
           std::vector<LinearOut> outs;
           for (int i = 0; i < n_outs; ++i) outs.push_back({&w[i], i == 0 ? &bias : nullptr, y[i].all(), i == 1});
-          gpu().linears(xv, outs);
+          b.linears(xv, outs);
         }
         std::vector<std::vector<float>> out;
-        for (int i = 0; i < (c.gated ? 1 : n_outs); ++i) out.push_back(get(gpu(), y[i].all()));
+        for (int i = 0; i < (c.gated ? 1 : n_outs); ++i) out.push_back(get(b, y[i].all()));
         return out;
       };
       const auto gemv = run(Backend::ProductKernels::Gemv), gemm = run(Backend::ProductKernels::Gemm);
       for (size_t i = 0; i < gemv.size(); ++i) EXPECT_TRUE(exact(gemm[i], gemv[i])) << "output " << i;
     }
   }
-  EXPECT_TRUE(gpu().set_product_kernels(Backend::ProductKernels::Automatic));
+  EXPECT_TRUE(b.set_product_kernels(Backend::ProductKernels::Automatic));
 }
 
 TEST_F(CudaBackendTest, OptionsGivenAtConstructionTakeEffect) {

@@ -39,7 +39,7 @@ class ScopedEnv {
 const char* const kAll[] = {"VOXRT_CUDA_GRAPHS",     "VOXRT_CUDA_PDL",        "VOXRT_CUDA_GEMV",
                             "VOXRT_CUDA_GEMV_MAX_ROWS", "VOXRT_CUDA_GEMV_SPLIT", "VOXRT_CUDA_GEMV_MIN_UNITS",
                             "VOXRT_CUDA_KV",         "VOXRT_CUDA_ATTN_BLOCKS_PER_SM", "VOXRT_CUDA_ATTN_GROUP_ROWS",
-                            "VOXRT_CUDA_REPEAT"};
+                            "VOXRT_CUDA_REPEAT",     "VOXRT_CUDA_GEMM"};
 #endif
 
 TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
@@ -57,6 +57,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
     EXPECT_EQ(o.programmatic_launch, defaults.programmatic_launch);
     EXPECT_EQ(o.tensor_core_gemv, defaults.tensor_core_gemv);
     EXPECT_EQ(o.library_products, defaults.library_products);
+    EXPECT_EQ(o.wgmma_gemm, defaults.wgmma_gemm);
     EXPECT_EQ(o.gemv_split_blocks_per_sm, defaults.gemv_split_blocks_per_sm);
     EXPECT_EQ(o.gemv_min_piece_units, defaults.gemv_min_piece_units);
     EXPECT_EQ(o.fp32_kv, defaults.fp32_kv);
@@ -69,6 +70,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   env.set("VOXRT_CUDA_PDL", "0");
   env.set("VOXRT_CUDA_GEMV", "simt");
   env.set("VOXRT_CUDA_GEMV_MAX_ROWS", "0");
+  env.set("VOXRT_CUDA_GEMM", "wgmma");
   env.set("VOXRT_CUDA_GEMV_SPLIT", "3");
   env.set("VOXRT_CUDA_GEMV_MIN_UNITS", "1000");  // clamped to 64
   env.set("VOXRT_CUDA_KV", "fp32");
@@ -80,6 +82,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   EXPECT_FALSE(o.programmatic_launch);
   EXPECT_FALSE(o.tensor_core_gemv);
   EXPECT_TRUE(o.library_products);
+  EXPECT_TRUE(o.wgmma_gemm);
   EXPECT_EQ(o.gemv_split_blocks_per_sm, 3);
   EXPECT_EQ(o.gemv_min_piece_units, 64);
   EXPECT_TRUE(o.fp32_kv);

@@ -36,6 +36,7 @@
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/gemm_tiles.cuh"
 #include "runtime/cuda/gemv_common.cuh"
 #include "runtime/cuda/launch.cuh"
 #include "runtime/cuda/tensor_core.cuh"
@@ -43,6 +44,12 @@
 namespace voxrt::cuda {
 namespace {
 
+using gemm::block_features;
+using gemm::block_rows;
+using gemm::Cursor;
+using gemm::kWeightRows;
+using gemm::Params;
+using gemm::slots_of;
 using tc::cp_async16;
 using tc::cp_async_commit;
 using tc::cp_async_wait;
@@ -53,12 +60,9 @@ using tc::kChains;   // the GEMV's warps per block: chain w takes chunk w of eac
 using tc::kChunkK8;  // a chunk: 32 elements, 4 vectors of 8
 using tc::kUnitK8;   // a unit: 256 elements
 using tc::units_of;
-constexpr int kWeightRows = 128; // weight rows a block stages
 constexpr int kStages = 5;
 constexpr int kFeatureTiles = 4;  // 16-feature tiles per warp
 
-__host__ __device__ constexpr int block_rows(int NT) { return 4 * 8 * NT; }
-__host__ __device__ constexpr int block_features(bool gated) { return gated ? kWeightRows / 2 : kWeightRows; }
 __host__ __device__ constexpr size_t stage_bytes(int NT) {
   return static_cast<size_t>(kWeightRows + block_rows(NT)) * kChunkK8 * 16;
 }
@@ -66,45 +70,6 @@ __host__ __device__ constexpr size_t stage_bytes(int NT) {
 __host__ __device__ constexpr size_t piece_sum_bytes(int NT) {
   return static_cast<size_t>(kWarps) * kFeatureTiles * NT * 4 * 32 * 4;
 }
-
-struct Params {
-  const __nv_bfloat16* x;
-  long long ldx8;  // row stride of x in 8-element vectors
-  int M, K8, units;
-  GemvOut out[kGemvMaxOutputs];
-  int n_outs;
-  int block_end[kGemvMaxOutputs];  // blocks up to the end of output i
-  int pieces[kGemvMaxOutputs];     // pieces of K of output i, as the GEMV cuts them
-  int row_tiles;
-  // Split: each block computes one piece, or one group of a piece's chains (groups > 1), and
-  // writes it to the workspace, [output][piece][slot][row][feature] (slots: 1, or one per chain
-  // when groups > 1; features: n, then n up features when gated); gemm_fold_kernel then folds
-  // the slots and pieces in order and applies the epilogue. Otherwise a block folds all of its
-  // tile's chains and pieces itself.
-  bool split;
-  int groups;
-  float* workspace;
-  size_t workspace_at[kGemvMaxOutputs];
-};
-
-__host__ __device__ constexpr int slots_of(int groups) { return groups > 1 ? kChains : 1; }
-
-// Where the block is in its sequence of chunks: piece q (units u0 .. u1), chain j, unit u.
-struct Cursor {
-  int q, j, u, u0, u1;
-  __device__ Cursor(int units, int S, int q_, int j_) : q(q_), j(j_), u0(q_ * units / S), u1((q_ + 1) * units / S) { u = u0; }
-  __device__ void next(int units, int S) {
-    if (++u < u1) return;
-    u = u0;
-    if (++j < kChains) return;
-    j = 0;
-    ++q;
-    u0 = u1;
-    u1 = (q + 1) * units / S;
-    u = u0;
-  }
-  __device__ bool chain_ends() const { return u + 1 == u1; }
-};
 
 // f(i, j, e) for every accumulator element a lane holds: tile i of features, tile j of rows, element e.
 template <int NT, typename F>
@@ -125,22 +90,10 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_mma_kernel(const Params p) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int wf = warp / 4, wr = warp % 4;
 
-  int seg = 0;
-  while (seg + 1 < p.n_outs && static_cast<int>(blockIdx.x) >= p.block_end[seg]) ++seg;
+  const gemm::BlockJob b = gemm::block_job<GATED>(p, BR);
+  const int seg = b.seg, f0 = b.f0, r0 = b.r0, piece = b.piece, chain0 = b.chain0, jobs = b.chunks;
   const GemvOut& o = p.out[seg];
   const int n = o.n, K8 = p.K8, units = p.units, S = p.pieces[seg];
-  // The block: feature tile, row tile, and (split) its piece and group of chains.
-  int rest = blockIdx.x - (seg ? p.block_end[seg - 1] : 0);
-  int piece = 0, group = 0;
-  if (p.split) {
-    group = rest % p.groups;
-    rest /= p.groups;
-    piece = rest % S;
-    rest /= S;
-  }
-  const int f0 = (rest / p.row_tiles) * block_features(GATED), r0 = (rest % p.row_tiles) * BR;
-  const int chain0 = group * kChains / p.groups, chain1 = (group + 1) * kChains / p.groups;
-  const int jobs = p.split ? (chain1 - chain0) * ((piece + 1) * units / S - piece * units / S) : kChains * units;
 
   // This thread's copies, column c of every stage: weight rows row0 and row0 + 64 (gated: the gate
   // and the up row of one feature), x rows row0 + 64 i.
@@ -307,18 +260,21 @@ __global__ void gemm_fold_kernel(const Params p) {
 
 template <int NT, bool GATED>
 void launch_instance(const Params& p, Stream s) {
-  const bool piece_sums = !p.split && std::any_of(p.pieces, p.pieces + p.n_outs, [](int q) { return q > 1; });
-  const size_t smem = kStages * stage_bytes(NT) + (piece_sums ? piece_sum_bytes(NT) : 0);
+  const size_t smem = kStages * stage_bytes(NT) + (gemm::folds_pieces(p) ? piece_sum_bytes(NT) : 0);
   const auto kernel = gemm_mma_kernel<NT, GATED>;
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), kStages * stage_bytes(NT) + piece_sum_bytes(NT),
                      "gemm_mma shared memory");
   launch_kernel("gemm_mma", kernel, dim3(static_cast<unsigned>(p.block_end[p.n_outs - 1])), dim3(kThreads), smem, s,
                 p);
-  if (!p.split) return;
+}
+
+// A split launch's second kernel, whichever kernel computed the workspace.
+void launch_fold(const Params& p, bool gated, Stream s) {
   long long outputs = 0;
   for (int i = 0; i < p.n_outs; ++i) outputs += static_cast<long long>(p.M) * p.out[i].n;
-  launch_kernel("gemm_fold", gemm_fold_kernel<GATED>, dim3(static_cast<unsigned>((outputs + 255) / 256)), dim3(256), 0,
-                s, p);
+  const dim3 grid(static_cast<unsigned>((outputs + 255) / 256));
+  if (gated) launch_kernel("gemm_fold", gemm_fold_kernel<true>, grid, dim3(256), 0, s, p);
+  else launch_kernel("gemm_fold", gemm_fold_kernel<false>, grid, dim3(256), 0, s, p);
 }
 
 template <int NT>
@@ -390,8 +346,10 @@ void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut
   p.x = x;
   p.ldx8 = static_cast<long long>(ldx / 8);
   p.workspace = workspace;
-  if (nt == 4) launch_nt<4>(p, gated, s);
+  if (t.wgmma_gemm) gemm::launch_gemm_wgmma(p, nt, gated, s);  // same plan, same bits (kernels_gemm_wgmma.cu)
+  else if (nt == 4) launch_nt<4>(p, gated, s);
   else launch_nt<2>(p, gated, s);
+  if (p.split) launch_fold(p, gated, s);
 }
 
 }  // namespace voxrt::cuda

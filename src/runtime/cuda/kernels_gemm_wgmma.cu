@@ -1,0 +1,362 @@
+// The tiled GEMM of kernels_gemm_mma.cu on Hopper's warpgroup MMA (wgmma, sm_90a): the same plan,
+// the same tiles, the same workspace and fold, and for every output the same bits as the GEMV
+// (kernels_gemv_mma.cu), only faster. mma.sync makes every warp load its fragments from shared
+// memory into registers before each mma (the integer and load pipes busier than the tensor pipe);
+// wgmma reads both operands from shared memory itself, asynchronously, a 64 x BR x 16 product per
+// instruction, so the threads only copy, wait and fold.
+//
+// Why the same bits. The tensor cores round a sum of 16 products the same whatever their order
+// inside one instruction, and wgmma rounds as mma.sync does; what changes the bits is which 16
+// products share an instruction (tools/probes/mma_numerics.cu, bench/results/2026-12-02-mma-
+// numerics.txt). The GEMV multiplies each 32-element chunk by tc::mma_chunk: its first mma takes,
+// for every row, elements {8v + 0..3 : v = 0..3} of the chunk (the low 8 bytes of each of the
+// chunk's four 16-byte vectors: lane t's a0/b0 hold elements 8t, 8t+1 and a2/b1 hold 8t+2, 8t+3),
+// its second mma elements {8v + 4..7} (the high 8 bytes). So here the chunk's first k16 step is
+// staged from the low halves and its second from the high halves: in shared memory, step s of a
+// row is two 16-byte core-matrix rows, [half s of vector 0 | half s of vector 1] and
+// [half s of vector 2 | half s of vector 3], the same placement for the weights and for x (so
+// each k-slot pairs the same element of both). Each step runs on the running chain value, in the
+// GEMV's order (kernels_gemm_mma.cu's top comment: chains, pieces, folds, epilogue), from a zeroed
+// accumulator with scale-d = 1, as the GEMV's first mma adds its products to a zero C.
+//
+// The block: two warpgroups, each 64 of the 128 staged weight rows (gated: per 16 rows, 8 gate then
+// the same 8 features' up rows, so that a thread holds both halves of silu(gate) * up) times all BR
+// (64 or 128) x rows: one m64nBRk16 wgmma per k16 step, BR / 2 accumulators a thread for the chain
+// being run and as many for the folded total. The copies are 8 bytes (cp.async.ca), since each
+// 16-byte vector of K feeds two steps; a stage holds two chunks of every staged row, three stages
+// are loading while one is multiplied and the one before drains (wgmma.wait_group 1).
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/gemm_tiles.cuh"
+#include "runtime/cuda/gemv_common.cuh"
+#include "runtime/cuda/launch.cuh"
+#include "runtime/cuda/tensor_core.cuh"
+
+// wgmma exists on sm_90a only: a plain sm_90 build is a mistake in the architecture list; other
+// targets compile a kernel that traps (it is only launched when VOXRT_CUDA_GEMM=wgmma asks).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "kernels_gemm_wgmma.cu needs sm_90a: set CMAKE_CUDA_ARCHITECTURES to 90a (CMakePresets.json)"
+#endif
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define VOXRT_HAS_WGMMA 1
+#else
+#define VOXRT_HAS_WGMMA 0
+#endif
+
+namespace voxrt::cuda::gemm {
+namespace {
+
+using tc::kChunkK8;  // a chunk: 32 elements, 4 vectors of 8 (64 bytes a row)
+using tc::kUnitK8;   // a unit: 256 elements, chain j taking its chunk j
+
+constexpr int kWarpGroups = 2;  // each takes 64 of the kWeightRows weight rows
+constexpr int kThreads = kWarpGroups * 128;
+constexpr int kChunksPerStage = 2;  // 4 wgmma a warpgroup between two barriers
+constexpr int kStages = 5;          // kStages - 2 loading, one multiplied, one draining
+constexpr int kCoreRow = 16;        // bytes of a core-matrix row: 8 elements of K
+
+// A chunk of `rows` rows in shared memory: [step][pair][row][16 bytes], pair p of step s holding
+// half s of vectors 2p and 2p + 1. Weights first, then x.
+__host__ __device__ constexpr int chunk_bytes(int rows) { return rows * kChunkK8 * 16; }
+__host__ __device__ constexpr int stage_bytes(int BR) { return kChunksPerStage * chunk_bytes(kWeightRows + BR); }
+// The pieces' running sum: every thread's BR / 2 totals, [warp][accumulator][lane].
+__host__ __device__ constexpr size_t piece_sum_bytes(int BR) { return static_cast<size_t>(kThreads) * (BR / 2) * 4; }
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving reads or writes of the accumulators across this point: the
+// hardware writes them asynchronously, between the wgmma and its wait, behind the compiler's back.
+template <int NA>
+__device__ __forceinline__ void pin(float (&d)[NA]) {
+#pragma unroll
+  for (int i = 0; i < NA; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+// v, as a value the compiler cannot see through nor compute ahead of this point.
+__device__ __forceinline__ int opaque(int v) {
+  asm volatile("mov.b32 %0, %0;\n" : "+r"(v));
+  return v;
+}
+__device__ __forceinline__ float* opaque(float* v) {
+  asm volatile("mov.b64 %0, %0;\n" : "+l"(v));
+  return v;
+}
+// cp.async writes shared memory through the generic proxy, wgmma reads it through the async one.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// 8 bytes global -> shared, asynchronously; zeros (nothing read) when !valid.
+__device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 8 : 0) : "memory");
+}
+
+// A wgmma shared-memory descriptor, K-major, no swizzle: core matrices of 8 rows x 16 bytes (128
+// contiguous bytes); lbo: bytes between the two core matrices of a k16 step along K; sbo: bytes
+// between consecutive groups of 8 rows. Addresses and offsets in 16-byte units, 14 bits each.
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return static_cast<uint64_t>((addr >> 4) & 0x3fff) | (static_cast<uint64_t>((lbo >> 4) & 0x3fff) << 16) |
+         (static_cast<uint64_t>((sbo >> 4) & 0x3fff) << 32);
+}
+// The same descriptor `bytes` further on (the address field never carries: shared memory < 256 KiB).
+__device__ __forceinline__ uint64_t desc_at(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
+
+// d (64 x N, fp32) += a (64 x 16) b (N x 16)^T, bf16 from shared memory, both K-major.
+template <int N>
+__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b);
+template <>
+__device__ __forceinline__ void wgmma_ss<64>(float (&d)[32], uint64_t a, uint64_t b) {
+  asm volatile(
+      
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+      "}, %32, %33, 1, 1, 1, 0, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(a), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss<128>(float (&d)[64], uint64_t a, uint64_t b) {
+  asm volatile(
+      
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+      "}, %64, %65, 1, 1, 1, 0, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(a), "l"(b));
+}
+
+// Staged weight row `row` (0 .. kWeightRows - 1) of the block's tile, from feature f0: its first
+// element, or null past the last feature. Gated: rows 16 i .. 16 i + 7 are the gate rows of
+// features f0 + 8 i .., rows 16 i + 8 .. 16 i + 15 the up rows of the same features.
+template <bool GATED>
+__device__ __forceinline__ const char* weight_row(const Params& p, const GemvOut& o, int f0, int row) {
+  const int f = GATED ? f0 + (row / 16) * 8 + row % 8 : f0 + row;
+  const __nv_bfloat16* w = GATED && row % 16 >= 8 ? p.out[1].w : o.w;
+  return f < o.n ? reinterpret_cast<const char*>(w + static_cast<size_t>(f) * p.K8 * 8) : nullptr;
+}
+
+template <int BR, bool GATED>
+__global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p) {
+#if !VOXRT_HAS_WGMMA
+  __trap();
+#else
+  pdl_trigger();
+  constexpr int NA = BR / 2;  // accumulators a thread: 64 x BR a warpgroup over 128 threads
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int wg = warp / 4, wq = warp % 4;
+  const BlockJob b = block_job<GATED>(p, BR);
+  const GemvOut& o = p.out[b.seg];
+  const int n = o.n, K8 = p.K8, units = p.units, S = p.pieces[b.seg];
+
+  extern __shared__ __align__(128) uint4 smem[];
+  const uint32_t smem0 = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+
+  // This thread's copies, every chunk: half h of vectors 2 vh + vl (vh = 0, 1) of staged rows
+  // 8 (warp + 8 i) + r8. A warp's copy covers 32 bytes (one sector) of each of 8 rows and writes
+  // 2 x 128 contiguous bytes of shared memory: no bank conflicts.
+  const int h = lane & 1, vl = (lane >> 1) & 1, r8 = lane >> 2;
+  constexpr int kWCopies = kWeightRows / 64, kXCopies = BR / 64;
+  const char* w_src[kWCopies];
+  uint32_t w_dst[kWCopies];
+#pragma unroll
+  for (int i = 0; i < kWCopies; ++i) {
+    const int row = 8 * (warp + 8 * i) + r8;
+    w_src[i] = weight_row<GATED>(p, o, b.f0, row);
+    w_dst[i] = h * kWeightRows * 2 * kCoreRow + row * kCoreRow + vl * 8;
+  }
+  const char* x_src[kXCopies];
+  uint32_t x_dst[kXCopies];
+#pragma unroll
+  for (int i = 0; i < kXCopies; ++i) {
+    const int row = 8 * (warp + 8 * i) + r8, m = b.r0 + row;
+    x_src[i] = m < p.M ? reinterpret_cast<const char*>(p.x + static_cast<size_t>(m) * p.ldx8 * 8) : nullptr;
+    x_dst[i] = chunk_bytes(kWeightRows) + h * BR * 2 * kCoreRow + row * kCoreRow + vl * 8;
+  }
+  const void* any = o.w;  // a valid address for the copies that read nothing
+  auto load_chunk = [&](const Cursor& at, uint32_t chunk) {
+    const int k0 = at.u * kUnitK8 + at.j * kChunkK8;
+#pragma unroll
+    for (int vh = 0; vh < 2; ++vh) {
+      const int k = k0 + 2 * vh + vl;
+      const bool in_k = k < K8;
+      const size_t from = static_cast<size_t>(k) * 16 + h * 8;
+#pragma unroll
+      for (int i = 0; i < kWCopies; ++i) {
+        const bool live = in_k && w_src[i];
+        cp_async8(chunk + w_dst[i] + vh * kWeightRows * kCoreRow, live ? w_src[i] + from : any, live);
+      }
+#pragma unroll
+      for (int i = 0; i < kXCopies; ++i) {
+        const bool live = in_k && x_src[i];
+        cp_async8(chunk + x_dst[i] + vh * BR * kCoreRow, live ? x_src[i] + from : any, live);
+      }
+    }
+  };
+
+  // Step s of a staged chunk: this warpgroup's 64 weight rows (A) and all BR x rows (B).
+  const uint64_t a_desc = smem_desc(smem0 + wg * 64 * kCoreRow, kWeightRows * kCoreRow, 8 * kCoreRow);
+  const uint64_t b_desc = smem_desc(smem0 + chunk_bytes(kWeightRows), BR * kCoreRow, 8 * kCoreRow);
+  // The descriptors are formed before the fence: a register written between the fence and a
+  // wgmma makes ptxas insert another fence there.
+  auto multiply = [&](float (&acc)[NA], uint32_t chunk_offset) {
+    uint64_t a[2], b[2];
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      a[s] = desc_at(a_desc, chunk_offset + s * kWeightRows * 2 * kCoreRow);
+      b[s] = desc_at(b_desc, chunk_offset + s * BR * 2 * kCoreRow);
+    }
+    wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < 2; ++s) wgmma_ss<BR>(acc, a[s], b[s]);
+  };
+
+  // Accumulator a = 4 i + e: weight row 64 wg + 16 wq + g (+ 8 for e >= 2) of the tile, x row
+  // 8 i + 2 t (+ 1 for odd e). Gated: e >= 2 is the up value of e - 2's feature.
+  auto feature_of = [&](int a) {
+    return GATED ? b.f0 + (4 * wg + wq) * 8 + g : b.f0 + 64 * wg + 16 * wq + g + (a & 2 ? 8 : 0);
+  };
+  auto row_of = [&](int a) { return b.r0 + 8 * (a / 4) + 2 * t + (a & 1); };
+  // Split: these accumulators to slot `slot` of the block's piece in the workspace. Its addresses
+  // are computed here, from an opaque start, so that the compiler does not hoist NA of them out
+  // of the main loop (where they would hold as many registers all along).
+  auto store_slot = [&](const float (&v)[NA], int slot) {
+    const int width = GATED ? 2 * n : n;
+    float* w = opaque(p.workspace + p.workspace_at[b.seg] +
+                      (static_cast<size_t>(b.piece) * slots_of(p.groups) + slot) * p.M * width);
+    const int f0 = opaque(feature_of(0)), m0 = opaque(row_of(0));
+#pragma unroll
+    for (int a = 0; a < NA; ++a) {
+      const int f = f0 + (feature_of(a) - feature_of(0)), m = m0 + (row_of(a) - row_of(0));
+      if (f < n && m < p.M) w[static_cast<size_t>(m) * width + f + (GATED && (a & 2) ? n : 0)] = v[a];
+    }
+  };
+
+  float acc[NA], total[NA];
+#pragma unroll
+  for (int a = 0; a < NA; ++a) acc[a] = total[a] = 0;
+  float* piece_sum = reinterpret_cast<float*>(smem + kStages * stage_bytes(BR) / 16) + warp * (NA * 32) + lane;
+  // The chain `at` has been multiplied (acc complete): fold it as kernels_gemm_mma.cu does.
+  auto chain_done = [&](const Cursor& at) {
+    const bool first_chain = at.j == 0, piece_ends = at.j == kChains - 1;
+    if (p.split && p.groups > 1) {
+      store_slot(acc, at.j);  // folded by gemm_fold_kernel
+    } else {
+#pragma unroll
+      for (int a = 0; a < NA; ++a) total[a] = first_chain ? acc[a] : total[a] + acc[a];
+    }
+#pragma unroll
+    for (int a = 0; a < NA; ++a) acc[a] = 0;
+    if (piece_ends && p.split && p.groups == 1) store_slot(total, 0);
+    if (piece_ends && !p.split && S > 1) {
+      const bool first_piece = at.q == 0, last_piece = at.q == S - 1;
+#pragma unroll
+      for (int a = 0; a < NA; ++a) {
+        float& sum = piece_sum[a * 32];
+        sum = first_piece ? total[a] : sum + total[a];
+        if (last_piece) total[a] = sum;
+      }
+    }
+  };
+
+  pdl_wait();  // x (and y, for accumulating outputs) come from the previous kernel
+  Cursor loading(units, S, b.piece, b.chain0), running(units, S, b.piece, b.chain0);
+  int loaded = 0;
+  // One commit group a stage (empty past the block's chunks), so that the wait count is fixed.
+  auto load_stage = [&](int stage) {
+#pragma unroll
+    for (int c = 0; c < kChunksPerStage; ++c) {
+      if (loaded == b.chunks) break;
+      load_chunk(loading, smem0 + stage * stage_bytes(BR) + c * chunk_bytes(kWeightRows + BR));
+      loading.next(units, S);
+      ++loaded;
+    }
+    tc::cp_async_commit();
+  };
+#pragma unroll
+  for (int s = 0; s < kStages - 2; ++s) load_stage(s);
+  const int jobs = (b.chunks + kChunksPerStage - 1) / kChunksPerStage;
+  for (int job = 0; job < jobs; ++job) {
+    tc::cp_async_wait<kStages - 3>();  // this job's stage has landed (this thread's copies) ...
+    fence_proxy_async();              // ... is visible to wgmma ...
+    __syncthreads();                  // ... for everyone's copies; and job - 2's wgmma are done
+    load_stage((job + kStages - 2) % kStages);  // the stage job - 2 read
+    const uint32_t stage_offset = (job % kStages) * stage_bytes(BR);
+    pin(acc);
+#pragma unroll
+    for (int c = 0; c < kChunksPerStage; ++c) {
+      if (job * kChunksPerStage + c < b.chunks) {
+        multiply(acc, stage_offset + c * chunk_bytes(kWeightRows + BR));
+        if (running.chain_ends()) {
+          wgmma_commit();
+          wgmma_wait<0>();
+          pin(acc);
+          chain_done(running);
+          pin(acc);
+        }
+        running.next(units, S);
+      }
+    }
+    wgmma_commit();
+    wgmma_wait<1>();  // the previous job's wgmma are done: its stage may be refilled after the barrier
+  }
+  wgmma_wait<0>();
+  pin(acc);
+  tc::cp_async_wait<0>();
+  if (p.split) return;
+
+#pragma unroll
+  for (int a = 0; a < NA; ++a) {
+    const int f = feature_of(a), m = row_of(a);
+    if (f >= n || m >= p.M || (GATED && (a & 2))) continue;  // gated: a + 2 is a's up
+    if constexpr (GATED)
+      o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::silu_times(total[a], total[a + 2]);
+    else
+      gemv::store_output(o, m, f, total[a]);
+  }
+#endif
+}
+
+template <int BR, bool GATED>
+void launch_instance(const Params& p, Stream s) {
+  const size_t stages = static_cast<size_t>(kStages) * stage_bytes(BR);
+  const size_t smem = stages + (folds_pieces(p) ? piece_sum_bytes(BR) : 0);
+  const auto kernel = gemm_wgmma_kernel<BR, GATED>;
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), stages + piece_sum_bytes(BR), "gemm_wgmma shared memory");
+  launch_kernel("gemm_wgmma", kernel, dim3(static_cast<unsigned>(p.block_end[p.n_outs - 1])), dim3(kThreads), smem, s,
+                p);
+}
+
+template <int BR>
+void launch_rows(const Params& p, bool gated, Stream s) {
+  if (gated) launch_instance<BR, true>(p, s);
+  else launch_instance<BR, false>(p, s);
+}
+
+}  // namespace
+
+void launch_gemm_wgmma(const Params& p, int nt, bool gated, Stream s) {
+  check(nt == 2 || nt == 4, "cuda gemm (wgmma)", "64 or 128 rows a block");
+  if (nt == 4) launch_rows<block_rows(4)>(p, gated, s);
+  else launch_rows<block_rows(2)>(p, gated, s);
+}
+
+}  // namespace voxrt::cuda::gemm
