@@ -17,6 +17,7 @@ struct CudaOptions {
   int gemv_split_blocks_per_sm = 2;  // VOXRT_CUDA_GEMV_SPLIT: blocks per SM a split-K GEMV aims for
   int gemv_min_piece_units = 4;      // VOXRT_CUDA_GEMV_MIN_UNITS: fewest 256-element units a piece of K
   bool fp32_kv = false;              // VOXRT_CUDA_KV=fp32: K/V caches in fp32 instead of bf16
+  bool fp8_kv = false;               // VOXRT_CUDA_KV=fp8 (EngineOptions::kv_cache): fp8 e4m3, a scale per head
   double attention_blocks_per_sm = 8;  // VOXRT_CUDA_ATTN_BLOCKS_PER_SM: sets the attention key chunk
   bool attention_group_rows = true;  // VOXRT_CUDA_ATTN_GROUP_ROWS=0: one row per attention block
   std::string repeat;                // VOXRT_CUDA_REPEAT: operations launched twice (op_repeat.h)

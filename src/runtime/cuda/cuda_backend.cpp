@@ -11,7 +11,8 @@
 //  - K/V caches: the same pool, stored bf16 as in the reference's bf16 model (K and V are rounded as
 //    they are stored; attention computes in fp32): half the memory (0.87 GB less at a full decoder
 //    window). Not faster: the attention kernels wait on round trips, not bytes (bench/README.md).
-//    VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements).
+//    VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements); fp8 (EngineOptions::kv_cache) stores
+//    e4m3 with a float scale per entry and head (kernels_kv_fp8.cu), half the bytes.
 //  - Weight matrices (cols > 1): bf16 (round to nearest even on the host, or a BF16 checkpoint's
 //    own bits), cudaMalloc'ed once. Vectors (cols == 1: norm weights, biases) stay fp32.
 //    Weight::storage points to a host-side DeviceWeight that records the format and frees the
@@ -402,6 +403,7 @@ class CudaBackend final : public Backend {
 
   void upload_kv(KvCache& cache, const float* keys, const float* values) override {
     if (cache.element_bytes() == sizeof(float)) return Backend::upload_kv(cache, keys, values);
+    check(cache.element_bytes() == 2, "cuda upload_kv", "fp8 caches are written by store_kv only");
     check(!steps_->in_step(), "cuda upload_kv", "not allowed inside a step");
     use_device();
     // Rounded on the way into the weight upload's pinned chunks.
@@ -412,6 +414,7 @@ class CudaBackend final : public Backend {
 
   void download_kv(const KvCache& cache, float* keys, float* values) override {
     if (cache.element_bytes() == sizeof(float)) return Backend::download_kv(cache, keys, values);
+    check(cache.element_bytes() == 2, "cuda download_kv", "fp8 caches are read by attention only");
     check(!steps_->in_step(), "cuda download_kv", "not allowed inside a step");
     use_device();
     const size_t n = cache.shape().elements();
@@ -584,7 +587,7 @@ class CudaBackend final : public Backend {
     tuning_.min_piece_units = options_.gemv_min_piece_units;
     tuning_.sm_count = sm_count_;
     tuning_.wgmma_gemm = options_.wgmma_gemm;
-    kv_bytes_ = options_.fp32_kv ? sizeof(float) : 2;
+    kv_bytes_ = options_.fp8_kv ? 1 : options_.fp32_kv ? sizeof(float) : 2;
     repeat_ = cuda::parse_op_repeat(options_.repeat.empty() ? nullptr : options_.repeat.c_str());
   }
 
@@ -791,6 +794,10 @@ class CudaBackend final : public Backend {
     l.keys = cache.key_data();
     l.values = cache.value_data();
     l.bf16 = cache.element_bytes() == 2;
+    l.fp8 = cache.element_bytes() == 1;
+    l.key_scales = cache.key_scales();
+    l.value_scales = cache.value_scales();
+    l.scales_per_page = static_cast<long long>(s.layers) * s.page_len() * s.kv_heads;
     l.page_table = cache.device_page_table();
     l.pages_per_slot = s.pages_per_slot();
     l.page_len = s.page_len();
@@ -997,7 +1004,7 @@ class CudaBackend final : public Backend {
   size_t staging_cap_ = 0, staging_used_ = 0;
   Scratch xbf_, args_, attn_, results_, gemv_partials_, gemv_counters_, gemm_workspace_;
   cuda::OpRepeat repeat_;  // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
-  size_t kv_bytes_ = 2;  // K/V caches in bf16; VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements)
+  size_t kv_bytes_ = 2;  // K/V caches in bf16; VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements), fp8 halves them
   bool cublas_weights_ = false;  // a matrix whose products cuBLAS computes (batch_invariant)
   ProductKernels products_ = ProductKernels::Automatic;  // set_product_kernels
   static constexpr int kGemmMinRows = 33;  // tiled(): more rows than one GEMV launch takes

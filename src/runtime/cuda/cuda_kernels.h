@@ -61,7 +61,11 @@ void launch_rope(float* x, int n_rows, int ld, int n_heads, int head_dim, const 
 struct KvLayout {
   void* keys = nullptr;  // the cache's K and V storage (every page, every layer)
   void* values = nullptr;
-  bool bf16 = false;                    // elements are bf16 (else fp32)
+  bool bf16 = false;                    // elements are bf16 (else fp32, or fp8)
+  bool fp8 = false;                     // elements are fp8 e4m3, each entry's heads scaled (below)
+  float* key_scales = nullptr;          // fp8: [page][layer][page_len][kv_heads] floats
+  float* value_scales = nullptr;
+  long long scales_per_page = 0;        // layers * page_len * kv_heads
   const int* page_table = nullptr;      // [slot][pages_per_slot]: the page of each page_len ring entries
   int pages_per_slot = 0, page_len = 0;  // page_len: ring entries a page holds
   long long per_page = 0, per_page_layer = 0;  // elements
@@ -80,6 +84,15 @@ void launch_rope_store(float* q, int ldq, int n_heads, float* k, int ldk, const 
 // launch_rope over the page's keys, on the cache's own element type.
 void launch_shift_cached_keys(const KvLayout& kv, int layers, int page, long long shift, const float* inv_freq,
                               Stream s);
+
+// ---- kernels_kv_fp8.cu ----
+// launch_store_kv for fp8 caches (launch_store_kv hands them over): each head of each row's K and
+// V quantised with its own scale, max|x| / 448, stored beside it.
+void launch_store_kv_fp8(const KvLayout& kv, const float* k, int ldk, const float* v, int ldv, const DevRowRef* rows,
+                         int n_rows, Stream s);
+// launch_shift_cached_keys for fp8 caches: page `page`'s keys rotated to position `pos` and
+// quantised again, each head with its new scale.
+void launch_rotate_keys_fp8(const KvLayout& kv, int layers, int page, long long pos, const float* inv_freq, Stream s);
 
 struct AttentionPlan {
   int chunk = 0;   // keys per block

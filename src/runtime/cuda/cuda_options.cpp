@@ -23,6 +23,7 @@ CudaOptions cuda_options_from_environment() {
   if (const char* v = env("VOXRT_CUDA_GEMV_SPLIT")) o.gemv_split_blocks_per_sm = clamped_int(v, 0, 64);
   if (const char* v = env("VOXRT_CUDA_GEMV_MIN_UNITS")) o.gemv_min_piece_units = clamped_int(v, 1, 64);
   o.fp32_kv = is(env("VOXRT_CUDA_KV"), "fp32");
+  o.fp8_kv = is(env("VOXRT_CUDA_KV"), "fp8");
   if (const char* v = env("VOXRT_CUDA_ATTN_BLOCKS_PER_SM")) o.attention_blocks_per_sm = std::clamp(std::atof(v), 0.0, 64.0);
   if (const char* v = env("VOXRT_CUDA_ATTN_GROUP_ROWS")) o.attention_group_rows = !is(v, "0");
   if (const char* v = env("VOXRT_CUDA_REPEAT")) o.repeat = v;
