@@ -9,6 +9,14 @@ The reference runs as users run it: bf16 weights on CUDA, `generate()` greedy ov
 protocol (docs/model.md §9), which encodes the audio incrementally and decodes one token per 80 ms step.
 Its per-step time is the generate() time over the number of steps (encoder and decoder together);
 voxrt's comparable figure is its encoder step + decoder step.
+
+Batched offline, against `voxrt bench --offline-batch B --offline-seconds S` (its JSON has "batch"):
+
+    build/cuda/voxrt bench --model DIR/mistral --offline-batch 64 --offline-seconds 30 --out bench/results
+    python3 bench/compare_reference.py --model DIR --voxrt bench/results/<file>.json
+
+runs generate() once over B inputs of S seconds each (the same speech looped, each from its own
+offset, so every input has the same length and none is padded) and compares the RTFx.
 """
 
 from __future__ import annotations
@@ -63,6 +71,46 @@ def time_offline(model, audio: np.ndarray, delay_ms: int) -> dict:
             "step_ms": wall / max(steps, 1) * 1e3}
 
 
+def time_offline_batch(model, speech: np.ndarray, batch: int, seconds: float, delay_ms: int) -> dict:
+    """One generate() over `batch` inputs of `seconds` each: the RTFx of transformers batched."""
+    n_delay = delay_tokens(delay_ms)
+    n = int(seconds * 16000)
+    audios = [np.resize(np.roll(speech, -(i * 7919 * 16) % speech.size), n).astype(np.float32) for i in range(batch)]
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    padded = [pad_offline(a, n_delay) for a in audios]
+    mel = torch.cat([compute_mel(p) for p in padded]).to("cuda", torch.bfloat16)
+    prompt = build_prompt(n_delay)
+    n_positions = len(padded[0]) // SAMPLES_PER_TOKEN
+    ids = torch.tensor([prompt] * batch, device="cuda")
+    with torch.inference_mode():
+        # Every input has the same length: nothing is padded, the mask is all ones (given, so that
+        # transformers need not guess it from pad ids).
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), input_features=mel,
+                             num_delay_tokens=n_delay, max_length=n_positions, do_sample=False,
+                             eos_token_id=EOS_ID, pad_token_id=EOS_ID)
+    torch.cuda.synchronize()
+    wall = time.perf_counter() - t0
+    return {"batch": batch, "seconds_each": seconds, "audio_s": batch * seconds, "wall_s": wall,
+            "rtfx": batch * seconds / wall, "steps": int(out.shape[1] - len(prompt))}
+
+
+def main_batch(args, ours: dict) -> None:
+    speech = read_wav_mono16k(args.audio)
+    model = load_bf16(args.model)
+    time_offline(model, speech[:16000 * 3], args.delay_ms)  # warm-up: kernels, allocator
+    ref = time_offline_batch(model, speech, ours["batch"], ours["seconds_each"], args.delay_ms)
+    print(f"reference: transformers {__import__('transformers').__version__}, torch {torch.__version__}, "
+          f"{torch.cuda.get_device_name()}")
+    print(f"{'figure':34} {'voxrt':>10} {'reference':>10} {'ratio':>8}")
+    label = f"offline RTFx, {ours['batch']} x {ours['seconds_each']:.0f} s at once"
+    print(f"{label:34} {ours['rtfx']:10.1f} {ref['rtfx']:10.1f} {ours['rtfx'] / ref['rtfx']:7.1f}x")
+    print(f"{'wall time':34} {ours['wall_s']:9.2f}s {ref['wall_s']:9.2f}s")
+    out = args.voxrt.with_name(args.voxrt.stem + "-reference.json")
+    out.write_text(json.dumps({"voxrt": str(args.voxrt), "reference_batch": ref}, indent=2) + "\n")
+    print(f"wrote {out}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", type=Path, required=True, help="make-model output dir (or its hf/ folder)")
@@ -73,6 +121,8 @@ def main() -> None:
     args = ap.parse_args()
 
     ours = json.loads(args.voxrt.read_text())
+    if "batch" in ours:  # voxrt bench --offline-batch
+        return main_batch(args, ours)
     speech = read_wav_mono16k(args.audio)
     model = load_bf16(args.model)
     time_offline(model, speech[:16000 * 3], args.delay_ms)  # warm-up: kernels, allocator
