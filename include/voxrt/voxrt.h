@@ -50,6 +50,9 @@ struct EngineOptions {
   // that does not fit is refused at once (or waits), so none ever runs out of memory midway.
   // 0: as max_sessions says.
   size_t max_memory = 0;
+  // The same as a fraction (0 to 1) of the memory free once the weights are loaded (the device's,
+  // or the host's for the CPU). 0: not given. At most one of the two.
+  double max_memory_fraction = 0;
   // The length a session reserves when it does not say (seconds of audio; 0: a whole window, the
   // decoder's 8192 positions, about 11 minutes, after which it keeps recycling its own pages). It
   // also splits max_memory between the encoder's and the decoder's pages.

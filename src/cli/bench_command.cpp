@@ -168,7 +168,7 @@ void run_bench(BenchArgs a) {
   // Many sessions at once: caches for exactly that many, allocated at load, so that memory per
   // stream is what a server loaded for them holds (not the slack of caches grown by doubling).
   // Their length is known: that is what each reserves (and what the caches are sized by).
-  if (a.engine.max_sessions == 0 && !a.find_capacity && a.engine.max_memory == 0)
+  if (a.engine.max_sessions == 0 && !a.find_capacity && a.engine.max_memory == 0 && a.engine.max_memory_fraction == 0)
     a.engine.max_sessions = std::max(a.streams, a.offline_batch);
   if (a.engine.max_session_seconds == 0) {
     if (a.streams > 0) a.engine.max_session_seconds = a.stream_seconds;

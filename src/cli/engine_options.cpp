@@ -49,9 +49,11 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_flag("--quiet,-q", a.quiet, "No messages on standard error (errors excepted)");
 }
 
-size_t parse_memory_size(const std::string& text) {
+void parse_max_memory(const std::string& text, EngineArgs& args) {
   const auto bad = [&] {
-    return UsageError("--max-memory " + text + ": expected a size such as 40GB, 512MiB or a byte count");
+    return UsageError("--max-memory " + text +
+                      ": expected a size such as 40GB, 512MiB or a byte count, or a fraction such as 0.8 of the memory "
+                      "free once the model is loaded");
   };
   size_t used = 0;
   double value = 0;
@@ -61,14 +63,21 @@ size_t parse_memory_size(const std::string& text) {
     throw bad();
   }
   const std::string unit = text.substr(used);
+  if (unit.empty() && value > 0 && value <= 1) {
+    args.max_memory_fraction = value;
+    args.max_memory = 0;
+    return;
+  }
   static const std::pair<const char*, double> kUnits[] = {{"", 1},      {"B", 1},          {"KB", 1e3},
                                                           {"MB", 1e6},  {"GB", 1e9},       {"TB", 1e12},
                                                           {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
   for (const auto& [name, scale] : kUnits)
     if (unit == name) {
       const double bytes = value * scale;
-      if (!(bytes >= 1) || bytes > 1e15) throw bad();
-      return static_cast<size_t>(bytes);
+      if (!(bytes >= 2) || bytes > 1e15) throw bad();
+      args.max_memory = static_cast<size_t>(bytes);
+      args.max_memory_fraction = 0;
+      return;
     }
   throw bad();
 }
@@ -76,9 +85,9 @@ size_t parse_memory_size(const std::string& text) {
 void add_capacity_options(CLI::App* cmd, EngineArgs& a, const std::string& sessions_help) {
   cmd->add_option("--max-sessions", a.max_sessions, sessions_help);
   cmd->add_option_function<std::string>(
-      "--max-memory", [&a](const std::string& v) { a.max_memory = parse_memory_size(v); },
-      "Memory for the sessions' caches (e.g. 40GB), allocated at load; a session that does not fit is refused "
-      "(default: what --max-sessions sessions need, or grown as sessions open)");
+      "--max-memory", [&a](const std::string& v) { parse_max_memory(v, a); },
+      "Memory for the sessions' caches (e.g. 40GB, or 0.8 of what the model leaves free), allocated at load; a "
+      "session that does not fit is refused (default: what --max-sessions sessions need, or grown as sessions open)");
   cmd->add_option_function<double>(
       "--max-session-seconds",
       [&a](const double& v) {
@@ -129,6 +138,7 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
   eo.draft_rows = a.draft_rows;
   eo.max_sessions = a.max_sessions;
   eo.max_memory = a.max_memory;
+  eo.max_memory_fraction = a.max_memory_fraction;
   eo.kv_cache = a.kv_cache;
   eo.max_session_seconds = a.max_session_seconds;
   std::unique_ptr<Engine> engine = Engine::load(dir, eo);

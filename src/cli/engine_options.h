@@ -23,6 +23,7 @@ struct EngineArgs {
   // Set by the commands that offer them (add_capacity_options):
   int max_sessions = 0;
   size_t max_memory = 0;  // bytes
+  double max_memory_fraction = 0;  // or a fraction of what the weights leave free
   double max_session_seconds = 0;
   bool quiet = false;
 };
@@ -31,8 +32,10 @@ void add_engine_options(CLI::App* cmd, EngineArgs& args);
 // --max-sessions, --max-memory and --max-session-seconds: how many sessions the engine holds at
 // once (EngineOptions's fields of those names).
 void add_capacity_options(CLI::App* cmd, EngineArgs& args, const std::string& sessions_help);
-// "40GB", "512MiB", "1073741824": bytes (UsageError naming --max-memory otherwise).
-size_t parse_memory_size(const std::string& text);
+// --max-memory's value: "40GB", "512MiB", "1073741824" (bytes), or "0.8" (a fraction, 0 to 1, of
+// the memory free once the weights are loaded). Sets one of the two; UsageError naming --max-memory
+// otherwise.
+void parse_max_memory(const std::string& text, EngineArgs& args);
 
 // --delay-ms; 0 stays "not given" (tekken.json's default), any given value (0 too) is checked as it
 // is parsed.

@@ -120,7 +120,13 @@ class EngineImpl final : public Engine {
     limits.max_streams = o.max_sessions;
     if (!(o.max_session_seconds >= 0))
       throw Error("max_session_seconds " + std::to_string(o.max_session_seconds) + ": expected 0 (no limit) or more");
+    if (!(o.max_memory_fraction >= 0 && o.max_memory_fraction <= 1))
+      throw Error("max_memory_fraction " + std::to_string(o.max_memory_fraction) + ": expected 0 to 1");
+    if (o.max_memory > 0 && o.max_memory_fraction > 0)
+      throw Error("max_memory and max_memory_fraction both given: give one");
     limits.max_cache_bytes = o.max_memory;
+    if (o.max_memory_fraction > 0)  // of what the weights left
+      limits.max_cache_bytes = static_cast<size_t>(o.max_memory_fraction * static_cast<double>(backend_->memory_available()));
     limits.stream_seconds = o.max_session_seconds;
     scheduler_ = std::make_unique<Scheduler>(*model_, mu_, protocol(info_.default_delay_ms),
                                              StreamState::Options{}.max_batch_positions, limits);

@@ -222,6 +222,7 @@ class Backend {
   virtual Ceilings measure_ceilings() = 0;
   virtual size_t weight_element_bytes() const = 0;  // how a weight element is stored (4: fp32, 2: bf16)
   virtual size_t memory_in_use() const = 0;         // device memory in use, or the process's peak RSS
+  virtual size_t memory_available() const = 0;      // device memory free now, or the host's available memory
   virtual size_t kv_element_bytes() const { return 4; }  // how a KvCache stores an element (4: fp32, 2: bf16, 1: fp8)
   // Whether every op's result for a row is bit for bit the same whatever other rows share its batch,
   // so that positions decoded together equal positions decoded one by one (draft verification,

@@ -279,6 +279,26 @@ TEST(Cli, BenchStreamsRecordsLagsRoundsAndMemory) {
   EXPECT_EQ(j["arrivals"], "spread over a step");
 }
 
+// A cache budget instead of a session count: the streams reserve their length's pages from it,
+// and the record says what a stream reserved and what it holds once filled.
+TEST(Cli, BenchStreamsInAMemoryBudget) {
+  nlohmann::json j;
+  ASSERT_NO_FATAL_FAILURE(
+      run_bench("--streams 2 --stream-seconds 2 --measure-seconds 1 --max-memory 64MiB", "live streams of 2 s", j));
+  const auto& m = j["memory"];
+  EXPECT_GT(m["cache_bytes_per_stream"].get<double>(), 0);
+  EXPECT_GT(m["cache_mapped_bytes_per_stream"].get<double>(), 0);
+  EXPECT_LE(m["cache_mapped_bytes_per_stream"].get<double>(), m["cache_bytes_per_stream"].get<double>())
+      << "a stream holds no more than it reserved for its length";
+  EXPECT_NEAR(m["cache_total_bytes"].get<double>(), 64.0 * 1048576, 64.0 * 1048576 * 0.02);
+  // A fraction of what the model leaves free works too; fp8 caches are the GPU's.
+  ASSERT_NO_FATAL_FAILURE(
+      run_bench("--streams 1 --stream-seconds 2 --measure-seconds 1 --max-memory 0.01", "live streams of 2 s", j));
+  const RunResult r = run_voxrt("bench --model " + model_dir() + " --device cpu --kv fp8 --streams 1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("fp8"), std::string::npos) << r.err;
+}
+
 // --aligned-arrivals: every stream's chunks at the same instant (the worst case), and said so.
 TEST(Cli, BenchStreamsAlignedArrivals) {
   nlohmann::json j;

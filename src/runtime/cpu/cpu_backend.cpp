@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -72,6 +73,11 @@ class CpuBackend final : public Backend {
     rusage u{};
     getrusage(RUSAGE_SELF, &u);
     return static_cast<size_t>(u.ru_maxrss) * 1024;  // peak resident set, kB on Linux
+  }
+
+  size_t memory_available() const override {
+    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
   }
 
   float* allocate(size_t floats) override {

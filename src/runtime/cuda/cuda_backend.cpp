@@ -192,6 +192,12 @@ class CudaBackend final : public Backend {
     return total - free;
   }
 
+  size_t memory_available() const override {
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+    return free;
+  }
+
   // ---- Memory ----
 
   float* allocate(size_t floats) override {
