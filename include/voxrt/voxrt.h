@@ -61,6 +61,11 @@ struct EngineOptions {
   // "fp8" (e4m3 with a float scale per cached head: half the memory a session takes, with the
   // error README.md states). The CPU keeps them in fp32 ("auto" only).
   std::string kv_cache = "auto";
+  // Fairness under load: while the sessions fed at real time wait longer for their steps than the
+  // 80 ms of audio a step brings (90th percentile over the last 2 s), a new session is refused with
+  // a voxrt::Error saying so (or waits: SessionOptions::wait_for_room), so that those already open
+  // keep real time. Off by default (a library may feed sessions at any pace); a server turns it on.
+  bool refuse_when_overloaded = false;
 };
 
 struct TranscribeOptions {

@@ -128,6 +128,7 @@ class EngineImpl final : public Engine {
     if (o.max_memory_fraction > 0)  // of what the weights left
       limits.max_cache_bytes = static_cast<size_t>(o.max_memory_fraction * static_cast<double>(backend_->memory_available()));
     limits.stream_seconds = o.max_session_seconds;
+    limits.refuse_when_overloaded = o.refuse_when_overloaded;
     scheduler_ = std::make_unique<Scheduler>(*model_, mu_, protocol(info_.default_delay_ms),
                                              StreamState::Options{}.max_batch_positions, limits);
     info_.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <thread>
 
 #include "common/error.h"
 
@@ -13,6 +14,10 @@ namespace voxrt {
 // otherwise the stream's owner may read it.
 struct Scheduler::Entry {
   std::unique_ptr<StreamState> state;
+  bool live = false;  // opened as a live session: its paced hand-overs' waits tell the load (LoadMonitor)
+  // Owner-side (only the stream's owner touches them): the previous hand-over's start and audio.
+  std::chrono::steady_clock::time_point last_run{};
+  double last_audio_s = 0;
   // Under mu_:
   std::vector<float> inbox;  // frames handed over, not yet given to the state
   int64_t final_positions = -1;
@@ -115,7 +120,23 @@ bool Scheduler::room_for(int enc_pages, int dec_pages) const {
 }
 
 std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& opts, bool wait_for_room,
-                                                   double max_seconds) {
+                                                   double max_seconds, bool live) {
+  if (live && limits_.refuse_when_overloaded) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (load_.overloaded(LoadMonitor::Clock::now())) {
+      if (!wait_for_room) {
+        char buf[200];
+        std::snprintf(buf, sizeof buf,
+                      "engine overloaded: the live sessions' steps wait %.0f ms (90th percentile), more than the "
+                      "%.0f ms of audio a step brings; a new session would make them fall behind. Try again later",
+                      load_.p90_ms(LoadMonitor::Clock::now()), load_.budget_ms());
+        throw Error(buf);
+      }
+      lock.unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      lock.lock();
+    }
+  }
   const int enc_pages = encoder_pages(opts.protocol, max_seconds), dec_pages = decoder_pages(opts.protocol, max_seconds);
   const size_t bytes = static_cast<size_t>(enc_pages) * encoder_pool_.page_bytes() +
                        static_cast<size_t>(dec_pages) * decoder_pool_.page_bytes();
@@ -156,6 +177,7 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& o
   std::lock_guard<std::mutex> lock(mu_);
   Entry& e = entries_.emplace_back();
   e.state = std::move(state);
+  e.live = live;
   return std::unique_ptr<Stream>(new Stream(*this, &e));
 }
 
@@ -272,6 +294,17 @@ void Scheduler::loop() {
 
 std::vector<StreamState::Step> Scheduler::Stream::run(std::vector<float> frames, int64_t final_positions) {
   Entry& e = *entry_;
+  const auto t0 = LoadMonitor::Clock::now();
+  // Paced: at most two steps' audio, handed over no sooner than half the previous hand-over's audio
+  // after it (a client feeding at real time; one reading a file ahead hands over back to back).
+  // Such a hand-over's wait is what the load does to a live session.
+  const double mel_per_s = static_cast<double>(owner_.model_.config().audio.sampling_rate) /
+                           owner_.model_.config().audio.hop_length;
+  const size_t n_mels = static_cast<size_t>(owner_.model_.config().encoder.num_mel_bins);
+  const bool paced = frames.size() <= 2 * 8 * n_mels &&
+                     std::chrono::duration<double>(t0 - e.last_run).count() >= 0.5 * e.last_audio_s;
+  e.last_run = t0;
+  e.last_audio_s = static_cast<double>(frames.size() / n_mels) / mel_per_s;
   std::unique_lock<std::mutex> lock(owner_.mu_);
   if (!e.error.empty()) throw Error(e.error);
   if (e.state->stopped()) return {};
@@ -285,6 +318,10 @@ std::vector<StreamState::Step> Scheduler::Stream::run(std::vector<float> frames,
   e.wanted = true;
   owner_.work_.notify_one();
   e.done.wait(lock, [&] { return !e.wanted; });
+  if (e.live && paced && final_positions < 0) {
+    const auto now = LoadMonitor::Clock::now();
+    owner_.load_.record(std::chrono::duration<double, std::milli>(now - t0).count(), now);
+  }
   std::vector<StreamState::Step> steps;
   steps.swap(e.outbox);
   if (!e.error.empty()) throw Error(e.error);

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/load_monitor.h"
 #include "runtime/kv_pool.h"
 #include "voxtral/decoder_step.h"
 #include "voxtral/encoder_pass.h"
@@ -38,6 +39,11 @@ struct SchedulerLimits {
   // window): the pages it reserves, and how max_cache_bytes is split between the encoder's and the
   // decoder's pages (so that both run out together for streams of this length).
   double stream_seconds = 0;
+  // Fairness under load: a new live stream is refused (or waits) while the paced streams'
+  // hand-overs wait longer than a step's audio (LoadMonitor), so that those already open keep
+  // real time. Off by default: an engine used as a library may well feed sessions faster or slower
+  // than real time; a server turns it on.
+  bool refuse_when_overloaded = false;
   // The most positions an encoder pass and rows a decoder pass take (RoundContext); streams left
   // out of a round go first in the next.
   int max_encoder_positions = 512;
@@ -86,8 +92,10 @@ class Scheduler {
   // limits.stream_seconds), whose cache pages it reserves. When they do not fit (or
   // limits.max_streams are open already) it throws voxrt::Error at once, or with wait_for_room
   // waits until streams close. A stream that runs past max_seconds goes on while spare pages last,
-  // and then fails alone.
-  std::unique_ptr<Stream> open(const StreamState::Options& opts, bool wait_for_room = false, double max_seconds = -1);
+  // and then fails alone. A live stream (fed at real time) is also refused, or waits, while the
+  // live streams already open do not keep real time (limits.refuse_when_overloaded).
+  std::unique_ptr<Stream> open(const StreamState::Options& opts, bool wait_for_room = false, double max_seconds = -1,
+                               bool live = false);
 
   int open_streams() const;
   // The cache bytes a stream of max_seconds reserves (K and V, encoder and decoder pages).
@@ -133,7 +141,8 @@ class Scheduler {
   EncoderPass encoder_;
   DecoderPass decoder_;
 
-  mutable std::mutex mu_;  // guards entries_, every entry's hand-over fields and stop_
+  mutable std::mutex mu_;  // guards entries_, every entry's hand-over fields, load_ and stop_
+  LoadMonitor load_;
   std::condition_variable work_;
   std::list<Entry> entries_;
   std::vector<Round> rounds_;

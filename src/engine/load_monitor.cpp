@@ -1,0 +1,36 @@
+#include "engine/load_monitor.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace voxrt {
+
+namespace {
+constexpr size_t kMaxSamples = 1 << 16;  // a bound on memory however many sessions feed
+}  // namespace
+
+LoadMonitor::LoadMonitor(double budget_ms, std::chrono::milliseconds window, size_t min_samples)
+    : budget_ms_(budget_ms), window_(window), min_samples_(min_samples) {}
+
+void LoadMonitor::record(double wait_ms, Clock::time_point at) {
+  samples_.push_back({at, wait_ms});
+  if (samples_.size() > kMaxSamples) samples_.pop_front();
+  drop_old(at);
+}
+
+void LoadMonitor::drop_old(Clock::time_point now) const {
+  while (!samples_.empty() && now - samples_.front().at > window_) samples_.pop_front();
+}
+
+double LoadMonitor::p90_ms(Clock::time_point now) const {
+  drop_old(now);
+  if (samples_.size() < min_samples_ || samples_.empty()) return 0.0;
+  std::vector<double> waits;
+  waits.reserve(samples_.size());
+  for (const Sample& s : samples_) waits.push_back(s.wait_ms);
+  const size_t k = std::min(waits.size() - 1, waits.size() * 9 / 10);
+  std::nth_element(waits.begin(), waits.begin() + static_cast<std::ptrdiff_t>(k), waits.end());
+  return waits[k];
+}
+
+}  // namespace voxrt

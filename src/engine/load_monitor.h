@@ -1,0 +1,45 @@
+// Whether the live sessions of an engine keep real time (issue 13, fairness under load): how long
+// their hand-overs wait (a step's audio handed to the step loop -> its steps done), over a sliding
+// window. While the window's 90th percentile passes the budget (the 80 ms of audio a step brings),
+// the loop cannot serve more live sessions without the ones it has falling behind, so new live
+// sessions are refused (Scheduler::open) and the existing ones keep their pace.
+//
+// Only hand-overs of at most a couple of steps' audio count: a caller that hands over a burst
+// (a file read ahead) waits for all of it by design, which says nothing about the load.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+
+namespace voxrt {
+
+class LoadMonitor {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // budget_ms: the wait a live hand-over may take; window: how far back samples count;
+  // min_samples: fewer than this in the window never makes it overloaded.
+  explicit LoadMonitor(double budget_ms = 80.0, std::chrono::milliseconds window = std::chrono::milliseconds(2000),
+                       size_t min_samples = 20);
+
+  void record(double wait_ms, Clock::time_point at);
+  // The window's 90th percentile of waits (0 with fewer than min_samples) and whether it passes the budget.
+  double p90_ms(Clock::time_point now) const;
+  bool overloaded(Clock::time_point now) const { return p90_ms(now) > budget_ms_; }
+  double budget_ms() const { return budget_ms_; }
+
+ private:
+  struct Sample {
+    Clock::time_point at;
+    double wait_ms;
+  };
+  void drop_old(Clock::time_point now) const;
+
+  double budget_ms_;
+  std::chrono::milliseconds window_;
+  size_t min_samples_;
+  mutable std::deque<Sample> samples_;  // oldest first
+};
+
+}  // namespace voxrt
