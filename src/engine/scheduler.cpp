@@ -57,9 +57,9 @@ PoolShapes pool_shapes(const VoxtralModel& model, const Protocol& protocol, int 
                StreamState::decoder_cache_shape(model, protocol, slots, /*paged=*/true)};
   const int enc = pages_for(p.encoder, StreamState::encoder_frames_for(model, protocol, l.stream_seconds));
   const int dec = pages_for(p.decoder, StreamState::decoder_positions_for(model, protocol, l.stream_seconds));
-  const double kv_bytes = static_cast<double>(model.backend().kv_element_bytes());
-  const double enc_page = 2.0 * static_cast<double>(p.encoder.per_page()) * kv_bytes;
-  const double dec_page = 2.0 * static_cast<double>(p.decoder.per_page()) * kv_bytes;
+  const size_t kv_bytes = model.backend().kv_element_bytes();
+  const double enc_page = static_cast<double>(KvPool::page_bytes(p.encoder, kv_bytes));
+  const double dec_page = static_cast<double>(KvPool::page_bytes(p.decoder, kv_bytes));
   if (l.max_cache_bytes > 0) {
     const double budget = static_cast<double>(l.max_cache_bytes), one = enc * enc_page + dec * dec_page;
     const double sessions = budget / one;

@@ -40,7 +40,12 @@ class KvPool {
   int slots() const { return cache_.shape().slots; }
   int pages() const { return cache_.shape().page_count(); }
   int pages_in_use() const;
-  size_t page_bytes() const { return 2 * cache_.shape().per_page() * cache_.element_bytes(); }  // K and V
+  // The bytes of one page: K and V, and an fp8 cache's scales (a float per entry and kv head).
+  static size_t page_bytes(const KvCacheShape& s, size_t element_bytes) {
+    const size_t scales = element_bytes == 1 ? static_cast<size_t>(s.layers) * s.page_len() * s.kv_heads * sizeof(float) : 0;
+    return 2 * (s.per_page() * element_bytes + scales);
+  }
+  size_t page_bytes() const { return page_bytes(cache_.shape(), cache_.element_bytes()); }
 
  private:
   Backend& backend_;

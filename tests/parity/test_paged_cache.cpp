@@ -210,6 +210,14 @@ TEST(PagedCacheFp8, AttentionOverFp8KvIsCloseToBf16) {
   EXPECT_GT(rel, 0.0) << "fp8 is meant to differ from bf16";
 }
 
+// What a page costs, as admission counts it: K and V, and for fp8 a float scale per entry and head.
+TEST(PagedCacheBytes, APageCountsItsScalesWhenFp8) {
+  const KvCacheShape s = shape(1, 4);
+  const size_t elements = static_cast<size_t>(kLayers) * kPage * kKvHeads * kHeadDim;
+  EXPECT_EQ(KvPool::page_bytes(s, 2), 2 * elements * 2);
+  EXPECT_EQ(KvPool::page_bytes(s, 1), 2 * (elements + static_cast<size_t>(kLayers) * kPage * kKvHeads * sizeof(float)));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, PagedCache, ::testing::Values("cpu", "cuda", "cuda_fp8"),
                          [](const auto& info) { return info.param; });
 
