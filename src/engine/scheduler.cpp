@@ -137,12 +137,13 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& o
       lock.lock();
     }
   }
-  const int enc_pages = encoder_pages(opts.protocol, max_seconds), dec_pages = decoder_pages(opts.protocol, max_seconds);
-  const size_t bytes = static_cast<size_t>(enc_pages) * encoder_pool_.page_bytes() +
-                       static_cast<size_t>(dec_pages) * decoder_pool_.page_bytes();
   std::unique_ptr<StreamState> state;
   {
+    // The pools' shapes change when they grow (another stream opening): read them under the lock.
     std::unique_lock<std::mutex> model_lock(model_mutex_);
+    const int enc_pages = encoder_pages(opts.protocol, max_seconds), dec_pages = decoder_pages(opts.protocol, max_seconds);
+    const size_t bytes = static_cast<size_t>(enc_pages) * encoder_pool_.page_bytes() +
+                         static_cast<size_t>(dec_pages) * decoder_pool_.page_bytes();
     // One that could never fit is refused even when the caller would wait.
     check(encoder_pool_.grows() || (enc_pages <= encoder_pool_.pages() && dec_pages <= decoder_pool_.pages()), "engine",
           "a session of this length needs " + format_gb(static_cast<double>(bytes)) +
@@ -189,6 +190,7 @@ std::vector<Scheduler::Round> Scheduler::take_rounds() {
 }
 
 size_t Scheduler::cache_bytes_for(double max_seconds) const {
+  std::lock_guard<std::mutex> model_lock(model_mutex_);  // the pools' shapes change as they grow
   return static_cast<size_t>(encoder_pages(protocol_, max_seconds)) * encoder_pool_.page_bytes() +
          static_cast<size_t>(decoder_pages(protocol_, max_seconds)) * decoder_pool_.page_bytes();
 }
