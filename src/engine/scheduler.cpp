@@ -29,12 +29,6 @@ struct Scheduler::Entry {
 
 namespace {
 
-// The pages of a session of `positions` positions at most (0: no limit) in caches of shape s.
-int pages_for(const KvCacheShape& s, int64_t positions) {
-  if (positions <= 0 || positions >= s.ring) return s.pages_per_slot();
-  return static_cast<int>((positions + s.page_len() - 1) / s.page_len());
-}
-
 double gigabytes(double bytes) { return bytes / 1e9; }
 
 std::string format_gb(double bytes) {
@@ -43,20 +37,17 @@ std::string format_gb(double bytes) {
   return buf;
 }
 
+}  // namespace
+
 // The encoder's and decoder's pool shapes: max_cache_bytes split so that both run out together
 // for streams of stream_seconds, or max_streams such streams, or one to start with (growing).
-struct PoolShapes {
-  KvCacheShape encoder, decoder;
-  bool grows = false;
-};
-
-PoolShapes pool_shapes(const VoxtralModel& model, const Protocol& protocol, int max_batch_positions,
+Scheduler::PoolShapes Scheduler::pool_shapes(const VoxtralModel& model, const Protocol& protocol, int max_batch_positions,
                        const SchedulerLimits& l) {
   const int slots = std::max(1, l.max_streams);
   PoolShapes p{StreamState::encoder_cache_shape(model, max_batch_positions, slots, /*paged=*/true),
                StreamState::decoder_cache_shape(model, protocol, slots, /*paged=*/true)};
-  const int enc = pages_for(p.encoder, StreamState::encoder_frames_for(model, protocol, l.stream_seconds));
-  const int dec = pages_for(p.decoder, StreamState::decoder_positions_for(model, protocol, l.stream_seconds));
+  const int enc = KvPool::pages_for(p.encoder, StreamState::encoder_frames_for(model, protocol, l.stream_seconds));
+  const int dec = KvPool::pages_for(p.decoder, StreamState::decoder_positions_for(model, protocol, l.stream_seconds));
   const size_t kv_bytes = model.backend().kv_element_bytes();
   const double enc_page = static_cast<double>(KvPool::page_bytes(p.encoder, kv_bytes));
   const double dec_page = static_cast<double>(KvPool::page_bytes(p.decoder, kv_bytes));
@@ -77,19 +68,19 @@ PoolShapes pool_shapes(const VoxtralModel& model, const Protocol& protocol, int 
   return p;
 }
 
-}  // namespace
-
 Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol, int max_batch_positions,
                      const SchedulerLimits& limits)
+    : Scheduler(model, model_mutex, protocol, limits, pool_shapes(model, protocol, max_batch_positions, limits)) {}
+
+Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol,
+                     const SchedulerLimits& limits, const PoolShapes& shapes)
     : model_(model),
       model_mutex_(model_mutex),
       one_pass_(model.backend().batch_invariant()),
       limits_(limits),
       protocol_(protocol),
-      encoder_pool_(model.backend(), pool_shapes(model, protocol, max_batch_positions, limits).encoder,
-                    pool_shapes(model, protocol, max_batch_positions, limits).grows),
-      decoder_pool_(model.backend(), pool_shapes(model, protocol, max_batch_positions, limits).decoder,
-                    pool_shapes(model, protocol, max_batch_positions, limits).grows),
+      encoder_pool_(model.backend(), shapes.encoder, shapes.grows),
+      decoder_pool_(model.backend(), shapes.decoder, shapes.grows),
       encoder_(model, unique_step_key("encoder pass")),
       decoder_(model, unique_step_key("decoder pass")),
       thread_([this] { loop(); }) {}
@@ -142,14 +133,12 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& o
     // The pools' shapes change when they grow (another stream opening): read them under the lock.
     std::unique_lock<std::mutex> model_lock(model_mutex_);
     const int enc_pages = encoder_pages(opts.protocol, max_seconds), dec_pages = decoder_pages(opts.protocol, max_seconds);
-    const size_t bytes = static_cast<size_t>(enc_pages) * encoder_pool_.page_bytes() +
-                         static_cast<size_t>(dec_pages) * decoder_pool_.page_bytes();
+    const size_t bytes = bytes_of(enc_pages, dec_pages);
     // One that could never fit is refused even when the caller would wait.
     check(encoder_pool_.grows() || (enc_pages <= encoder_pool_.pages() && dec_pages <= decoder_pool_.pages()), "engine",
           "a session of this length needs " + format_gb(static_cast<double>(bytes)) +
               " of cache, more than the engine's " +
-              format_gb(static_cast<double>(encoder_pool_.pages() * encoder_pool_.page_bytes() +
-                                            decoder_pool_.pages() * decoder_pool_.page_bytes())));
+              format_gb(static_cast<double>(bytes_of(encoder_pool_.pages(), decoder_pool_.pages()))));
     if (!room_for(enc_pages, dec_pages)) {
       if (!wait_for_room) {
         if (limits_.max_streams > 0 && encoder_pool_.in_use() >= limits_.max_streams)
@@ -189,10 +178,14 @@ std::vector<Scheduler::Round> Scheduler::take_rounds() {
   return out;
 }
 
+size_t Scheduler::bytes_of(int enc_pages, int dec_pages) const {
+  return static_cast<size_t>(enc_pages) * encoder_pool_.page_bytes() +
+         static_cast<size_t>(dec_pages) * decoder_pool_.page_bytes();
+}
+
 size_t Scheduler::cache_bytes_for(double max_seconds) const {
   std::lock_guard<std::mutex> model_lock(model_mutex_);  // the pools' shapes change as they grow
-  return static_cast<size_t>(encoder_pages(protocol_, max_seconds)) * encoder_pool_.page_bytes() +
-         static_cast<size_t>(decoder_pages(protocol_, max_seconds)) * decoder_pool_.page_bytes();
+  return bytes_of(encoder_pages(protocol_, max_seconds), decoder_pages(protocol_, max_seconds));
 }
 
 Scheduler::CacheUse Scheduler::cache_use_locked() const {
@@ -200,13 +193,10 @@ Scheduler::CacheUse Scheduler::cache_use_locked() const {
   u.encoder_pages = encoder_pool_.pages_in_use();
   u.decoder_pages = decoder_pool_.pages_in_use();
   // In use, or kept for the open streams' later positions.
-  const size_t enc_kept = static_cast<size_t>(encoder_pool_.pages() - std::max(0, encoder_pool_.cache().unreserved_pages()));
-  const size_t dec_kept = static_cast<size_t>(decoder_pool_.pages() - std::max(0, decoder_pool_.cache().unreserved_pages()));
-  u.used_bytes = enc_kept * encoder_pool_.page_bytes() + dec_kept * decoder_pool_.page_bytes();
-  u.total_bytes = static_cast<size_t>(encoder_pool_.pages()) * encoder_pool_.page_bytes() +
-                  static_cast<size_t>(decoder_pool_.pages()) * decoder_pool_.page_bytes();
-  u.mapped_bytes = static_cast<size_t>(u.encoder_pages) * encoder_pool_.page_bytes() +
-                   static_cast<size_t>(u.decoder_pages) * decoder_pool_.page_bytes();
+  u.used_bytes = bytes_of(encoder_pool_.pages() - std::max(0, encoder_pool_.cache().unreserved_pages()),
+                          decoder_pool_.pages() - std::max(0, decoder_pool_.cache().unreserved_pages()));
+  u.total_bytes = bytes_of(encoder_pool_.pages(), decoder_pool_.pages());
+  u.mapped_bytes = bytes_of(u.encoder_pages, u.decoder_pages);
   return u;
 }
 

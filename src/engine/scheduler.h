@@ -128,6 +128,15 @@ class Scheduler {
   int decoder_pages(const Protocol& p, double max_seconds) const;
   bool room_for(int enc_pages, int dec_pages) const;
   CacheUse cache_use_locked() const;  // with model_mutex_ held
+  size_t bytes_of(int enc_pages, int dec_pages) const;  // K and V (and scales) of that many pages
+  struct PoolShapes {
+    KvCacheShape encoder, decoder;
+    bool grows = false;
+  };
+  static PoolShapes pool_shapes(const VoxtralModel& model, const Protocol& protocol, int max_batch_positions,
+                                const SchedulerLimits& limits);
+  Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol, const SchedulerLimits& limits,
+            const PoolShapes& shapes);
 
   VoxtralModel& model_;
   std::mutex& model_mutex_;

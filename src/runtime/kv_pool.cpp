@@ -14,8 +14,7 @@ KvPool::KvPool(Backend& backend, const KvCacheShape& shape, bool grows) : backen
   for (int s = shape.slots - 1; s >= 0; --s) free_slots_.push_back(s);
 }
 
-int KvPool::pages_for(int64_t positions) const {
-  const KvCacheShape& s = cache_.shape();
+int KvPool::pages_for(const KvCacheShape& s, int64_t positions) {
   if (positions <= 0 || positions >= s.ring) return s.pages_per_slot();
   return static_cast<int>((positions + s.page_len() - 1) / s.page_len());
 }

@@ -26,7 +26,8 @@ class KvPool {
 
   // The pages a session of `positions` positions (at most; 0: no limit) needs: its ring's pages up
   // to those positions, the whole ring when they pass it.
-  int pages_for(int64_t positions) const;
+  static int pages_for(const KvCacheShape& s, int64_t positions);
+  int pages_for(int64_t positions) const { return pages_for(cache_.shape(), positions); }
   // Whether a session reserving `pages` would be taken now (without growing).
   bool fits(int pages) const;
   bool grows() const { return grows_; }
