@@ -24,9 +24,16 @@ bool KvPool::fits(int pages) const {
   return cache_.unreserved_pages() >= pages;
 }
 
+void KvPool::grow_slots() {
+  // Called with no free slot: the new ones, lowest last.
+  const int old = cache_.shape().slots;
+  cache_.grow(2 * old, cache_.shape().pages);
+  for (int slot = 2 * old - 1; slot >= old; --slot) free_slots_.push_back(slot);
+}
+
 int KvPool::acquire(int pages) {
-  const KvCacheShape& s = cache_.shape();
   if (!fits(pages)) {
+    const KvCacheShape s = cache_.shape();  // a copy: growing replaces the cache's
     check(grows_, "kv pool",
           s.paged() ? "a session needs " + std::to_string(pages) + " cache pages and " +
                           std::to_string(std::max(0, cache_.unreserved_pages())) + " of " + std::to_string(s.pages) +
@@ -37,16 +44,10 @@ int KvPool::acquire(int pages) {
       while (cache_.unreserved_pages() + (more - s.pages) < pages) more *= 2;
       cache_.grow(s.slots, more);
     } else {
-      cache_.grow(s.slots * 2, 0);
-      for (int slot = cache_.shape().slots - 1; slot >= s.slots; --slot) free_slots_.push_back(slot);
-      std::sort(free_slots_.begin(), free_slots_.end(), std::greater<int>());
+      grow_slots();  // unpaged: each slot's pages come with it
     }
   }
-  if (free_slots_.empty()) {  // paged: page tables are cheap, the slots double
-    const int old = cache_.shape().slots;
-    cache_.grow(old * 2, cache_.shape().pages);
-    for (int slot = 2 * old - 1; slot >= old; --slot) free_slots_.push_back(slot);
-  }
+  if (free_slots_.empty()) grow_slots();  // paged: page tables are cheap
   const int slot = free_slots_.back();
   check(cache_.reserve(slot, pages), "kv pool", "reservation failed");  // fits() said it would
   free_slots_.pop_back();

@@ -49,6 +49,8 @@ class KvPool {
   size_t page_bytes() const { return page_bytes(cache_.shape(), cache_.element_bytes()); }
 
  private:
+  void grow_slots();  // doubles the slots (and, unpaged, their pages)
+
   Backend& backend_;
   KvCache cache_;
   std::vector<int> free_slots_;  // the lowest last

@@ -168,6 +168,13 @@ TEST_P(PagedCache, PoolsRefuseOrGrowAndKeepWhatThePagesHold) {
   fixed.release(a);
   EXPECT_TRUE(fixed.fits(6));
 
+  // An unpaged pool that grows doubles its slots, each with its whole ring, once per doubling.
+  KvPool slots(*be, shape(1, 0), /*grows=*/true);
+  const int first = slots.acquire(slots.pages_for(0)), second = slots.acquire(slots.pages_for(0));
+  EXPECT_NE(first, second);
+  EXPECT_EQ(slots.slots(), 2);
+  EXPECT_EQ(slots.cache().shape().page_count(), 2) << "one page of the whole ring a slot";
+
   if (be->kv_element_bytes() == 1) return;  // fp8 caches cannot be read back whole (the growth is the same code)
   // A pool that grows doubles its storage and keeps the pages' contents and tables.
   KvPool growing(*be, shape(1, 2), /*grows=*/true);
