@@ -19,12 +19,19 @@
 // GEMV's order (kernels_gemm_mma.cu's top comment: chains, pieces, folds, epilogue), from a zeroed
 // accumulator with scale-d = 1, as the GEMV's first mma adds its products to a zero C.
 //
-// The block: two warpgroups, each 64 of the 128 staged weight rows (gated: per 16 rows, 8 gate then
-// the same 8 features' up rows, so that a thread holds both halves of silu(gate) * up) times all BR
-// (64 or 128) x rows: one m64nBRk16 wgmma per k16 step, BR / 2 accumulators a thread for the chain
-// being run and as many for the folded total. The copies are 8 bytes (cp.async.ca), since each
-// 16-byte vector of K feeds two steps; a stage holds two chunks of every staged row, three stages
-// are loading while one is multiplied and the one before drains (wgmma.wait_group 1).
+// The block: one warpgroup copies, two multiply (warp specialisation). The copying warpgroup
+// stages one chunk of the tile's 128 weight rows (gated: per 16 rows, 8 gate then the same 8
+// features' up rows, so that a thread holds both halves of silu(gate) * up) and BR (64 or 128) x
+// rows per stage, in the block's chain order, with 8-byte copies (cp.async.ca: each 16-byte vector
+// of K feeds two steps), stage_count(BR) stages deep. A stage is handed over through a pair of mbarriers:
+// "full" once every copying thread's copies have landed and been fenced for the async proxy,
+// "empty" once both multiplying warpgroups' wgmma that read it are done; no block-wide barrier is
+// left in the main loop. Each multiplying warpgroup owns 64 of the weight rows times all BR x rows:
+// one m64nBRk16 wgmma per k16 step, and three sets of BR / 2 accumulators a thread: two chains in
+// turn and the folded total. A chain's first wgmma go into the set the chain before did not use,
+// while that one's last wgmma finish (wgmma.wait_group 1); it is then folded into the total and
+// zeroed, so the tensor cores never wait for a fold. The copying warpgroup gives its registers to
+// the multiplying ones (setmaxnreg: 40 against 232).
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -53,18 +60,25 @@ namespace {
 using tc::kChunkK8;  // a chunk: 32 elements, 4 vectors of 8 (64 bytes a row)
 using tc::kUnitK8;   // a unit: 256 elements, chain j taking its chunk j
 
-constexpr int kWarpGroups = 2;  // each takes 64 of the kWeightRows weight rows
-constexpr int kThreads = kWarpGroups * 128;
-constexpr int kChunksPerStage = 2;  // 4 wgmma a warpgroup between two barriers
-constexpr int kStages = 5;          // kStages - 2 loading, one multiplied, one draining
-constexpr int kCoreRow = 16;        // bytes of a core-matrix row: 8 elements of K
+constexpr int kConsumers = 2;                     // multiplying warpgroups, 64 weight rows each
+constexpr int kThreads = (kConsumers + 1) * 128;  // and the copying warpgroup
+constexpr int kCoreRow = 16;                      // bytes of a core-matrix row: 8 elements of K
+constexpr int kCopiesInFlight = 4;                // a copying thread's stages not yet waited for
+constexpr int kBarrierBytes = 256;                // the stages' mbarriers, before the stages
+constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;  // 40 + 2 x 232 = 3 x 168
+static_assert(kProducerRegisters + kConsumers * kConsumerRegisters <= 3 * 168, "setmaxnreg: the block's registers");
 
 // A chunk of `rows` rows in shared memory: [step][pair][row][16 bytes], pair p of step s holding
-// half s of vectors 2p and 2p + 1. Weights first, then x.
+// half s of vectors 2p and 2p + 1. A stage: the weights' chunk, then x's.
 __host__ __device__ constexpr int chunk_bytes(int rows) { return rows * kChunkK8 * 16; }
-__host__ __device__ constexpr int stage_bytes(int BR) { return kChunksPerStage * chunk_bytes(kWeightRows + BR); }
-// The pieces' running sum: every thread's BR / 2 totals, [warp][accumulator][lane].
-__host__ __device__ constexpr size_t piece_sum_bytes(int BR) { return static_cast<size_t>(kThreads) * (BR / 2) * 4; }
+__host__ __device__ constexpr int stage_bytes(int BR) { return chunk_bytes(kWeightRows + BR); }
+// Stages in flight: as many as fit beside the pieces' running sum (at most 16: kBarrierBytes).
+__host__ __device__ constexpr int stage_count(int BR) { return BR == 128 ? 10 : 12; }
+static_assert(2 * 12 * 8 <= kBarrierBytes, "the mbarriers must fit their room");
+static_assert(stage_count(128) >= kCopiesInFlight + 2 && stage_count(64) >= kCopiesInFlight + 2,
+              "a stage is refilled only after the chunk after it has been handed over (no deadlock)");
+// The pieces' running sum: every multiplying thread's BR / 2 totals, [warp][accumulator][lane].
+__host__ __device__ constexpr size_t piece_sum_bytes(int BR) { return static_cast<size_t>(kConsumers) * 128 * (BR / 2) * 4; }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -94,6 +108,35 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 // 8 bytes global -> shared, asynchronously; zeros (nothing read) when !valid.
 __device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool valid) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 8 : 0) : "memory");
+}
+
+// mbarriers in shared memory (addresses from __cvta_generic_to_shared): one phase completes when
+// `count` threads have arrived; a waiter names the phase's parity.
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, int parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n"
+      "}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// A warpgroup's registers per thread from here on (all its warps execute it).
+template <int N>
+__device__ __forceinline__ void registers_down() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void registers_up() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
 // A wgmma shared-memory descriptor, K-major, no swizzle: core matrices of 8 rows x 16 bytes (128
@@ -154,6 +197,62 @@ __device__ __forceinline__ const char* weight_row(const Params& p, const GemvOut
   return f < o.n ? reinterpret_cast<const char*>(w + static_cast<size_t>(f) * p.K8 * 8) : nullptr;
 }
 
+// The copying warpgroup: every chunk of the block, in its chain order, into stage c % stage_count(BR) once
+// the multiplying warpgroups have released it; stage c is announced full kCopiesInFlight chunks
+// later, when this thread's copies of it have landed (each of the 128 threads announces its own).
+template <int BR, bool GATED>
+__device__ __forceinline__ void copy_chunks(const Params& p, const BlockJob& b, uint32_t full0, uint32_t empty0,
+                                            uint32_t stage0) {
+  constexpr int NS = stage_count(BR);
+  const GemvOut& o = p.out[b.seg];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // Half h of vectors 2 vh + vl (vh = 0, 1) of rows 8 (warp + 4 i) + r8: a warp's copy covers 32
+  // bytes (one sector) of each of 8 rows and writes 2 x 128 contiguous bytes of shared memory.
+  const int h = lane & 1, vl = (lane >> 1) & 1, r8 = lane >> 2;
+  const void* any = o.w;  // a valid address for the copies that read nothing
+  Cursor at(p.units, p.pieces[b.seg], b.piece, b.chain0);
+  for (int c = 0; c < b.chunks; ++c) {
+    const int s = c % NS;
+    if (c >= NS) mbar_wait(empty0 + 8 * s, (c / NS - 1) & 1);
+    const uint32_t chunk = stage0 + s * stage_bytes(BR);
+    const int k0 = at.u * kUnitK8 + at.j * kChunkK8;
+#pragma unroll
+    for (int vh = 0; vh < 2; ++vh) {
+      const int k = k0 + 2 * vh + vl;
+      const bool in_k = k < p.K8;
+      const size_t from = static_cast<size_t>(k) * 16 + h * 8;
+#pragma unroll
+      for (int i = 0; i < kWeightRows / 32; ++i) {
+        const int row = 8 * (warp + 4 * i) + r8;
+        const char* src = weight_row<GATED>(p, o, b.f0, row);
+        const bool live = in_k && src;
+        cp_async8(chunk + h * kWeightRows * 2 * kCoreRow + vh * kWeightRows * kCoreRow + row * kCoreRow + vl * 8,
+                  live ? src + from : any, live);
+      }
+#pragma unroll
+      for (int i = 0; i < BR / 32; ++i) {
+        const int row = 8 * (warp + 4 * i) + r8, m = b.r0 + row;
+        const bool live = in_k && m < p.M;
+        const char* src = reinterpret_cast<const char*>(p.x + static_cast<size_t>(live ? m : 0) * p.ldx8 * 8);
+        cp_async8(chunk + chunk_bytes(kWeightRows) + h * BR * 2 * kCoreRow + vh * BR * kCoreRow + row * kCoreRow +
+                      vl * 8,
+                  live ? src + from : any, live);
+      }
+    }
+    tc::cp_async_commit();
+    if (c >= kCopiesInFlight) {
+      tc::cp_async_wait<kCopiesInFlight>();  // chunk c - kCopiesInFlight's copies have landed ...
+      fence_proxy_async();                   // ... are visible to wgmma (async proxy) ...
+      mbar_arrive(full0 + 8 * ((c - kCopiesInFlight) % NS));  // ... and are announced
+    }
+    at.next(p.units, p.pieces[b.seg]);
+  }
+  tc::cp_async_wait<0>();
+  fence_proxy_async();
+  for (int c = b.chunks > kCopiesInFlight ? b.chunks - kCopiesInFlight : 0; c < b.chunks; ++c)
+    mbar_arrive(full0 + 8 * (c % NS));
+}
+
 template <int BR, bool GATED>
 __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p) {
 #if !VOXRT_HAS_WGMMA
@@ -161,72 +260,47 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p)
 #else
   pdl_trigger();
   constexpr int NA = BR / 2;  // accumulators a thread: 64 x BR a warpgroup over 128 threads
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int wg = warp / 4, wq = warp % 4;
+  constexpr int NS = stage_count(BR);
   const BlockJob b = block_job<GATED>(p, BR);
-  const GemvOut& o = p.out[b.seg];
-  const int n = o.n, K8 = p.K8, units = p.units, S = p.pieces[b.seg];
-
   extern __shared__ __align__(128) uint4 smem[];
   const uint32_t smem0 = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-
-  // This thread's copies, every chunk: half h of vectors 2 vh + vl (vh = 0, 1) of staged rows
-  // 8 (warp + 8 i) + r8. A warp's copy covers 32 bytes (one sector) of each of 8 rows and writes
-  // 2 x 128 contiguous bytes of shared memory: no bank conflicts.
-  const int h = lane & 1, vl = (lane >> 1) & 1, r8 = lane >> 2;
-  constexpr int kWCopies = kWeightRows / 64, kXCopies = BR / 64;
-  const char* w_src[kWCopies];
-  uint32_t w_dst[kWCopies];
-#pragma unroll
-  for (int i = 0; i < kWCopies; ++i) {
-    const int row = 8 * (warp + 8 * i) + r8;
-    w_src[i] = weight_row<GATED>(p, o, b.f0, row);
-    w_dst[i] = h * kWeightRows * 2 * kCoreRow + row * kCoreRow + vl * 8;
-  }
-  const char* x_src[kXCopies];
-  uint32_t x_dst[kXCopies];
-#pragma unroll
-  for (int i = 0; i < kXCopies; ++i) {
-    const int row = 8 * (warp + 8 * i) + r8, m = b.r0 + row;
-    x_src[i] = m < p.M ? reinterpret_cast<const char*>(p.x + static_cast<size_t>(m) * p.ldx8 * 8) : nullptr;
-    x_dst[i] = chunk_bytes(kWeightRows) + h * BR * 2 * kCoreRow + row * kCoreRow + vl * 8;
-  }
-  const void* any = o.w;  // a valid address for the copies that read nothing
-  auto load_chunk = [&](const Cursor& at, uint32_t chunk) {
-    const int k0 = at.u * kUnitK8 + at.j * kChunkK8;
-#pragma unroll
-    for (int vh = 0; vh < 2; ++vh) {
-      const int k = k0 + 2 * vh + vl;
-      const bool in_k = k < K8;
-      const size_t from = static_cast<size_t>(k) * 16 + h * 8;
-#pragma unroll
-      for (int i = 0; i < kWCopies; ++i) {
-        const bool live = in_k && w_src[i];
-        cp_async8(chunk + w_dst[i] + vh * kWeightRows * kCoreRow, live ? w_src[i] + from : any, live);
-      }
-#pragma unroll
-      for (int i = 0; i < kXCopies; ++i) {
-        const bool live = in_k && x_src[i];
-        cp_async8(chunk + x_dst[i] + vh * BR * kCoreRow, live ? x_src[i] + from : any, live);
-      }
+  const uint32_t full0 = smem0, empty0 = smem0 + 8 * NS, stage0 = smem0 + kBarrierBytes;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < NS; ++s) {
+      mbar_init(full0 + 8 * s, 128);                 // every copying thread
+      mbar_init(empty0 + 8 * s, kConsumers * 4);  // one lane of every multiplying warp
     }
-  };
+  }
+  __syncthreads();
+  pdl_wait();  // x (and y, for accumulating outputs) come from the previous kernel
+  if (threadIdx.x < 128) {
+    registers_down<kProducerRegisters>();
+    copy_chunks<BR, GATED>(p, b, full0, empty0, stage0);
+    return;
+  }
+  registers_up<kConsumerRegisters>();
+
+  const GemvOut& o = p.out[b.seg];
+  const int n = o.n, units = p.units, S = p.pieces[b.seg];
+  const int warp = threadIdx.x / 32 - 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int wg = warp / 4, wq = warp % 4;
 
   // Step s of a staged chunk: this warpgroup's 64 weight rows (A) and all BR x rows (B).
-  const uint64_t a_desc = smem_desc(smem0 + wg * 64 * kCoreRow, kWeightRows * kCoreRow, 8 * kCoreRow);
-  const uint64_t b_desc = smem_desc(smem0 + chunk_bytes(kWeightRows), BR * kCoreRow, 8 * kCoreRow);
+  const uint64_t a_desc = smem_desc(stage0 + wg * 64 * kCoreRow, kWeightRows * kCoreRow, 8 * kCoreRow);
+  const uint64_t b_desc = smem_desc(stage0 + chunk_bytes(kWeightRows), BR * kCoreRow, 8 * kCoreRow);
   // The descriptors are formed before the fence: a register written between the fence and a
   // wgmma makes ptxas insert another fence there.
-  auto multiply = [&](float (&acc)[NA], uint32_t chunk_offset) {
-    uint64_t a[2], b[2];
+  auto multiply = [&](float (&acc)[NA], uint32_t stage_offset) {
+    uint64_t a[2], bd[2];
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
-      a[s] = desc_at(a_desc, chunk_offset + s * kWeightRows * 2 * kCoreRow);
-      b[s] = desc_at(b_desc, chunk_offset + s * BR * 2 * kCoreRow);
+      a[s] = desc_at(a_desc, stage_offset + s * kWeightRows * 2 * kCoreRow);
+      bd[s] = desc_at(b_desc, stage_offset + s * BR * 2 * kCoreRow);
     }
     wgmma_fence();
 #pragma unroll
-    for (int s = 0; s < 2; ++s) wgmma_ss<BR>(acc, a[s], b[s]);
+    for (int s = 0; s < 2; ++s) wgmma_ss<BR>(acc, a[s], bd[s]);
+    wgmma_commit();
   };
 
   // Accumulator a = 4 i + e: weight row 64 wg + 16 wq + g (+ 8 for e >= 2) of the tile, x row
@@ -250,12 +324,15 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p)
     }
   };
 
-  float acc[NA], total[NA];
+  float acc0[NA], acc1[NA], total[NA];
 #pragma unroll
-  for (int a = 0; a < NA; ++a) acc[a] = total[a] = 0;
-  float* piece_sum = reinterpret_cast<float*>(smem + kStages * stage_bytes(BR) / 16) + warp * (NA * 32) + lane;
-  // The chain `at` has been multiplied (acc complete): fold it as kernels_gemm_mma.cu does.
-  auto chain_done = [&](const Cursor& at) {
+  for (int a = 0; a < NA; ++a) acc0[a] = acc1[a] = total[a] = 0;
+  float* piece_sum =
+      reinterpret_cast<float*>(smem + (kBarrierBytes + NS * stage_bytes(BR)) / 16) + warp * (NA * 32) + lane;
+  // The chain `at` has been multiplied into acc, whose wgmma are done: fold it as kernels_gemm_mma.cu
+  // does, and zero acc for the chain after next.
+  auto chain_done = [&](float (&acc)[NA], const Cursor& at) {
+    pin(acc);
     const bool first_chain = at.j == 0, piece_ends = at.j == kChains - 1;
     if (p.split && p.groups > 1) {
       store_slot(acc, at.j);  // folded by gemm_fold_kernel
@@ -265,6 +342,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p)
     }
 #pragma unroll
     for (int a = 0; a < NA; ++a) acc[a] = 0;
+    pin(acc);
     if (piece_ends && p.split && p.groups == 1) store_slot(total, 0);
     if (piece_ends && !p.split && S > 1) {
       const bool first_piece = at.q == 0, last_piece = at.q == S - 1;
@@ -277,50 +355,46 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p)
     }
   };
 
-  pdl_wait();  // x (and y, for accumulating outputs) come from the previous kernel
-  Cursor loading(units, S, b.piece, b.chain0), running(units, S, b.piece, b.chain0);
-  int loaded = 0;
-  // One commit group a stage (empty past the block's chunks), so that the wait count is fixed.
-  auto load_stage = [&](int stage) {
-#pragma unroll
-    for (int c = 0; c < kChunksPerStage; ++c) {
-      if (loaded == b.chunks) break;
-      load_chunk(loading, smem0 + stage * stage_bytes(BR) + c * chunk_bytes(kWeightRows + BR));
-      loading.next(units, S);
-      ++loaded;
-    }
-    tc::cp_async_commit();
+  // Chains run into acc0 and acc1 in turn. Chunk c's wgmma are issued, then chunk c - 1's waited
+  // for and its stage released; after a chain's first chunk is issued, the chain before it (in the
+  // other set) is complete and folded. The first chunk of each chain is peeled off, so that every
+  // read of a set is straight-line code after the wait that completes it and ptxas can see that
+  // the set being read is not in flight (where it cannot, it serializes every wgmma).
+  Cursor running(units, S, b.piece, b.chain0), ended = running;
+  int c = 0;
+  auto issue = [&](float (&run)[NA]) {
+    const int s = c % NS;
+    mbar_wait(full0 + 8 * s, (c / NS) & 1);
+    multiply(run, s * stage_bytes(BR));
+    wgmma_wait<1>();
+    if (c > 0 && lane == 0) mbar_arrive(empty0 + 8 * ((c - 1) % NS));
+    const bool last = running.chain_ends();
+    running.next(units, S);
+    ++c;
+    return last;
   };
-#pragma unroll
-  for (int s = 0; s < kStages - 2; ++s) load_stage(s);
-  const int jobs = (b.chunks + kChunksPerStage - 1) / kChunksPerStage;
-  for (int job = 0; job < jobs; ++job) {
-    tc::cp_async_wait<kStages - 3>();  // this job's stage has landed (this thread's copies) ...
-    fence_proxy_async();              // ... is visible to wgmma ...
-    __syncthreads();                  // ... for everyone's copies; and job - 2's wgmma are done
-    load_stage((job + kStages - 2) % kStages);  // the stage job - 2 read
-    const uint32_t stage_offset = (job % kStages) * stage_bytes(BR);
-    pin(acc);
-#pragma unroll
-    for (int c = 0; c < kChunksPerStage; ++c) {
-      if (job * kChunksPerStage + c < b.chunks) {
-        multiply(acc, stage_offset + c * chunk_bytes(kWeightRows + BR));
-        if (running.chain_ends()) {
-          wgmma_commit();
-          wgmma_wait<0>();
-          pin(acc);
-          chain_done(running);
-          pin(acc);
-        }
-        running.next(units, S);
-      }
+  auto run_chain = [&](float (&run)[NA], float (&other)[NA]) {
+    const Cursor chain = running;
+    const bool after_another = c > 0;
+    bool last = issue(run);
+    if (after_another) chain_done(other, ended);
+    while (!last) last = issue(run);
+    ended = chain;
+  };
+  for (;;) {
+    run_chain(acc0, acc1);
+    if (c == b.chunks) {
+      wgmma_wait<0>();
+      chain_done(acc0, ended);
+      break;
     }
-    wgmma_commit();
-    wgmma_wait<1>();  // the previous job's wgmma are done: its stage may be refilled after the barrier
+    run_chain(acc1, acc0);
+    if (c == b.chunks) {
+      wgmma_wait<0>();
+      chain_done(acc1, ended);
+      break;
+    }
   }
-  wgmma_wait<0>();
-  pin(acc);
-  tc::cp_async_wait<0>();
   if (p.split) return;
 
 #pragma unroll
@@ -337,7 +411,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p)
 
 template <int BR, bool GATED>
 void launch_instance(const Params& p, Stream s) {
-  const size_t stages = static_cast<size_t>(kStages) * stage_bytes(BR);
+  const size_t stages = kBarrierBytes + static_cast<size_t>(stage_count(BR)) * stage_bytes(BR);
   const size_t smem = stages + (folds_pieces(p) ? piece_sum_bytes(BR) : 0);
   const auto kernel = gemm_wgmma_kernel<BR, GATED>;
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), stages + piece_sum_bytes(BR), "gemm_wgmma shared memory");
