@@ -13,7 +13,7 @@ struct CudaOptions {
   bool programmatic_launch = true;   // programmatic dependent launch (VOXRT_CUDA_PDL=0: plain launches)
   bool tensor_core_gemv = true;      // VOXRT_CUDA_GEMV=simt: the CUDA-core GEMV, 8 rows a launch, no GEMM
   bool library_products = false;     // VOXRT_CUDA_GEMV_MAX_ROWS=0: every product through cuBLAS
-  bool wgmma_gemm = false;           // VOXRT_CUDA_GEMM=wgmma: the tiled GEMM on wgmma (same bits as mma.sync)
+  bool wgmma_gemm = true;            // VOXRT_CUDA_GEMM=mma: the tiled GEMM on mma.sync, not wgmma (same bits, slower)
   int gemv_split_blocks_per_sm = 2;  // VOXRT_CUDA_GEMV_SPLIT: blocks per SM a split-K GEMV aims for
   int gemv_min_piece_units = 4;      // VOXRT_CUDA_GEMV_MIN_UNITS: fewest 256-element units a piece of K
   bool fp32_kv = false;              // VOXRT_CUDA_KV=fp32: K/V caches in fp32 instead of bf16

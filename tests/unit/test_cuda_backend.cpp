@@ -160,6 +160,8 @@ class CudaBackendTest : public ::testing::Test {
   };
   void check_linear(const LinearCase& c);
   // The tiled GEMM of b (whichever kernel its options choose) against its GEMV, bit for bit.
+  // On a backend of its own whose tiled GEMM is the wgmma one or the mma.sync one.
+  void check_gemm_against_gemv(bool wgmma);
   void check_gemm_against_gemv(Backend& b);
 
   struct AttentionCase {
@@ -878,17 +880,24 @@ TEST_F(CudaBackendTest, TiledGemmComputesTheGemvsBitsForEveryRow) {
   // output) and gated products; K cut into pieces (long rows), K not a multiple of the 256-element
   // unit, K shorter than one unit; features and rows that do not fill a tile; 64- and 128-row
   // tiles; launches split across blocks (few tiles: by piece, by group of chains) and not.
-  check_gemm_against_gemv(gpu());
+  check_gemm_against_gemv(/*wgmma=*/false);
 }
 
 TEST_F(CudaBackendTest, WgmmaGemmComputesTheGemvsBitsForEveryRow) {
-  // The same cases through the wgmma GEMM (kernels_gemm_wgmma.cu, VOXRT_CUDA_GEMM=wgmma): its k16
-  // steps take the GEMV's halves of each chunk, so every output must be the GEMV's, bit for bit.
+  // The same cases through the wgmma GEMM (kernels_gemm_wgmma.cu, the default): A from registers
+  // loaded as the GEMV loads its fragments, x staged in the order they pair, so every output must
+  // be the GEMV's, bit for bit.
+  check_gemm_against_gemv(/*wgmma=*/true);
+}
+
+void CudaBackendTest::check_gemm_against_gemv(bool wgmma) {
 #ifdef VOXRT_WITH_CUDA
   CudaOptions o;
-  o.wgmma_gemm = true;
-  const std::unique_ptr<Backend> wgmma = make_cuda_backend(0, o);
-  check_gemm_against_gemv(*wgmma);
+  o.wgmma_gemm = wgmma;
+  const std::unique_ptr<Backend> b = make_cuda_backend(0, o);
+  check_gemm_against_gemv(*b);
+#else
+  (void)wgmma;
 #endif
 }
 

@@ -70,7 +70,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   env.set("VOXRT_CUDA_PDL", "0");
   env.set("VOXRT_CUDA_GEMV", "simt");
   env.set("VOXRT_CUDA_GEMV_MAX_ROWS", "0");
-  env.set("VOXRT_CUDA_GEMM", "wgmma");
+  env.set("VOXRT_CUDA_GEMM", "mma");
   env.set("VOXRT_CUDA_GEMV_SPLIT", "3");
   env.set("VOXRT_CUDA_GEMV_MIN_UNITS", "1000");  // clamped to 64
   env.set("VOXRT_CUDA_KV", "fp32");
@@ -82,7 +82,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   EXPECT_FALSE(o.programmatic_launch);
   EXPECT_FALSE(o.tensor_core_gemv);
   EXPECT_TRUE(o.library_products);
-  EXPECT_TRUE(o.wgmma_gemm);
+  EXPECT_FALSE(o.wgmma_gemm);
   EXPECT_EQ(o.gemv_split_blocks_per_sm, 3);
   EXPECT_EQ(o.gemv_min_piece_units, 64);
   EXPECT_TRUE(o.fp32_kv);

@@ -932,10 +932,18 @@ class CudaBackend final : public Backend {
     return xb;
   }
 
+  // x [M, K] (row stride ldx) as the wgmma GEMM reads it (cuda::launch_gemm_input), in the same scratch.
+  const __nv_bfloat16* wgmma_input(const float* x, int M, int K, size_t ldx) {
+    const size_t bytes = static_cast<size_t>(cuda::gemm_input_vectors(K)) * M * 16;
+    auto* xg = static_cast<__nv_bfloat16*>(grow(xbf_, bytes));
+    if (!steps_->recorded(23, x, M, K, ldx, xg)) cuda::launch_gemm_input(x, M, K, ldx, xg, launch_);
+    return xg;
+  }
+
   // The products of M rows: the tiled GEMM or the GEMV in groups (tiled()).
   void run_products(const float* x, int M, int K, size_t ldx, cuda::GemvOut* outs, int n_outs, bool gated) {
     if (tiled(M)) {
-      const __nv_bfloat16* xb = bf16_copy(x, M, K, ldx);
+      const __nv_bfloat16* xb = tuning_.wgmma_gemm ? wgmma_input(x, M, K, ldx) : bf16_copy(x, M, K, ldx);
       const size_t ws_floats = cuda::gemm_workspace_floats(M, K, outs, n_outs, gated, tuning_);
       float* ws = ws_floats ? static_cast<float*>(grow(gemm_workspace_, ws_floats * sizeof(float))) : nullptr;
       uint64_t h = cuda::StepRecorder::words(24, xb, M, K, n_outs, gated, sm_count_, ws);

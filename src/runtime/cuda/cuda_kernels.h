@@ -184,8 +184,15 @@ int gemv_mma_pieces(int n, int K, const GemvTuning& t);
 // for it with the same tuning, whatever M (t.tensor_cores must be set).
 // Launches with few tiles are split across blocks through a workspace of gemm_workspace_floats().
 size_t gemm_workspace_floats(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t);
+// With t.wgmma_gemm, x is not row-major but the wgmma input that launch_gemm_input writes (ldx unused).
 void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
                  float* workspace, size_t workspace_floats, const GemvTuning& t, Stream s);
+
+// ---- kernels_gemm_wgmma.cu ----
+// x [M, K] fp32 (row stride ldx) as the wgmma GEMM reads it: bf16, gemm_input_vectors(K) x M
+// vectors of 8 elements, vector-major, K grouped within each 32-element chunk (kernels_gemm_wgmma.cu).
+int gemm_input_vectors(int K);
+void launch_gemm_input(const float* x, int M, int K, size_t ldx, __nv_bfloat16* out, Stream s);
 
 // The same product with fp32 weights and fp32 x (row stride ldx): for weights stored as vectors
 // ([N, 1]), which a linear only sees with K == 1. One thread per output; not meant to be fast.

@@ -19,7 +19,7 @@ CudaOptions cuda_options_from_environment() {
   if (const char* v = env("VOXRT_CUDA_PDL")) o.programmatic_launch = !is(v, "0");
   o.tensor_core_gemv = !is(env("VOXRT_CUDA_GEMV"), "simt");
   o.library_products = is(env("VOXRT_CUDA_GEMV_MAX_ROWS"), "0");
-  o.wgmma_gemm = is(env("VOXRT_CUDA_GEMM"), "wgmma");
+  o.wgmma_gemm = !is(env("VOXRT_CUDA_GEMM"), "mma");
   if (const char* v = env("VOXRT_CUDA_GEMV_SPLIT")) o.gemv_split_blocks_per_sm = clamped_int(v, 0, 64);
   if (const char* v = env("VOXRT_CUDA_GEMV_MIN_UNITS")) o.gemv_min_piece_units = clamped_int(v, 1, 64);
   o.fp32_kv = is(env("VOXRT_CUDA_KV"), "fp32");

@@ -1,40 +1,46 @@
 // The tiled GEMM of kernels_gemm_mma.cu on Hopper's warpgroup MMA (wgmma, sm_90a): the same plan,
 // the same tiles, the same workspace and fold, and for every output the same bits as the GEMV
-// (kernels_gemv_mma.cu), only faster. mma.sync makes every warp load its fragments from shared
-// memory into registers before each mma (the integer and load pipes busier than the tensor pipe);
-// wgmma reads both operands from shared memory itself, asynchronously, a 64 x BR x 16 product per
-// instruction, so the threads only copy, wait and fold.
+// (kernels_gemv_mma.cu), only faster.
 //
 // Why the same bits. The tensor cores round a sum of 16 products the same whatever their order
 // inside one instruction, and wgmma rounds as mma.sync does; what changes the bits is which 16
 // products share an instruction (tools/probes/mma_numerics.cu, bench/results/2026-12-02-mma-
-// numerics.txt). The GEMV multiplies each 32-element chunk by tc::mma_chunk: its first mma takes,
-// for every row, elements {8v + 0..3 : v = 0..3} of the chunk (the low 8 bytes of each of the
-// chunk's four 16-byte vectors: lane t's a0/b0 hold elements 8t, 8t+1 and a2/b1 hold 8t+2, 8t+3),
-// its second mma elements {8v + 4..7} (the high 8 bytes). So here the chunk's first k16 step is
-// staged from the low halves and its second from the high halves: in shared memory, step s of a
-// row is two 16-byte core-matrix rows, [half s of vector 0 | half s of vector 1] and
-// [half s of vector 2 | half s of vector 3], the same placement for the weights and for x (so
-// each k-slot pairs the same element of both). Each step runs on the running chain value, in the
-// GEMV's order (kernels_gemm_mma.cu's top comment: chains, pieces, folds, epilogue), from a zeroed
-// accumulator with scale-d = 1, as the GEMV's first mma adds its products to a zero C.
+// numerics.txt). The GEMV multiplies each 32-element chunk by tc::mma_chunk: lane (g, t) holds
+// elements 8t .. 8t+7 of weight rows g and g + 8 (one 16-byte vector each) and feeds the low 8
+// bytes to the first mma, the high 8 bytes to the second. Here the weights take the same path:
+// A, the weight side of every wgmma, comes from registers (the "RS" form), loaded from the staged
+// chunk 16 bytes a row as the GEMV loads them, in the mma.sync fragment layout that wgmma's
+// register A shares. x, B, comes from shared memory, so it is staged in the order those
+// registers imply: k16 step h of a chunk pairs register k-slot 2t + i with element 8t + i + 4h
+// and k-slot 8 + 2t + i with element 8t + 2 + i + 4h (i = 0, 1). gemm_input_kernel writes x that
+// way ([vector][row][8 elements], "wgmma input"), so that a tensor-memory copy (TMA) stages it
+// straight into wgmma's core-matrix layout. Each step runs on the running chain value, in the
+// GEMV's order (kernels_gemm_mma.cu's top comment: chains, pieces, folds, epilogue), from a
+// zeroed accumulator with scale-d = 1, as the GEMV's first mma adds its products to a zero C.
 //
-// The block: one warpgroup copies, two multiply (warp specialisation). The copying warpgroup
-// stages one chunk of the tile's 128 weight rows (gated: per 16 rows, 8 gate then the same 8
-// features' up rows, so that a thread holds both halves of silu(gate) * up) and BR (64 or 128) x
-// rows per stage, in the block's chain order, with 8-byte copies (cp.async.ca: each 16-byte vector
-// of K feeds two steps), stage_count(BR) stages deep. A stage is handed over through a pair of mbarriers:
-// "full" once every copying thread's copies have landed and been fenced for the async proxy,
-// "empty" once both multiplying warpgroups' wgmma that read it are done; no block-wide barrier is
-// left in the main loop. Each multiplying warpgroup owns 64 of the weight rows times all BR x rows:
-// one m64nBRk16 wgmma per k16 step, and three sets of BR / 2 accumulators a thread: two chains in
-// turn and the folded total. A chain's first wgmma go into the set the chain before did not use,
-// while that one's last wgmma finish (wgmma.wait_group 1); it is then folded into the total and
-// zeroed, so the tensor cores never wait for a fold. The copying warpgroup gives its registers to
-// the multiplying ones (setmaxnreg: 40 against 232).
-#include <cuda_bf16.h>
+// The block: one thread copies, two warpgroups multiply (warp specialisation). The copying thread
+// stages, per chunk, the tile's 128 weight rows (gated: the 64 features' gate rows, then their up
+// rows) and BR (64 or 128) x rows with two or three TMA copies, stage_count(BR) stages deep, in
+// the block's chain order. TMA reads global memory without the L1: the 8-byte copies through it
+// that staged the GEMV's halves before were the limit (Nsight Compute: L1 71 % busy, the tensor
+// pipe mostly idle; bench/results/2026-12-02-wgmma-tma.txt). A stage is handed over through a
+// pair of mbarriers: "full" when its bytes have landed, "empty" once both multiplying warpgroups'
+// wgmma that read it are done; no block-wide barrier is left in the main loop. Each multiplying
+// warpgroup owns 64 of the weight rows times all BR x rows: two m64nBRk16 wgmma per chunk into
+// the running chain, whose A fragments alternate between two register sets (a chunk's stay
+// untouched until its wgmma are waited for, one chunk later). At a chain's end its wgmma are
+// drained and it is folded into the total. (Running the next chain into a second accumulator set
+// meanwhile, so that no fold drains the tensor cores, needs a third set of BR / 2 registers: at
+// BR = 128 that spills, and measured slower than the drain.) The copying warpgroup gives its
+// registers to the multiplying ones (setmaxnreg: 24 against 240).
 
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
@@ -63,20 +69,19 @@ using tc::kUnitK8;   // a unit: 256 elements, chain j taking its chunk j
 constexpr int kConsumers = 2;                     // multiplying warpgroups, 64 weight rows each
 constexpr int kThreads = (kConsumers + 1) * 128;  // and the copying warpgroup
 constexpr int kCoreRow = 16;                      // bytes of a core-matrix row: 8 elements of K
-constexpr int kCopiesInFlight = 4;                // a copying thread's stages not yet waited for
 constexpr int kBarrierBytes = 256;                // the stages' mbarriers, before the stages
-constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;  // 40 + 2 x 232 = 3 x 168
+constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;  // 24 + 2 x 240 = 3 x 168
 static_assert(kProducerRegisters + kConsumers * kConsumerRegisters <= 3 * 168, "setmaxnreg: the block's registers");
 
-// A chunk of `rows` rows in shared memory: [step][pair][row][16 bytes], pair p of step s holding
-// half s of vectors 2p and 2p + 1. A stage: the weights' chunk, then x's.
-__host__ __device__ constexpr int chunk_bytes(int rows) { return rows * kChunkK8 * 16; }
-__host__ __device__ constexpr int stage_bytes(int BR) { return chunk_bytes(kWeightRows + BR); }
+// A stage: the weights' chunk, [row][64 bytes] (128 rows; gated: 64 gate rows, then 64 up rows),
+// then x's, [vector][row][16 bytes] (BR rows): each vector a core matrix column of wgmma's
+// no-swizzle K-major layout.
+constexpr int kWeightChunkBytes = kWeightRows * kChunkK8 * 16;
+__host__ __device__ constexpr int x_chunk_bytes(int BR) { return BR * kChunkK8 * 16; }
+__host__ __device__ constexpr int stage_bytes(int BR) { return kWeightChunkBytes + x_chunk_bytes(BR); }
 // Stages in flight: as many as fit beside the pieces' running sum (at most 16: kBarrierBytes).
 __host__ __device__ constexpr int stage_count(int BR) { return BR == 128 ? 10 : 12; }
-static_assert(2 * 12 * 8 <= kBarrierBytes, "the mbarriers must fit their room");
-static_assert(stage_count(128) >= kCopiesInFlight + 2 && stage_count(64) >= kCopiesInFlight + 2,
-              "a stage is refilled only after the chunk after it has been handed over (no deadlock)");
+static_assert(2 * 16 * 8 <= kBarrierBytes, "the mbarriers must fit their room");
 // The pieces' running sum: every multiplying thread's BR / 2 totals, [warp][accumulator][lane].
 __host__ __device__ constexpr size_t piece_sum_bytes(int BR) { return static_cast<size_t>(kConsumers) * 128 * (BR / 2) * 4; }
 
@@ -102,21 +107,18 @@ __device__ __forceinline__ float* opaque(float* v) {
   asm volatile("mov.b64 %0, %0;\n" : "+l"(v));
   return v;
 }
-// cp.async writes shared memory through the generic proxy, wgmma reads it through the async one.
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-// 8 bytes global -> shared, asynchronously; zeros (nothing read) when !valid.
-__device__ __forceinline__ void cp_async8(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 8 : 0) : "memory");
-}
-
-// mbarriers in shared memory (addresses from __cvta_generic_to_shared): one phase completes when
-// `count` threads have arrived; a waiter names the phase's parity.
+// mbarriers in shared memory (addresses from __cvta_generic_to_shared): a phase completes when
+// `count` threads have arrived and the bytes announced for it have landed; a waiter names the
+// phase's parity.
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_bytes(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void mbar_wait(uint32_t bar, int parity) {
   asm volatile(
@@ -129,6 +131,23 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, int parity) {
       "r"(parity)
       : "memory");
 }
+// TMA: a box of the tensor `map` at coordinates (innermost first) into shared memory at dst,
+// announced to the mbarrier bar as it lands. Out-of-range elements arrive as zeros.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+          dst),
+      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
 // A warpgroup's registers per thread from here on (all its warps execute it).
 template <int N>
 __device__ __forceinline__ void registers_down() {
@@ -138,6 +157,11 @@ template <int N>
 __device__ __forceinline__ void registers_up() {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
+__device__ __forceinline__ uint4 load_shared16(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
 
 // A wgmma shared-memory descriptor, K-major, no swizzle: core matrices of 8 rows x 16 bytes (128
 // contiguous bytes); lbo: bytes between the two core matrices of a k16 step along K; sbo: bytes
@@ -146,37 +170,37 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint3
   return static_cast<uint64_t>((addr >> 4) & 0x3fff) | (static_cast<uint64_t>((lbo >> 4) & 0x3fff) << 16) |
          (static_cast<uint64_t>((sbo >> 4) & 0x3fff) << 32);
 }
-// The same descriptor `bytes` further on (the address field never carries: shared memory < 256 KiB).
-__device__ __forceinline__ uint64_t desc_at(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
 
-// d (64 x N, fp32) += a (64 x 16) b (N x 16)^T, bf16 from shared memory, both K-major.
+// d (64 x N, fp32) += a (64 x 16, registers: the mma.sync A fragment of each warp's 16 rows)
+// b (N x 16, shared memory, K-major)^T.
 template <int N>
-__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b);
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint64_t b);
 template <>
-__device__ __forceinline__ void wgmma_ss<64>(float (&d)[32], uint64_t a, uint64_t b) {
+__device__ __forceinline__ void wgmma_rs<64>(float (&d)[32], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t b) {
   asm volatile(
-      
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
       "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
       "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
-      "}, %32, %33, 1, 1, 1, 0, 0;\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+      "}, {%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
+      :
+        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
         "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(a), "l"(b));
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b));
 }
 template <>
-__device__ __forceinline__ void wgmma_ss<128>(float (&d)[64], uint64_t a, uint64_t b) {
+__device__ __forceinline__ void wgmma_rs<128>(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t b) {
   asm volatile(
-      
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
       "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
       "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
       "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
       "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
-      "}, %64, %65, 1, 1, 1, 0, 0;\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+      "}, {%64,%65,%66,%67}, %68, 1, 1, 1, 0;\n"
+      :
+        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
         "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
@@ -184,77 +208,43 @@ __device__ __forceinline__ void wgmma_ss<128>(float (&d)[64], uint64_t a, uint64
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(a), "l"(b));
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b));
 }
 
-// Staged weight row `row` (0 .. kWeightRows - 1) of the block's tile, from feature f0: its first
-// element, or null past the last feature. Gated: rows 16 i .. 16 i + 7 are the gate rows of
-// features f0 + 8 i .., rows 16 i + 8 .. 16 i + 15 the up rows of the same features.
-template <bool GATED>
-__device__ __forceinline__ const char* weight_row(const Params& p, const GemvOut& o, int f0, int row) {
-  const int f = GATED ? f0 + (row / 16) * 8 + row % 8 : f0 + row;
-  const __nv_bfloat16* w = GATED && row % 16 >= 8 ? p.out[1].w : o.w;
-  return f < o.n ? reinterpret_cast<const char*>(w + static_cast<size_t>(f) * p.K8 * 8) : nullptr;
-}
+// The tensor maps of a launch: one per weight (gated: gate, up), and x in the wgmma input layout.
+struct TmaMaps {
+  CUtensorMap w[kGemvMaxOutputs];
+  CUtensorMap x;
+};
 
-// The copying warpgroup: every chunk of the block, in its chain order, into stage c % stage_count(BR) once
-// the multiplying warpgroups have released it; stage c is announced full kCopiesInFlight chunks
-// later, when this thread's copies of it have landed (each of the 128 threads announces its own).
+// The copying thread: every chunk of the block, in its chain order, into stage c % stage_count
+// once the multiplying warpgroups have released it.
 template <int BR, bool GATED>
-__device__ __forceinline__ void copy_chunks(const Params& p, const BlockJob& b, uint32_t full0, uint32_t empty0,
-                                            uint32_t stage0) {
+__device__ __forceinline__ void copy_chunks(const Params& p, const TmaMaps& maps, const BlockJob& b, uint32_t full0,
+                                            uint32_t empty0, uint32_t stage0) {
   constexpr int NS = stage_count(BR);
-  const GemvOut& o = p.out[b.seg];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  // Half h of vectors 2 vh + vl (vh = 0, 1) of rows 8 (warp + 4 i) + r8: a warp's copy covers 32
-  // bytes (one sector) of each of 8 rows and writes 2 x 128 contiguous bytes of shared memory.
-  const int h = lane & 1, vl = (lane >> 1) & 1, r8 = lane >> 2;
-  const void* any = o.w;  // a valid address for the copies that read nothing
+  const CUtensorMap* w = &maps.w[GATED ? 0 : b.seg];
   Cursor at(p.units, p.pieces[b.seg], b.piece, b.chain0);
   for (int c = 0; c < b.chunks; ++c) {
     const int s = c % NS;
     if (c >= NS) mbar_wait(empty0 + 8 * s, (c / NS - 1) & 1);
-    const uint32_t chunk = stage0 + s * stage_bytes(BR);
-    const int k0 = at.u * kUnitK8 + at.j * kChunkK8;
-#pragma unroll
-    for (int vh = 0; vh < 2; ++vh) {
-      const int k = k0 + 2 * vh + vl;
-      const bool in_k = k < p.K8;
-      const size_t from = static_cast<size_t>(k) * 16 + h * 8;
-#pragma unroll
-      for (int i = 0; i < kWeightRows / 32; ++i) {
-        const int row = 8 * (warp + 4 * i) + r8;
-        const char* src = weight_row<GATED>(p, o, b.f0, row);
-        const bool live = in_k && src;
-        cp_async8(chunk + h * kWeightRows * 2 * kCoreRow + vh * kWeightRows * kCoreRow + row * kCoreRow + vl * 8,
-                  live ? src + from : any, live);
-      }
-#pragma unroll
-      for (int i = 0; i < BR / 32; ++i) {
-        const int row = 8 * (warp + 4 * i) + r8, m = b.r0 + row;
-        const bool live = in_k && m < p.M;
-        const char* src = reinterpret_cast<const char*>(p.x + static_cast<size_t>(live ? m : 0) * p.ldx8 * 8);
-        cp_async8(chunk + chunk_bytes(kWeightRows) + h * BR * 2 * kCoreRow + vh * BR * kCoreRow + row * kCoreRow +
-                      vl * 8,
-                  live ? src + from : any, live);
-      }
+    const uint32_t stage = stage0 + s * stage_bytes(BR), bar = full0 + 8 * s;
+    const int k8 = at.u * kUnitK8 + at.j * kChunkK8;
+    mbar_arrive_expect_bytes(bar, stage_bytes(BR));
+    if (GATED) {
+      tma_load_2d(stage, w, 8 * k8, b.f0, bar);
+      tma_load_2d(stage + kWeightChunkBytes / 2, w + 1, 8 * k8, b.f0, bar);
+    } else {
+      tma_load_2d(stage, w, 8 * k8, b.f0, bar);
     }
-    tc::cp_async_commit();
-    if (c >= kCopiesInFlight) {
-      tc::cp_async_wait<kCopiesInFlight>();  // chunk c - kCopiesInFlight's copies have landed ...
-      fence_proxy_async();                   // ... are visible to wgmma (async proxy) ...
-      mbar_arrive(full0 + 8 * ((c - kCopiesInFlight) % NS));  // ... and are announced
-    }
+    tma_load_3d(stage + kWeightChunkBytes, &maps.x, 0, b.r0, k8, bar);
     at.next(p.units, p.pieces[b.seg]);
   }
-  tc::cp_async_wait<0>();
-  fence_proxy_async();
-  for (int c = b.chunks > kCopiesInFlight ? b.chunks - kCopiesInFlight : 0; c < b.chunks; ++c)
-    mbar_arrive(full0 + 8 * (c % NS));
 }
 
 template <int BR, bool GATED>
-__global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p) {
+__global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_constant__ Params p,
+                                                                 const __grid_constant__ TmaMaps maps) {
 #if !VOXRT_HAS_WGMMA
   __trap();
 #else
@@ -267,15 +257,16 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p)
   const uint32_t full0 = smem0, empty0 = smem0 + 8 * NS, stage0 = smem0 + kBarrierBytes;
   if (threadIdx.x == 0) {
     for (int s = 0; s < NS; ++s) {
-      mbar_init(full0 + 8 * s, 128);                 // every copying thread
+      mbar_init(full0 + 8 * s, 1);                // the copying thread, and the stage's bytes
       mbar_init(empty0 + 8 * s, kConsumers * 4);  // one lane of every multiplying warp
     }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();
   pdl_wait();  // x (and y, for accumulating outputs) come from the previous kernel
   if (threadIdx.x < 128) {
     registers_down<kProducerRegisters>();
-    copy_chunks<BR, GATED>(p, b, full0, empty0, stage0);
+    if (threadIdx.x == 0) copy_chunks<BR, GATED>(p, maps, b, full0, empty0, stage0);
     return;
   }
   registers_up<kConsumerRegisters>();
@@ -285,29 +276,17 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p)
   const int warp = threadIdx.x / 32 - 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int wg = warp / 4, wq = warp % 4;
 
-  // Step s of a staged chunk: this warpgroup's 64 weight rows (A) and all BR x rows (B).
-  const uint64_t a_desc = smem_desc(stage0 + wg * 64 * kCoreRow, kWeightRows * kCoreRow, 8 * kCoreRow);
-  const uint64_t b_desc = smem_desc(stage0 + chunk_bytes(kWeightRows), BR * kCoreRow, 8 * kCoreRow);
-  // The descriptors are formed before the fence: a register written between the fence and a
-  // wgmma makes ptxas insert another fence there.
-  auto multiply = [&](float (&acc)[NA], uint32_t stage_offset) {
-    uint64_t a[2], bd[2];
-#pragma unroll
-    for (int s = 0; s < 2; ++s) {
-      a[s] = desc_at(a_desc, stage_offset + s * kWeightRows * 2 * kCoreRow);
-      bd[s] = desc_at(b_desc, stage_offset + s * BR * 2 * kCoreRow);
-    }
-    wgmma_fence();
-#pragma unroll
-    for (int s = 0; s < 2; ++s) wgmma_ss<BR>(acc, a[s], bd[s]);
-    wgmma_commit();
-  };
+  // This lane's A rows in a staged weight chunk ([row][64 bytes]): rows g and g + 8 of its warp's
+  // 16; gated, the gate and the up row of one feature, so that silu(gate) * up is formed here.
+  const int local = (4 * wg + wq) * 8 + g;  // gated: the feature within the block's 64
+  const uint32_t a_row0 = (GATED ? local : 64 * wg + 16 * wq + g) * 64 + t * 16;
+  const uint32_t a_row1 = (GATED ? 64 + local : 64 * wg + 16 * wq + g + 8) * 64 + t * 16;
+  // B of step h: x's vectors 2h and 2h + 1 of the chunk, BR rows each.
+  const uint64_t b_desc = smem_desc(stage0 + kWeightChunkBytes, BR * kCoreRow, 8 * kCoreRow);
 
   // Accumulator a = 4 i + e: weight row 64 wg + 16 wq + g (+ 8 for e >= 2) of the tile, x row
   // 8 i + 2 t (+ 1 for odd e). Gated: e >= 2 is the up value of e - 2's feature.
-  auto feature_of = [&](int a) {
-    return GATED ? b.f0 + (4 * wg + wq) * 8 + g : b.f0 + 64 * wg + 16 * wq + g + (a & 2 ? 8 : 0);
-  };
+  auto feature_of = [&](int a) { return GATED ? b.f0 + local : b.f0 + 64 * wg + 16 * wq + g + (a & 2 ? 8 : 0); };
   auto row_of = [&](int a) { return b.r0 + 8 * (a / 4) + 2 * t + (a & 1); };
   // Split: these accumulators to slot `slot` of the block's piece in the workspace. Its addresses
   // are computed here, from an opaque start, so that the compiler does not hoist NA of them out
@@ -324,14 +303,17 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p)
     }
   };
 
-  float acc0[NA], acc1[NA], total[NA];
+  float acc0[NA], total[NA];
 #pragma unroll
-  for (int a = 0; a < NA; ++a) acc0[a] = acc1[a] = total[a] = 0;
+  for (int a = 0; a < NA; ++a) acc0[a] = total[a] = 0;
   float* piece_sum =
       reinterpret_cast<float*>(smem + (kBarrierBytes + NS * stage_bytes(BR)) / 16) + warp * (NA * 32) + lane;
   // The chain `at` has been multiplied into acc, whose wgmma are done: fold it as kernels_gemm_mma.cu
-  // does, and zero acc for the chain after next.
-  auto chain_done = [&](float (&acc)[NA], const Cursor& at) {
+  // does, and zero acc for the next chain.
+  struct Chain {
+    int q, j;  // piece, chain
+  };
+  auto chain_done = [&](float (&acc)[NA], Chain at) {
     pin(acc);
     const bool first_chain = at.j == 0, piece_ends = at.j == kChains - 1;
     if (p.split && p.groups > 1) {
@@ -355,45 +337,36 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p)
     }
   };
 
-  // Chains run into acc0 and acc1 in turn. Chunk c's wgmma are issued, then chunk c - 1's waited
-  // for and its stage released; after a chain's first chunk is issued, the chain before it (in the
-  // other set) is complete and folded. The first chunk of each chain is peeled off, so that every
-  // read of a set is straight-line code after the wait that completes it and ptxas can see that
-  // the set being read is not in flight (where it cannot, it serializes every wgmma).
-  Cursor running(units, S, b.piece, b.chain0), ended = running;
+  // Chunks' A fragments go into wa0/wb0 and wa1/wb1 in turn (wgmma reads them asynchronously: a
+  // chunk's must stay untouched until its wait). Chunk c's wgmma are issued, then chunk c - 1's
+  // waited for and its stage released. At a chain's end its wgmma are drained and it is folded.
+  Cursor running(units, S, b.piece, b.chain0);
   int c = 0;
-  auto issue = [&](float (&run)[NA]) {
+  uint4 wa0, wb0, wa1, wb1;
+  auto issue = [&](uint4& wa, uint4& wb) {
     const int s = c % NS;
+    const uint32_t stage = stage0 + s * stage_bytes(BR);
     mbar_wait(full0 + 8 * s, (c / NS) & 1);
-    multiply(run, s * stage_bytes(BR));
+    wa = load_shared16(stage + a_row0);
+    wb = load_shared16(stage + a_row1);
+    const uint64_t b0 = b_desc + ((s * stage_bytes(BR)) >> 4);
+    const uint64_t b1 = b0 + ((2 * BR * kCoreRow) >> 4);
+    wgmma_fence();
+    wgmma_rs<BR>(acc0, wa.x, wb.x, wa.y, wb.y, b0);
+    wgmma_rs<BR>(acc0, wa.z, wb.z, wa.w, wb.w, b1);
+    wgmma_commit();
     wgmma_wait<1>();
     if (c > 0 && lane == 0) mbar_arrive(empty0 + 8 * ((c - 1) % NS));
-    const bool last = running.chain_ends();
-    running.next(units, S);
     ++c;
-    return last;
   };
-  auto run_chain = [&](float (&run)[NA], float (&other)[NA]) {
-    const Cursor chain = running;
-    const bool after_another = c > 0;
-    bool last = issue(run);
-    if (after_another) chain_done(other, ended);
-    while (!last) last = issue(run);
-    ended = chain;
-  };
-  for (;;) {
-    run_chain(acc0, acc1);
-    if (c == b.chunks) {
+  while (c < b.chunks) {
+    if (c & 1) issue(wa1, wb1);
+    else issue(wa0, wb0);
+    if (running.chain_ends()) {
       wgmma_wait<0>();
-      chain_done(acc0, ended);
-      break;
+      chain_done(acc0, Chain{running.q, running.j});
     }
-    run_chain(acc1, acc0);
-    if (c == b.chunks) {
-      wgmma_wait<0>();
-      chain_done(acc1, ended);
-      break;
-    }
+    running.next(units, S);
   }
   if (p.split) return;
 
@@ -409,28 +382,105 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const Params p)
 #endif
 }
 
+// x [M, K] fp32 (row stride ldx) -> the wgmma input: bf16, [vector][row][8 elements], vectors
+// counted to whole chunks, grouped within each chunk as the RS fragments pair them (top comment):
+// vector 2h + p of a chunk holds elements 8 (i / 2) + 2 p + i % 2 + 4 h, i = 0 .. 7. Elements past K
+// are zeros. One thread per 16-byte vector.
+__global__ void gemm_input_kernel(const float* __restrict__ x, int M, int K, size_t ldx, int vectors,
+                                  uint4* __restrict__ out) {
+  pdl_trigger();
+  pdl_wait();
+  const size_t n = static_cast<size_t>(vectors) * M;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t idx = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; idx < n; idx += stride) {
+    const int v = static_cast<int>(idx / M), m = static_cast<int>(idx % M);
+    const int chunk = v / 4, h = (v % 4) / 2, pp = v % 2;
+    const float* row = x + static_cast<size_t>(m) * ldx;
+    uint32_t word[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int e = chunk * 32 + 8 * q + 2 * pp + 4 * h;  // elements e, e + 1
+      const float lo = e < K ? row[e] : 0.f, hi = e + 1 < K ? row[e + 1] : 0.f;
+      const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+      word[q] = *reinterpret_cast<const uint32_t*>(&pair);
+    }
+    out[idx] = uint4{word[0], word[1], word[2], word[3]};
+  }
+}
+
+// cuTensorMapEncodeTiled, from the driver the runtime loaded (no link against libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    check_cuda(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found),
+               "cudaGetDriverEntryPointByVersion", __FILE__, __LINE__);
+    check(f && found == cudaDriverEntryPointSuccess, "cuda gemm (wgmma)", "the driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+void encode(CUtensorMap& map, const void* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
+            const cuuint32_t* box, const char* what) {
+  const cuuint32_t ones[3] = {1, 1, 1};
+  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, const_cast<void*>(base), dims,
+                                    strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  check(r == CUDA_SUCCESS, "cuda gemm (wgmma)", std::string("cannot describe ") + what + " to the TMA (error " +
+                                                    std::to_string(static_cast<int>(r)) + ")");
+}
+
 template <int BR, bool GATED>
-void launch_instance(const Params& p, Stream s) {
+void launch_instance(const Params& p, const TmaMaps& maps, Stream s) {
   const size_t stages = kBarrierBytes + static_cast<size_t>(stage_count(BR)) * stage_bytes(BR);
   const size_t smem = stages + (folds_pieces(p) ? piece_sum_bytes(BR) : 0);
   const auto kernel = gemm_wgmma_kernel<BR, GATED>;
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), stages + piece_sum_bytes(BR), "gemm_wgmma shared memory");
   launch_kernel("gemm_wgmma", kernel, dim3(static_cast<unsigned>(p.block_end[p.n_outs - 1])), dim3(kThreads), smem, s,
-                p);
+                p, maps);
 }
 
 template <int BR>
-void launch_rows(const Params& p, bool gated, Stream s) {
-  if (gated) launch_instance<BR, true>(p, s);
-  else launch_instance<BR, false>(p, s);
+void launch_rows(const Params& p, const TmaMaps& maps, bool gated, Stream s) {
+  if (gated) launch_instance<BR, true>(p, maps, s);
+  else launch_instance<BR, false>(p, maps, s);
 }
 
 }  // namespace
 
 void launch_gemm_wgmma(const Params& p, int nt, bool gated, Stream s) {
   check(nt == 2 || nt == 4, "cuda gemm (wgmma)", "64 or 128 rows a block");
-  if (nt == 4) launch_rows<block_rows(4)>(p, gated, s);
-  else launch_rows<block_rows(2)>(p, gated, s);
+  const int BR = block_rows(nt);
+  TmaMaps maps{};
+  const int K = p.K8 * 8;
+  const int weights = gated ? 2 : p.n_outs;
+  for (int i = 0; i < weights; ++i) {
+    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(K), static_cast<cuuint64_t>(p.out[i].n)};
+    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(K) * 2};
+    const cuuint32_t box[2] = {static_cast<cuuint32_t>(kChunkK8 * 8), static_cast<cuuint32_t>(gated ? 64 : 128)};
+    encode(maps.w[i], p.out[i].w, 2, dims, strides, box, "a weight");
+  }
+  const cuuint64_t xdims[3] = {8, static_cast<cuuint64_t>(p.M), static_cast<cuuint64_t>(cuda::gemm_input_vectors(K))};
+  const cuuint64_t xstrides[2] = {16, static_cast<cuuint64_t>(p.M) * 16};
+  const cuuint32_t xbox[3] = {8, static_cast<cuuint32_t>(BR), static_cast<cuuint32_t>(kChunkK8)};
+  encode(maps.x, p.x, 3, xdims, xstrides, xbox, "x");
+  if (nt == 4) launch_rows<block_rows(4)>(p, maps, gated, s);
+  else launch_rows<block_rows(2)>(p, maps, gated, s);
 }
 
 }  // namespace voxrt::cuda::gemm
+
+namespace voxrt::cuda {
+
+int gemm_input_vectors(int K) { return (K / 8 + tc::kChunkK8 - 1) / tc::kChunkK8 * tc::kChunkK8; }
+
+void launch_gemm_input(const float* x, int M, int K, size_t ldx, __nv_bfloat16* out, Stream s) {
+  const size_t n = static_cast<size_t>(gemm_input_vectors(K)) * M;
+  if (n == 0) return;
+  const unsigned blocks = static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 65535));
+  launch_kernel("gemm_input", gemm::gemm_input_kernel, dim3(blocks), dim3(256), 0, s, x, M, K, ldx, gemm_input_vectors(K),
+                reinterpret_cast<uint4*>(out));
+}
+
+}  // namespace voxrt::cuda
