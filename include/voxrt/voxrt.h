@@ -66,6 +66,9 @@ struct EngineOptions {
   // a voxrt::Error saying so (or waits: SessionOptions::wait_for_room), so that those already open
   // keep real time. Off by default (a library may feed sessions at any pace); a server turns it on.
   bool refuse_when_overloaded = false;
+  // The wait (ms) past which refuse_when_overloaded counts the engine overloaded: the 80 ms of audio
+  // a step brings, or less to keep a margin for the sessions already open.
+  double overload_wait_ms = 80;
 };
 
 struct TranscribeOptions {

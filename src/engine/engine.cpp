@@ -129,6 +129,9 @@ class EngineImpl final : public Engine {
       limits.max_cache_bytes = static_cast<size_t>(o.max_memory_fraction * static_cast<double>(backend_->memory_available()));
     limits.stream_seconds = o.max_session_seconds;
     limits.refuse_when_overloaded = o.refuse_when_overloaded;
+    if (!(o.overload_wait_ms > 0))
+      throw Error("overload_wait_ms " + std::to_string(o.overload_wait_ms) + ": expected more than 0");
+    limits.overload_wait_ms = o.overload_wait_ms;
     scheduler_ = std::make_unique<Scheduler>(*model_, mu_, protocol(info_.default_delay_ms),
                                              StreamState::Options{}.max_batch_positions, limits);
     info_.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

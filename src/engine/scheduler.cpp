@@ -83,6 +83,7 @@ Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protoco
       decoder_pool_(model.backend(), shapes.decoder, shapes.grows),
       encoder_(model, unique_step_key("encoder pass")),
       decoder_(model, unique_step_key("decoder pass")),
+      load_(limits.overload_wait_ms),
       thread_([this] { loop(); }) {}
 
 Scheduler::~Scheduler() {

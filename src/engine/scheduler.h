@@ -44,6 +44,7 @@ struct SchedulerLimits {
   // real time. Off by default: an engine used as a library may well feed sessions faster or slower
   // than real time; a server turns it on.
   bool refuse_when_overloaded = false;
+  double overload_wait_ms = 80;  // the hand-overs' 90th percentile past which it is overloaded
   // The most positions an encoder pass and rows a decoder pass take (RoundContext); streams left
   // out of a round go first in the next.
   int max_encoder_positions = 512;

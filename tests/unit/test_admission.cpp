@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <future>
+#include <span>
+#include <thread>
 
 #include "../test_paths.h"
 #include "audio/audio_file.h"
@@ -132,8 +134,65 @@ TEST(Admission, AMemoryBudgetAdmitsWhatFitsAndASessionPastItsLengthFailsAlone) {
   EXPECT_FALSE(c->transcript().tokens.empty());
 }
 
+TEST(Admission, AnOverloadedEngineRefusesNewLiveSessionsAndKeepsTheOpenOnes) {
+  // Fairness under load (EngineOptions::refuse_when_overloaded), end to end. A wait budget no step
+  // meets (overload_wait_ms 0.001) makes every paced hand-over of an open session late: once there
+  // are enough of them in the window, a new live session is refused naming the load, a patient one
+  // waits, a transcription is still served, and the open session goes on exactly as alone. When it
+  // stops feeding at real time the window empties and the patient one opens.
+  const auto dir = test_data() / "tiny" / "mistral";
+  const std::vector<float> audio = load_audio_mono(test_data() / "audio" / "speech_short.wav");
+  const size_t chunk = 1280;  // 80 ms: one step's audio, fed at real time
+  Transcript alone;
+  {
+    auto plain = Engine::load(dir, {.device = "cpu", .threads = 1});
+    auto s = plain->open_session({});
+    for (size_t at = 0; at < audio.size(); at += chunk)
+      s->feed(std::span<const float>(audio).subspan(at, std::min(chunk, audio.size() - at)));
+    s->flush();
+    alone = s->transcript();
+  }
+  auto engine =
+      Engine::load(dir, {.device = "cpu", .threads = 1, .refuse_when_overloaded = true, .overload_wait_ms = 0.001});
+  auto a = engine->open_session({});
+  // Fed at real time (a hand-over counts when it comes no sooner than half the last one's audio
+  // after it); from the 20th on (LoadMonitor's minimum) a new live session is tried after each.
+  size_t at = 0;
+  bool refused = false;
+  for (int k = 0; !refused && at + 4 * chunk < audio.size(); ++k, at += chunk) {
+    a->feed(std::span<const float>(audio).subspan(at, chunk));
+    std::this_thread::sleep_for(42ms);
+    if (k < 20) continue;
+    try {
+      engine->open_session({});
+    } catch (const Error& e) {
+      refused = true;
+      EXPECT_NE(std::string(e.what()).find("engine overloaded"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_TRUE(refused) << "new live sessions opened while the open one's steps wait past the budget";
+  SessionOptions patient;
+  patient.wait_for_room = true;
+  auto waiting = std::async(std::launch::async, [&] { return engine->open_session(patient); });
+  EXPECT_EQ(waiting.wait_for(100ms), std::future_status::timeout) << "it did not wait for the load to pass";
+  EXPECT_FALSE(engine->transcribe(audio).tokens.empty()) << "only live sessions are refused";
+
+  // The rest back to back (not paced: no longer a sign of load), then nothing: the window empties.
+  a->feed(std::span<const float>(audio).subspan(at));
+  a->flush();
+  EXPECT_EQ(a->transcript().tokens, alone.tokens);
+  auto b = waiting.get();  // opens once the window (2 s) holds too few late hand-overs
+  b->feed(audio);
+  b->flush();
+  EXPECT_EQ(b->transcript().tokens, alone.tokens);
+}
+
 TEST(Admission, NegativeMaxSessionsIsAnError) {
   EXPECT_THROW(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .max_sessions = -1}), Error);
+}
+
+TEST(Admission, AnOverloadWaitOfZeroIsAnError) {
+  EXPECT_THROW(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .overload_wait_ms = 0}), Error);
 }
 
 }  // namespace
