@@ -592,7 +592,7 @@ class CudaBackend final : public Backend {
     tuning_.split_blocks_per_sm = options_.gemv_split_blocks_per_sm;
     tuning_.min_piece_units = options_.gemv_min_piece_units;
     tuning_.sm_count = sm_count_;
-    tuning_.wgmma_gemm = options_.wgmma_gemm;
+    tuning_.wgmma_gemm = options_.wgmma_gemm && cuda::gemm_wgmma_available();
     kv_bytes_ = options_.fp8_kv ? 1 : options_.fp32_kv ? sizeof(float) : 2;
     repeat_ = cuda::parse_op_repeat(options_.repeat.empty() ? nullptr : options_.repeat.c_str());
   }

@@ -189,6 +189,8 @@ void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut
                  float* workspace, size_t workspace_floats, const GemvTuning& t, Stream s);
 
 // ---- kernels_gemm_wgmma.cu ----
+// Whether the wgmma GEMM runs on the current device (an sm_90a build on a Hopper GPU).
+bool gemm_wgmma_available();
 // x [M, K] fp32 (row stride ldx) as the wgmma GEMM reads it: bf16, gemm_input_vectors(K) x M
 // vectors of 8 elements, vector-major, K grouped within each 32-element chunk (kernels_gemm_wgmma.cu).
 int gemm_input_vectors(int K);

@@ -46,11 +46,12 @@
 #include "runtime/cuda/cuda_kernels.h"
 #include "runtime/cuda/gemm_tiles.cuh"
 #include "runtime/cuda/gemv_common.cuh"
+#include "runtime/cuda/hopper.cuh"
 #include "runtime/cuda/launch.cuh"
 #include "runtime/cuda/tensor_core.cuh"
 
 // wgmma exists on sm_90a only: a plain sm_90 build is a mistake in the architecture list; other
-// targets compile a kernel that traps (it is only launched when VOXRT_CUDA_GEMM=wgmma asks).
+// targets compile a kernel that traps, and gemm_wgmma_available() tells the backend not to use it.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "kernels_gemm_wgmma.cu needs sm_90a: set CMAKE_CUDA_ARCHITECTURES to 90a (CMakePresets.json)"
 #endif
@@ -65,6 +66,7 @@ namespace {
 
 using tc::kChunkK8;  // a chunk: 32 elements, 4 vectors of 8 (64 bytes a row)
 using tc::kUnitK8;   // a unit: 256 elements, chain j taking its chunk j
+using namespace hopper;
 
 constexpr int kConsumers = 2;                     // multiplying warpgroups, 64 weight rows each
 constexpr int kThreads = (kConsumers + 1) * 128;  // and the copying warpgroup
@@ -84,132 +86,6 @@ __host__ __device__ constexpr int stage_count(int BR) { return BR == 128 ? 10 : 
 static_assert(2 * 16 * 8 <= kBarrierBytes, "the mbarriers must fit their room");
 // The pieces' running sum: every multiplying thread's BR / 2 totals, [warp][accumulator][lane].
 __host__ __device__ constexpr size_t piece_sum_bytes(int BR) { return static_cast<size_t>(kConsumers) * 128 * (BR / 2) * 4; }
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// Keeps the compiler from moving reads or writes of the accumulators across this point: the
-// hardware writes them asynchronously, between the wgmma and its wait, behind the compiler's back.
-template <int NA>
-__device__ __forceinline__ void pin(float (&d)[NA]) {
-#pragma unroll
-  for (int i = 0; i < NA; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-// v, as a value the compiler cannot see through nor compute ahead of this point.
-__device__ __forceinline__ int opaque(int v) {
-  asm volatile("mov.b32 %0, %0;\n" : "+r"(v));
-  return v;
-}
-__device__ __forceinline__ float* opaque(float* v) {
-  asm volatile("mov.b64 %0, %0;\n" : "+l"(v));
-  return v;
-}
-
-// mbarriers in shared memory (addresses from __cvta_generic_to_shared): a phase completes when
-// `count` threads have arrived and the bytes announced for it have landed; a waiter names the
-// phase's parity.
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_bytes(uint32_t bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, int parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-// TMA: a box of the tensor `map` at coordinates (innermost first) into shared memory at dst,
-// announced to the mbarrier bar as it lands. Out-of-range elements arrive as zeros.
-__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-          dst),
-      "l"(map), "r"(c0), "r"(c1), "r"(bar)
-      : "memory");
-}
-__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2,
-                                            uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
-          dst),
-      "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
-      : "memory");
-}
-// A warpgroup's registers per thread from here on (all its warps execute it).
-template <int N>
-__device__ __forceinline__ void registers_down() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-template <int N>
-__device__ __forceinline__ void registers_up() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-__device__ __forceinline__ uint4 load_shared16(uint32_t addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
-  return v;
-}
-
-// A wgmma shared-memory descriptor, K-major, no swizzle: core matrices of 8 rows x 16 bytes (128
-// contiguous bytes); lbo: bytes between the two core matrices of a k16 step along K; sbo: bytes
-// between consecutive groups of 8 rows. Addresses and offsets in 16-byte units, 14 bits each.
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((addr >> 4) & 0x3fff) | (static_cast<uint64_t>((lbo >> 4) & 0x3fff) << 16) |
-         (static_cast<uint64_t>((sbo >> 4) & 0x3fff) << 32);
-}
-
-// d (64 x N, fp32) += a (64 x 16, registers: the mma.sync A fragment of each warp's 16 rows)
-// b (N x 16, shared memory, K-major)^T.
-template <int N>
-__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint64_t b);
-template <>
-__device__ __forceinline__ void wgmma_rs<64>(float (&d)[32], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
-      "}, {%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
-      :
-        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b));
-}
-template <>
-__device__ __forceinline__ void wgmma_rs<128>(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint64_t b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
-      "}, {%64,%65,%66,%67}, %68, 1, 1, 1, 0;\n"
-      :
-        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(b));
-}
 
 // The tensor maps of a launch: one per weight (gated: gate, up), and x in the wgmma input layout.
 struct TmaMaps {
@@ -472,6 +348,17 @@ void launch_gemm_wgmma(const Params& p, int nt, bool gated, Stream s) {
 }  // namespace voxrt::cuda::gemm
 
 namespace voxrt::cuda {
+
+bool gemm_wgmma_available() {
+  // The kernel's code for this device: sm_90a (a plain sm_90 build fails to compile, see the top),
+  // or another target's, where it traps.
+  cudaFuncAttributes a{};
+  if (cudaFuncGetAttributes(&a, gemm::gemm_wgmma_kernel<64, false>) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.binaryVersion == 90;
+}
 
 int gemm_input_vectors(int K) { return (K / 8 + tc::kChunkK8 - 1) / tc::kChunkK8 * tc::kChunkK8; }
 
