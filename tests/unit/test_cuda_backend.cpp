@@ -27,6 +27,7 @@
 #include "voxtral/model.h"
 #ifdef VOXRT_WITH_CUDA
 #include "runtime/cuda/cuda_device.h"
+#include "runtime/cuda/cuda_kernels.h"
 #endif
 
 namespace voxrt {
@@ -881,6 +882,15 @@ TEST_F(CudaBackendTest, TiledGemmComputesTheGemvsBitsForEveryRow) {
   // unit, K shorter than one unit; features and rows that do not fill a tile; 64- and 128-row
   // tiles; launches split across blocks (few tiles: by piece, by group of chains) and not.
   check_gemm_against_gemv(/*wgmma=*/false);
+}
+
+TEST_F(CudaBackendTest, WgmmaGemmIsTheDefaultOnHopper) {
+  // The backend falls back to mma.sync where the wgmma kernel was not built for the device; on a
+  // Hopper GPU (sm_90, the build's 90a) that fallback would be a silent slowdown.
+#ifdef VOXRT_WITH_CUDA
+  if (cuda::device_description(0).find("sm_90") == std::string::npos) GTEST_SKIP() << "not a Hopper GPU";
+  EXPECT_TRUE(cuda::gemm_wgmma_available()) << cuda::device_description(0);
+#endif
 }
 
 TEST_F(CudaBackendTest, WgmmaGemmComputesTheGemvsBitsForEveryRow) {
