@@ -107,12 +107,8 @@ __device__ __forceinline__ void copy_chunks(const Params& p, const TmaMaps& maps
     const uint32_t stage = stage0 + s * stage_bytes(BR), bar = full0 + 8 * s;
     const int k8 = at.u * kUnitK8 + at.j * kChunkK8;
     mbar_arrive_expect_bytes(bar, stage_bytes(BR));
-    if (GATED) {
-      tma_load_2d(stage, w, 8 * k8, b.f0, bar);
-      tma_load_2d(stage + kWeightChunkBytes / 2, w + 1, 8 * k8, b.f0, bar);
-    } else {
-      tma_load_2d(stage, w, 8 * k8, b.f0, bar);
-    }
+    tma_load_2d(stage, w, 8 * k8, b.f0, bar);  // gated: the gate rows, then the up rows
+    if (GATED) tma_load_2d(stage + kWeightChunkBytes / 2, w + 1, 8 * k8, b.f0, bar);
     tma_load_3d(stage + kWeightChunkBytes, &maps.x, 0, b.r0, k8, bar);
     at.next(p.units, p.pieces[b.seg]);
   }
@@ -179,17 +175,14 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
     }
   };
 
-  float acc0[NA], total[NA];
+  float acc[NA], total[NA];  // the running chain, the folded total
 #pragma unroll
-  for (int a = 0; a < NA; ++a) acc0[a] = total[a] = 0;
+  for (int a = 0; a < NA; ++a) acc[a] = total[a] = 0;
   float* piece_sum =
       reinterpret_cast<float*>(smem + (kBarrierBytes + NS * stage_bytes(BR)) / 16) + warp * (NA * 32) + lane;
   // The chain `at` has been multiplied into acc, whose wgmma are done: fold it as kernels_gemm_mma.cu
   // does, and zero acc for the next chain.
-  struct Chain {
-    int q, j;  // piece, chain
-  };
-  auto chain_done = [&](float (&acc)[NA], Chain at) {
+  auto chain_done = [&](const Cursor& at) {
     pin(acc);
     const bool first_chain = at.j == 0, piece_ends = at.j == kChains - 1;
     if (p.split && p.groups > 1) {
@@ -228,8 +221,8 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
     const uint64_t b0 = b_desc + ((s * stage_bytes(BR)) >> 4);
     const uint64_t b1 = b0 + ((2 * BR * kCoreRow) >> 4);
     wgmma_fence();
-    wgmma_rs<BR>(acc0, wa.x, wb.x, wa.y, wb.y, b0);
-    wgmma_rs<BR>(acc0, wa.z, wb.z, wa.w, wb.w, b1);
+    wgmma_rs<BR>(acc, wa.x, wb.x, wa.y, wb.y, b0);
+    wgmma_rs<BR>(acc, wa.z, wb.z, wa.w, wb.w, b1);
     wgmma_commit();
     wgmma_wait<1>();
     if (c > 0 && lane == 0) mbar_arrive(empty0 + 8 * ((c - 1) % NS));
@@ -240,7 +233,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
     else issue(wa0, wb0);
     if (running.chain_ends()) {
       wgmma_wait<0>();
-      chain_done(acc0, Chain{running.q, running.j});
+      chain_done(running);
     }
     running.next(units, S);
   }
