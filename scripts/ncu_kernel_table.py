@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """One line per kernel from an `ncu --print-summary per-kernel` report (stdin): its name without
 namespaces, grid x block, how many launches were profiled, and the mean of gpu__time_duration.sum
-(and of the DRAM throughput, when the report has it). Used by scripts/gpu_profile.sh."""
+(and of the DRAM throughput, when the report has it). Used by scripts/gpu_profile.sh.
+--totals: the launches' total time per line as well, and first the sum of all of them
+(scripts/gpu_profile_rounds.sh)."""
 import re
 import sys
 
@@ -31,9 +33,15 @@ def main() -> int:
     if not rows:
         print("no per-kernel summary in the report (did ncu run?)", file=sys.stderr)
         return 1
-    for r in sorted(rows, key=lambda r: -r.get("us", 0) * r["n"]):
+    totals = "--totals" in sys.argv[1:]
+    rows.sort(key=lambda r: -r.get("us", 0) * r["n"])
+    if totals:
+        grand = sum(r.get("us", 0) * r["n"] for r in rows)
+        print(f"all {sum(r['n'] for r in rows)} launches: {grand / 1000:.3f} ms of GPU time")
+    for r in rows:
         dram = f"  DRAM {r['dram']:5.1f} %" if "dram" in r else ""
-        print(f"{r['name'][:58]:58s} ({r['grid']:>9s}) x{r['block']:<5s} n={r['n']:<4d} {r.get('us', 0):9.2f} us{dram}")
+        sum_col = f" {r.get('us', 0) * r['n'] / 1000:9.3f} ms" if totals else ""
+        print(f"{r['name'][:58]:58s} ({r['grid']:>9s}) x{r['block']:<5s} n={r['n']:<4d} {r.get('us', 0):9.2f} us{sum_col}{dram}")
     return 0
 
 

@@ -86,6 +86,7 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
   const size_t memory_filled = be.memory_in_use();
   const Scheduler::CacheUse cache = scheduler.cache_use();
   scheduler.take_rounds();  // the fill's rounds are not measured
+  be.profile_window(true);
   std::vector<Scheduler::Round> rounds;
   {
     std::unique_lock<std::mutex> lock(mu);
@@ -93,6 +94,7 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
     rounds = scheduler.take_rounds();
     measured = true;
   }
+  be.profile_window(false);
   cv.notify_all();
   for (std::thread& t : threads) t.join();
   for (int i = 0; i < o.streams; ++i)

@@ -219,6 +219,9 @@ class Backend {
     step();
   }
   virtual StepStats step_stats() const { return {}; }
+  // Marks the part of a run a profiler should look at (a benchmark's measured part): the CUDA
+  // backend starts and stops the profiler's collection (`ncu --profile-from-start off`).
+  virtual void profile_window(bool open) { (void)open; }
   virtual Ceilings measure_ceilings() = 0;
   virtual size_t weight_element_bytes() const = 0;  // how a weight element is stored (4: fp32, 2: bf16)
   virtual size_t memory_in_use() const = 0;         // device memory in use, or the process's peak RSS

@@ -320,6 +320,15 @@ TEST(Cli, BenchOfflineBatchRunsEveryStepOfEveryInput) {
   EXPECT_GT(j["rtfx"].get<double>(), 0);
   EXPECT_GT(j["rtfx_floor"].get<double>(), 0);
   EXPECT_GT(j["rounds"]["count"].get<int>(), 0);
+  // Every step after each prompt's is a decoder row (rows past a wrong draft are decoded too); the
+  // parts' seconds add up to no more than the rounds', and those to no more than the wall time.
+  EXPECT_GE(j["decoder_rows"].get<int64_t>(), j["steps"].get<int64_t>() - 3);
+  const nlohmann::json& in = j["seconds_in"];
+  const double parts = in["encoder"].get<double>() + in["prompts"].get<double>() + in["decoder"].get<double>();
+  EXPECT_GT(in["encoder"].get<double>(), 0);
+  EXPECT_GT(in["decoder"].get<double>(), 0);
+  EXPECT_LE(parts, in["rounds"].get<double>() + 1e-6);
+  EXPECT_LE(in["rounds"].get<double>(), j["wall_s"].get<double>() + 1e-6);
 }
 
 }  // namespace

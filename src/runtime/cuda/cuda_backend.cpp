@@ -37,6 +37,7 @@
 // signature (steps_->recorded) and take host data from its arena (upload_args, upload).
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -133,6 +134,11 @@ class CudaBackend final : public Backend {
   }
 
   StepStats step_stats() const override { return steps_->stats(); }
+
+  void profile_window(bool open) override {
+    use_device();
+    VOXRT_CUDA_CHECK(open ? cudaProfilerStart() : cudaProfilerStop());
+  }
 
   // Copy: 2 GiB device to device, counting bytes read and written; matrix product: bf16 8192^3
   // through cuBLAS on non-zero data (zeros run faster than real data). Medians of 10 timed runs
