@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake ninja-build pkg-config
           libsndfile1-dev libsoxr-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libssl-dev
-          libopenblas-dev libgtest-dev libgmock-dev)
+          libopenblas-dev libgtest-dev libgmock-dev libboost-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

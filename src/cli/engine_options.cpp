@@ -141,6 +141,7 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
   eo.max_memory_fraction = a.max_memory_fraction;
   eo.kv_cache = a.kv_cache;
   eo.max_session_seconds = a.max_session_seconds;
+  eo.refuse_when_overloaded = a.refuse_when_overloaded;
   std::unique_ptr<Engine> engine = Engine::load(dir, eo);
   const ModelInfo& info = engine->info();
   if (!a.quiet) {

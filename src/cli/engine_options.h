@@ -25,6 +25,7 @@ struct EngineArgs {
   size_t max_memory = 0;  // bytes
   double max_memory_fraction = 0;  // or a fraction of what the weights leave free
   double max_session_seconds = 0;
+  bool refuse_when_overloaded = false;  // serve: new live sessions refused while the open ones lag
   bool quiet = false;
 };
 

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "voxrt 0.1.0");
   voxrt::cli::add_transcribe_command(app);
   voxrt::cli::add_stream_command(app);
+  voxrt::cli::add_serve_command(app);
   voxrt::cli::add_pull_command(app);
   voxrt::cli::add_decode_audio_command(app);
   voxrt::cli::add_bench_command(app);

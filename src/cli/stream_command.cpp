@@ -30,15 +30,19 @@
 #include "cli/commands.h"
 #include "cli/engine_options.h"
 #include "cli/input_check.h"
-#include "cli/output_formats.h"
 #include "cli/output_sink.h"
 #include "cli/usage.h"
 #include "common/error.h"
+#include "formats/output_formats.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
 #include "voxtral/protocol.h"
 
 namespace voxrt::cli {
+
+using formats::Format;
+using formats::json_seconds;
+using formats::render;
 namespace {
 
 constexpr int kSampleRate = 16000;     // what the engine hears

@@ -18,13 +18,19 @@
 #include "cli/commands.h"
 #include "cli/engine_options.h"
 #include "cli/input_check.h"
-#include "cli/output_formats.h"
 #include "cli/output_sink.h"
 #include "cli/usage.h"
 #include "common/error.h"
+#include "formats/output_formats.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt::cli {
+
+using formats::Format;
+using formats::RenderOptions;
+using formats::format_extension;
+using formats::parse_format_list;
+using formats::render;
 namespace {
 
 struct TranscribeArgs {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/output_formats.h"
+#include "formats/output_formats.h"
 #include "common/error.h"
 
-namespace voxrt::cli {
+namespace voxrt::formats {
 namespace {
 
 Transcript hello_world() {
@@ -112,4 +112,4 @@ TEST(OutputFormats, ExtensionsAreTheFormatNames) {
 }
 
 }  // namespace
-}  // namespace voxrt::cli
+}  // namespace voxrt::formats

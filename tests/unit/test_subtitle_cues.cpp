@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "cli/output_formats.h"
-#include "cli/subtitle_cues.h"
+#include "formats/output_formats.h"
+#include "formats/subtitle_cues.h"
 #include "common/error.h"
 
-namespace voxrt::cli {
+namespace voxrt::formats {
 namespace {
 
 // One segment holding every word (what the random test model gives for a long file).
@@ -213,4 +213,4 @@ TEST(SubtitleCues, LimitsThatHoldNothingAreRefused) {
 }
 
 }  // namespace
-}  // namespace voxrt::cli
+}  // namespace voxrt::formats

@@ -15,7 +15,7 @@
 
 #include "voxrt/voxrt.h"
 
-namespace voxrt::cli {
+namespace voxrt::formats {
 
 struct CueLimits {
   int max_line_chars = 42;
@@ -37,4 +37,4 @@ std::vector<Cue> build_cues(const Transcript& t, const CueLimits& limits = {});
 
 size_t utf8_length(std::string_view s);  // code points (continuation bytes are not counted)
 
-}  // namespace voxrt::cli
+}  // namespace voxrt::formats

@@ -6,11 +6,11 @@
 
 #include "voxrt/voxrt.h"
 
-namespace voxrt::cli {
+namespace voxrt::formats {
 
 enum class Format { Txt, Json, Srt, Vtt };
 
-// Subtitle cue limits (cli/subtitle_cues.h) and txt's timing.
+// Subtitle cue limits (formats/subtitle_cues.h) and txt's timing.
 struct RenderOptions {
   int max_line_chars = 42;       // srt, vtt: characters per line, two lines a cue at most
   double max_cue_seconds = 7.0;  // srt, vtt: the longest a cue stays up
@@ -31,4 +31,4 @@ double json_seconds(double seconds);
 // "00:01:02,345" (srt) or "00:01:02.345" (vtt).
 std::string timestamp(double seconds, char millis_separator);
 
-}  // namespace voxrt::cli
+}  // namespace voxrt::formats

@@ -1,14 +1,14 @@
-#include "cli/output_formats.h"
+#include "formats/output_formats.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "cli/subtitle_cues.h"
+#include "formats/subtitle_cues.h"
 #include "common/error.h"
 
-namespace voxrt::cli {
+namespace voxrt::formats {
 
 Format parse_format(const std::string& name) {
   if (name == "txt") return Format::Txt;
@@ -120,4 +120,4 @@ std::string render(const Transcript& t, Format f, const std::string& source, con
   return "";
 }
 
-}  // namespace voxrt::cli
+}  // namespace voxrt::formats

@@ -1,11 +1,11 @@
-#include "cli/subtitle_cues.h"
+#include "formats/subtitle_cues.h"
 
 #include <algorithm>
 #include <sstream>
 
 #include "common/error.h"
 
-namespace voxrt::cli {
+namespace voxrt::formats {
 
 size_t utf8_length(std::string_view s) {
   return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (c & 0xC0) != 0x80; }));
@@ -141,4 +141,4 @@ std::vector<Cue> build_cues(const Transcript& t, const CueLimits& limits) {
   return cues;
 }
 
-}  // namespace voxrt::cli
+}  // namespace voxrt::formats

@@ -1,0 +1,127 @@
+// voxrt serve --model DIR [--host 127.0.0.1] [--port 8000] [--api-key KEY | --api-key-file FILE]
+//             [--max-upload-mb 100] [--served-model-name ID] [engine and capacity options]
+// The HTTP server (src/server, docs/serve.md): listens at once, answers /health with 503 while the
+// model loads, then serves every request on the one engine. SIGINT or SIGTERM: stop accepting, let
+// the requests in progress finish (up to --drain-seconds), exit 0.
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/engine_options.h"
+#include "cli/usage.h"
+#include "common/error.h"
+#include "server/api_service.h"
+#include "server/http_server.h"
+
+namespace voxrt::cli {
+namespace {
+
+struct ServeArgs {
+  EngineArgs engine;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string api_key, api_key_file;
+  int max_upload_mb = 100;
+  std::string served_model_name;
+  int io_threads = 2;
+  int workers = 64;
+  double drain_seconds = 30;
+};
+
+// The key from --api-key, --api-key-file (its first line) or $VOXRT_API_KEY, in that order.
+std::string api_key(const ServeArgs& a) {
+  if (!a.api_key.empty()) return a.api_key;
+  if (!a.api_key_file.empty()) {
+    std::ifstream in(a.api_key_file);
+    std::string key;
+    if (!in || !std::getline(in, key)) throw Error("--api-key-file " + a.api_key_file + ": cannot read a key from it");
+    while (!key.empty() && (key.back() == '\r' || key.back() == ' ')) key.pop_back();
+    if (key.empty()) throw Error("--api-key-file " + a.api_key_file + ": the first line is empty");
+    return key;
+  }
+  const char* env = std::getenv("VOXRT_API_KEY");
+  return env ? env : "";
+}
+
+void serve(const ServeArgs& a) {
+  check_engine_args(a.engine);
+  if (a.port < 0 || a.port > 65535) throw UsageError("--port " + std::to_string(a.port) + ": expected 0 to 65535");
+  if (a.max_upload_mb < 1) throw UsageError("--max-upload-mb must be at least 1");
+  if (a.io_threads < 1 || a.workers < 1) throw UsageError("--io-threads and --workers must be at least 1");
+  server::ServiceOptions so;
+  so.api_key = api_key(a);
+  so.workers = a.workers;
+  so.model_id = a.served_model_name.empty() ? "voxtral-mini-4b-realtime" : a.served_model_name;
+  server::HttpLimits limits;
+  limits.max_body_bytes = static_cast<size_t>(a.max_upload_mb) << 20;
+  server::HttpServer http(a.host, static_cast<uint16_t>(a.port), limits, {});
+  server::ApiService service(so);  // after the server: destroyed (its workers joined) first
+  http.set_handler(service.handler());
+  std::cerr << "voxrt: serving http://" << a.host << ":" << http.port() << " (loading the model)" << std::endl;
+
+  // SIGINT or SIGTERM (or a failed load) wakes the stopper: no new connections, the requests in
+  // progress finish (up to --drain-seconds), then the I/O ends.
+  std::mutex mu;
+  std::condition_variable wake;
+  bool stop = false;
+  const auto request_stop = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    wake.notify_all();
+  };
+  http.on_stop_signal(request_stop);
+  std::thread io([&] { http.run(a.io_threads); });
+  std::thread stopper([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    wake.wait(lock, [&] { return stop; });
+    lock.unlock();
+    if (!a.engine.quiet)
+      std::cerr << "voxrt: stopping: " << http.requests_in_flight() << " requests to finish" << std::endl;
+    http.stop_accepting();
+    http.wait_requests_done(std::chrono::milliseconds(static_cast<long long>(a.drain_seconds * 1000)));
+    http.stop();
+  });
+  std::exception_ptr failed;
+  try {
+    service.set_engine(load_engine(a.engine));
+    if (!a.engine.quiet) std::cerr << "voxrt: ready" << std::endl;
+  } catch (...) {
+    failed = std::current_exception();
+    request_stop();
+  }
+  io.join();
+  stopper.join();
+  if (failed) std::rethrow_exception(failed);
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve OpenAI's transcription API over HTTP (docs/serve.md)");
+  add_engine_options(cmd, args->engine);
+  add_capacity_options(cmd, args->engine, "Requests transcribing at once (more wait their turn)");
+  cmd->add_option("--host", args->host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port,-p", args->port, "Port to listen on (0: any free one, printed)")->capture_default_str();
+  cmd->add_option("--api-key", args->api_key, "Require 'Authorization: Bearer KEY' (also --api-key-file, $VOXRT_API_KEY)");
+  cmd->add_option("--api-key-file", args->api_key_file, "Read the API key from the first line of FILE");
+  cmd->add_option("--max-upload-mb", args->max_upload_mb, "Largest request body taken (MB); larger: 413")
+      ->capture_default_str();
+  cmd->add_option("--served-model-name", args->served_model_name, "The model id /v1/models lists");
+  cmd->add_option("--io-threads", args->io_threads, "Threads reading and writing connections")->capture_default_str();
+  cmd->add_option("--workers", args->workers, "Requests doing model work at once")->capture_default_str();
+  cmd->add_option("--drain-seconds", args->drain_seconds, "On SIGTERM, how long requests in progress may finish")
+      ->capture_default_str();
+  cmd->callback([args] {
+    args->engine.refuse_when_overloaded = true;
+    serve(*args);
+  });
+}
+
+}  // namespace voxrt::cli

@@ -1,0 +1,49 @@
+// What `voxrt serve` answers (docs/serve.md): GET /health, GET /v1/models and OpenAI's
+// POST /v1/audio/transcriptions, on one engine shared by every request (its scheduler steps them
+// together), reached through the public API only. Model work runs on a pool of worker threads,
+// never on the I/O threads; the server answers /health (503, "loading") before the engine exists.
+#pragma once
+
+#include <boost/asio/thread_pool.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "server/http_server.h"
+#include "voxrt/voxrt.h"
+
+namespace voxrt::server {
+
+struct ServiceOptions {
+  std::string model_id = "voxtral-mini-4b-realtime";  // the id GET /v1/models lists
+  std::string api_key;  // empty: no authentication; else every route but /health wants "Bearer <key>"
+  int workers = 64;     // requests doing model work at once (each waits its turn in the scheduler)
+};
+
+class ApiService {
+ public:
+  explicit ApiService(ServiceOptions options);
+  ~ApiService();  // waits for the requests in progress (HttpServer::wait_requests_done drains them first)
+  ApiService(const ApiService&) = delete;
+  ApiService& operator=(const ApiService&) = delete;
+
+  // The engine, once loaded: from then on the model routes answer (503 before).
+  void set_engine(std::unique_ptr<Engine> engine);
+  Handler handler();
+  int requests_in_progress() const { return in_progress_.load(); }  // doing model work
+
+ private:
+  void check_headers(const Request& header) const;
+  void answer(Request request, Reply reply);
+  void transcribe(const Request& request, const Reply& reply);
+  Engine* engine() const { return engine_ready_.load() ? engine_.get() : nullptr; }
+
+  const ServiceOptions options_;
+  std::unique_ptr<Engine> engine_;
+  std::atomic<bool> engine_ready_{false};
+  std::atomic<int> in_progress_{0};
+  boost::asio::thread_pool workers_;  // last: joined first
+};
+
+}  // namespace voxrt::server

@@ -1,0 +1,28 @@
+// An error a request is answered with: its HTTP status and, in OpenAI's error shape
+// ({"error": {"message", "type", "param", "code"}}), what is wrong and which field is at fault.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+
+namespace voxrt::server {
+
+class RequestError : public std::runtime_error {
+ public:
+  RequestError(int status, std::string message, std::string param = {})
+      : std::runtime_error(std::move(message)), status_(status), param_(std::move(param)) {}
+  int status() const { return status_; }
+  const std::string& param() const { return param_; }  // the request field at fault, or empty
+
+ private:
+  int status_;
+  std::string param_;
+};
+
+// The error object of an answer, and the answer's JSON body ({"error": object}): OpenAI's shape, the type following the status
+// (invalid_request_error for 4xx, server_error for 5xx; authentication_error for 401).
+nlohmann::json error_object(int status, const std::string& message, const std::string& param = {});
+std::string error_json(int status, const std::string& message, const std::string& param = {});
+
+}  // namespace voxrt::server

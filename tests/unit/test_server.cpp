@@ -1,0 +1,446 @@
+// voxrt serve's HTTP side (issue 14; docs/serve.md), in process on a loopback port with the tiny
+// model: every OpenAI response format equals what the engine gives for the same file, streamed
+// deltas add up to the text, bad and hostile requests each get a clear status and error while the
+// server goes on serving, the API key is enforced, and concurrent requests each get their solo
+// result. The multipart parser and the request fields are tested on their own first.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "../test_paths.h"
+#include "cli_run.h"
+#include "formats/output_formats.h"
+#include "http_test_client.h"
+#include "server/api_service.h"
+#include "server/http_server.h"
+#include "server/multipart_form.h"
+#include "server/openai_transcriptions.h"
+#include "server/request_error.h"
+#include "voxrt/voxrt.h"
+
+namespace voxrt::test {
+namespace {
+
+namespace fs = std::filesystem;
+namespace http = boost::beast::http;
+using nlohmann::json;
+using namespace std::string_literals;
+using server::RequestError;
+using testutil::form_body;
+using testutil::form_type;
+using testutil::FormField;
+using testutil::HttpTestClient;
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Engine& reference() {
+  static std::unique_ptr<Engine> e = Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1});
+  return *e;
+}
+
+Transcript reference_transcript(const fs::path& file, int delay_ms = 0) {
+  TranscribeOptions o;
+  o.delay_ms = delay_ms;
+  return reference().transcribe_file(file, o);
+}
+
+// The server on 127.0.0.1 at a free port, its I/O on two threads, stopped on destruction.
+class RunningServer {
+ public:
+  explicit RunningServer(server::ServiceOptions options = {}, bool load = true, server::HttpLimits limits = {})
+      : http_("127.0.0.1", 0, limits), service_(with_workers(std::move(options))) {
+    http_.set_handler(service_.handler());
+    if (load) service_.set_engine(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1}));
+    io_ = std::thread([this] { http_.run(2); });
+  }
+  ~RunningServer() {
+    http_.stop();
+    io_.join();
+  }
+  HttpTestClient client() const { return HttpTestClient(http_.port()); }
+  uint16_t port() const { return http_.port(); }
+
+ private:
+  static server::ServiceOptions with_workers(server::ServiceOptions o) {
+    o.workers = 8;
+    return o;
+  }
+  server::HttpServer http_;
+  server::ApiService service_;  // after http_: its workers are joined while the I/O still exists
+  std::thread io_;
+};
+
+testutil::HttpAnswer post_form(const HttpTestClient& c, const std::vector<FormField>& fields,
+                               std::vector<std::pair<std::string, std::string>> headers = {}) {
+  headers.emplace_back("Content-Type", form_type());
+  return c.request(http::verb::post, "/v1/audio/transcriptions", form_body(fields), headers);
+}
+
+void expect_error(const testutil::HttpAnswer& a, int status, const std::string& says, const std::string& param = {}) {
+  EXPECT_EQ(a.status, status) << a.body;
+  const json j = json::parse(a.body, nullptr, false);
+  ASSERT_TRUE(j.is_object() && j.contains("error")) << a.body;
+  EXPECT_NE(j["error"]["message"].get<std::string>().find(says), std::string::npos) << a.body;
+  if (!param.empty()) EXPECT_EQ(j["error"]["param"], param) << a.body;
+}
+
+// ---- the multipart parser ----
+
+TEST(MultipartForm, PartsComeWithTheirNamesFileNamesAndBytes) {
+  const std::string body = "preamble to skip\r\n--b\r\nContent-Disposition: form-data; name=\"model\"\r\n\r\nwhisper-1\r\n"
+                           "--b\r\ncontent-disposition: form-data; name=file; filename=\"a \\\"b\\\".wav\"\r\n"
+                           "Content-Type: audio/wav\r\n\r\nRIFF\r\n\0bytes\r\n--b--\r\nepilogue"s;  // a NUL inside
+  const std::string full = body;
+  const auto parts = server::parse_form("multipart/form-data; boundary=\"b\"", full);
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].name, "model");
+  EXPECT_EQ(parts[0].data, "whisper-1");
+  EXPECT_EQ(parts[1].name, "file");
+  EXPECT_EQ(parts[1].filename, "a \"b\".wav");
+  EXPECT_EQ(parts[1].content_type, "audio/wav");
+  EXPECT_EQ(parts[1].data, std::string_view("RIFF\r\n\0bytes", 12));
+}
+
+TEST(MultipartForm, MalformedBodiesAreRefusedSayingWhatIsWrong) {
+  const auto refused = [](const std::string& type, const std::string& body, const std::string& says) {
+    try {
+      server::parse_form(type, body);
+      ADD_FAILURE() << "accepted: " << body;
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  const std::string ok_type = "multipart/form-data; boundary=b";
+  refused("application/json", "{}", "expected a multipart/form-data body");
+  refused("multipart/form-data", "--b--", "without a boundary");
+  refused("multipart/form-data; boundary=" + std::string(71, 'x'), "", "1 to 70");
+  refused(ok_type, "no delimiter at all", "never appears");
+  refused(ok_type, "--b\r\nContent-Disposition: form-data; name=\"f\"\r\n\r\nbytes cut o", "is cut off");
+  refused(ok_type, "--b\r\nContent-Disposition: form-data; name=\"f\"\r\n", "never end");
+  refused(ok_type, "--b\r\nContent-Type: text/plain\r\n\r\nx\r\n--b--", "no Content-Disposition");
+  refused(ok_type, "--b\r\nContent-Disposition: form-data\r\n\r\nx\r\n--b--", "no field name");
+  refused(ok_type, "--b\r\nContent-Disposition: attachment; name=x\r\n\r\nx\r\n--b--", "not form-data");
+  refused(ok_type, "--b\r\nContent-Disposition: form-data; name=\"x\r\n\r\nx\r\n--b--", "unterminated");
+  refused(ok_type, "--bX", "no line break after the boundary");
+  std::string many;
+  for (int i = 0; i < 65; ++i) many += "--b\r\nContent-Disposition: form-data; name=x\r\n\r\nv\r\n";
+  refused(ok_type, many + "--b--", "more than 64 parts");
+}
+
+// ---- the request's fields and the answers' bodies ----
+
+TEST(OpenAiTranscriptions, FieldsAreCheckedAndNamedWhenWrong) {
+  const auto form = [](std::vector<std::pair<std::string, std::string>> fields) {
+    std::vector<server::FormPart> parts;
+    static std::vector<std::string> keep;  // the parts' views point into these
+    keep.clear();
+    keep.reserve(fields.size());
+    for (auto& [name, value] : fields) {
+      keep.push_back(value);
+      parts.push_back({name, name == "file" ? "a.wav" : "", "", keep.back()});
+    }
+    return parts;
+  };
+  const server::TranscriptionRequest r = server::parse_transcription_request(
+      form({{"file", "RIFF"}, {"model", "whisper-1"}, {"response_format", "verbose_json"}, {"temperature", "0"},
+            {"timestamp_granularities[]", "word"}, {"delay_ms", "960"}, {"language", "en"}, {"prompt", "hi"}}));
+  EXPECT_EQ(r.filename, "a.wav");
+  EXPECT_EQ(r.format, server::ResponseFormat::VerboseJson);
+  EXPECT_TRUE(r.words);
+  EXPECT_FALSE(r.segments);
+  EXPECT_EQ(r.delay_ms, 960);
+  EXPECT_EQ(r.language, "en");
+  const auto refused = [&](std::vector<std::pair<std::string, std::string>> fields, const std::string& param) {
+    try {
+      server::parse_transcription_request(form(std::move(fields)));
+      ADD_FAILURE() << "accepted, param " << param;
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.param(), param) << e.what();
+    }
+  };
+  refused({{"model", "x"}}, "file");
+  refused({{"file", "a"}, {"file", "b"}}, "file");
+  refused({{"file", "a"}, {"response_format", "xml"}}, "response_format");
+  refused({{"file", "a"}, {"temperature", "0.2"}}, "temperature");
+  refused({{"file", "a"}, {"temperature", "warm"}}, "temperature");
+  refused({{"file", "a"}, {"stream", "maybe"}}, "stream");
+  refused({{"file", "a"}, {"stream", "true"}, {"response_format", "srt"}}, "stream");
+  refused({{"file", "a"}, {"timestamp_granularities[]", "phoneme"}}, "timestamp_granularities[]");
+  refused({{"file", "a"}, {"delay_ms", "100"}}, "delay_ms");
+  refused({{"file", "a"}, {"delay_ms", "480ms"}}, "delay_ms");
+}
+
+// ---- the server ----
+
+TEST(Server, HealthModelsAndRoutes) {
+  RunningServer s;
+  const HttpTestClient c = s.client();
+  const auto health = c.request(http::verb::get, "/health");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(json::parse(health.body)["status"], "ok");
+  const auto models = c.request(http::verb::get, "/v1/models");
+  EXPECT_EQ(models.status, 200);
+  EXPECT_EQ(json::parse(models.body)["data"][0]["id"], "voxtral-mini-4b-realtime");
+  expect_error(c.request(http::verb::get, "/v2/nothing"), 404, "no route /v2/nothing");
+  expect_error(c.request(http::verb::get, "/v1/audio/transcriptions"), 405, "takes POST");
+  expect_error(c.request(http::verb::post, "/health", "x"), 405, "takes GET");
+}
+
+TEST(Server, AnswersHealthWith503UntilTheModelIsLoaded) {
+  RunningServer s({}, /*load=*/false);
+  const HttpTestClient c = s.client();
+  const auto health = c.request(http::verb::get, "/health");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(json::parse(health.body)["status"], "loading");
+  expect_error(post_form(c, {{"file", "a.wav", "RIFF"}}), 503, "still loading");
+}
+
+TEST(Server, EveryResponseFormatIsTheEnginesTranscript) {
+  RunningServer s;
+  const HttpTestClient c = s.client();
+  const fs::path file = test_data() / "audio" / "jfk.wav";
+  const std::string audio = read_bytes(file);
+  for (int delay : {0, 960}) {
+    SCOPED_TRACE("delay " + std::to_string(delay));
+    const Transcript t = reference_transcript(file, delay);
+    ASSERT_FALSE(t.text.empty());
+    std::vector<FormField> base{{"file", "jfk.wav", audio}, {"model", "whisper-1"}};
+    if (delay) base.push_back({"delay_ms", "", std::to_string(delay)});
+    const auto with = [&](std::vector<FormField> extra) {
+      std::vector<FormField> f = base;
+      f.insert(f.end(), extra.begin(), extra.end());
+      return post_form(c, f);
+    };
+    const auto j = with({});
+    ASSERT_EQ(j.status, 200) << j.body;
+    EXPECT_EQ(j.content_type, "application/json");
+    EXPECT_EQ(json::parse(j.body)["text"], t.text);
+    EXPECT_EQ(json::parse(j.body)["usage"]["seconds"], formats::json_seconds(t.duration));
+    const auto text = with({{"response_format", "", "text"}});
+    EXPECT_EQ(text.body, t.text + "\n");
+    EXPECT_EQ(with({{"response_format", "", "srt"}}).body, formats::render(t, formats::Format::Srt, "jfk.wav"));
+    EXPECT_EQ(with({{"response_format", "", "vtt"}}).body, formats::render(t, formats::Format::Vtt, "jfk.wav"));
+    const auto verbose = with({{"response_format", "", "verbose_json"},
+                               {"timestamp_granularities[]", "", "word"},
+                               {"timestamp_granularities[]", "", "segment"}});
+    const json v = json::parse(verbose.body);
+    EXPECT_EQ(v["text"], t.text);
+    EXPECT_EQ(v["duration"], formats::json_seconds(t.duration));
+    ASSERT_EQ(v["segments"].size(), t.segments.size());
+    for (size_t i = 0; i < t.segments.size(); ++i) {
+      EXPECT_EQ(v["segments"][i]["text"], t.segments[i].text);
+      EXPECT_EQ(v["segments"][i]["start"], formats::json_seconds(t.segments[i].start));
+      EXPECT_EQ(v["segments"][i]["end"], formats::json_seconds(t.segments[i].end));
+    }
+    ASSERT_EQ(v["words"].size(), t.words.size());
+    for (size_t i = 0; i < t.words.size(); ++i) {
+      EXPECT_EQ(v["words"][i]["word"], t.words[i].text);
+      EXPECT_EQ(v["words"][i]["start"], formats::json_seconds(t.words[i].start));
+      EXPECT_EQ(v["words"][i]["end"], formats::json_seconds(t.words[i].end));
+    }
+  }
+}
+
+// stream=true: Server-Sent Events whose deltas add up to the text, then the whole text.
+TEST(Server, StreamedDeltasAddUpToTheText) {
+  RunningServer s;
+  const fs::path file = test_data() / "audio" / "speech_short.wav";
+  const Transcript t = reference_transcript(file);
+  const auto a = post_form(s.client(), {{"file", "speech_short.wav", read_bytes(file)}, {"stream", "", "true"}});
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.content_type, "text/event-stream");
+  std::string deltas;
+  json done;
+  int events = 0;
+  std::istringstream lines(a.body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    ASSERT_EQ(line.rfind("data: ", 0), 0u) << line;
+    const json e = json::parse(line.substr(6));
+    ++events;
+    if (e["type"] == "transcript.text.delta") deltas += e["delta"].get<std::string>();
+    if (e["type"] == "transcript.text.done") done = e;
+  }
+  EXPECT_GT(events, 2);
+  ASSERT_TRUE(done.is_object()) << a.body;
+  EXPECT_EQ(done["text"], t.text);
+  const size_t first = deltas.find_first_not_of(' ');
+  EXPECT_EQ(first == std::string::npos ? "" : deltas.substr(first), t.text);
+}
+
+TEST(Server, BadRequestsGetClearErrorsAndTheServerGoesOn) {
+  server::HttpLimits limits;
+  limits.max_body_bytes = size_t{4} << 20;
+  limits.header_timeout = std::chrono::milliseconds(500);
+  RunningServer s({}, true, limits);
+  const HttpTestClient c = s.client();
+  expect_error(post_form(c, {{"model", "", "whisper-1"}}), 400, "no file", "file");
+  expect_error(post_form(c, {{"file", "a.wav", "x"}, {"temperature", "", "0.5"}}), 400, "temperature must be 0", "temperature");
+  expect_error(post_form(c, {{"file", "broken.wav", "RIFF, but then nothing a WAV has"}}), 400, "broken.wav", "file");
+  const auto broken = post_form(c, {{"file", "broken.wav", "RIFF, but then nothing a WAV has"}});
+  EXPECT_EQ(broken.body.find("voxrt-upload"), std::string::npos) << "the server's temporary path leaks: " << broken.body;
+  expect_error(post_form(c, {{"file", "empty.wav", ""}}), 400, "empty", "file");
+  expect_error(c.request(http::verb::post, "/v1/audio/transcriptions", "{}", {{"Content-Type", "application/json"}}), 400,
+               "expected a multipart/form-data body");
+  std::string cut = form_body({{"file", "jfk.wav", "RIFF...."}});
+  cut.resize(cut.size() - 20);
+  expect_error(c.request(http::verb::post, "/v1/audio/transcriptions", cut, {{"Content-Type", form_type()}}), 400,
+               "is cut off");
+  // Raw requests: a 2 GB Content-Length is refused from the header, before any body is sent.
+  const std::string huge = c.raw(
+      "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: " + form_type() +
+      "\r\nContent-Length: 2147483648\r\n\r\n");
+  EXPECT_EQ(huge.rfind("HTTP/1.1 413", 0), 0u) << huge;
+  EXPECT_NE(huge.find("larger than the server takes"), std::string::npos) << huge;
+  EXPECT_EQ(c.raw("NOT HTTP AT ALL\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  EXPECT_EQ(c.raw("GET /health HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n").rfind("HTTP/1.1 431", 0), 0u);
+  EXPECT_EQ(c.raw("GET /health HTTP/1.1\r\nHost: x\r\n\0\r\n\r\n"s).rfind("HTTP/1.1 400", 0), 0u);
+  // A header that never ends is dropped after the header timeout; one cut by the client just closes.
+  EXPECT_EQ(c.raw("GET /health HTTP/1.1\r\nHost: x\r\n"), "");
+  EXPECT_EQ(c.raw("POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc", true), "");
+  // Expect: 100-continue gets its go-ahead before the body.
+  const std::string go = c.raw("GET /health HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(go.rfind("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200", 0), 0u) << go;
+  EXPECT_EQ(c.request(http::verb::get, "/health").status, 200);
+  const auto after = post_form(c, {{"file", "jfk.wav", read_bytes(test_data() / "audio" / "jfk.wav")}});
+  EXPECT_EQ(after.status, 200) << after.body;
+}
+
+TEST(Server, AnApiKeyIsRequiredWhenOneIsSet) {
+  server::ServiceOptions o;
+  o.api_key = "sk-test-0123456789";
+  RunningServer s(o);
+  const HttpTestClient c = s.client();
+  EXPECT_EQ(c.request(http::verb::get, "/health").status, 200);  // probes need no key
+  expect_error(c.request(http::verb::get, "/v1/models"), 401, "API key");
+  expect_error(c.request(http::verb::get, "/v1/models", {}, {{"Authorization", "Bearer sk-test-012345678"}}), 401, "API key");
+  expect_error(c.request(http::verb::get, "/v1/models", {}, {{"Authorization", "sk-test-0123456789"}}), 401, "API key");
+  EXPECT_EQ(c.request(http::verb::get, "/v1/models", {}, {{"Authorization", "Bearer sk-test-0123456789"}}).status, 200);
+  // A refused upload is refused from its header.
+  expect_error(post_form(c, {{"file", "a.wav", "RIFF"}}), 401, "API key");
+}
+
+TEST(Server, ConcurrentRequestsEachGetTheirSoloResult) {
+  RunningServer s;
+  const std::vector<std::string> names{"jfk.wav", "speech_short.wav", "odd_length.wav", "stereo_44k.wav"};
+  std::vector<std::string> expected;
+  for (const std::string& n : names) expected.push_back(reference_transcript(test_data() / "audio" / n).text);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  std::vector<std::string> failures(8);
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      const std::string& name = names[i % names.size()];
+      const bool stream = i % 3 == 2;
+      std::vector<FormField> f{{"file", name, read_bytes(test_data() / "audio" / name)}, {"response_format", "", "text"}};
+      if (stream) f.push_back({"stream", "", "true"});
+      testutil::HttpAnswer a;
+      try {
+        a = post_form(s.client(), f);
+      } catch (const std::exception& e) {
+        failures[i] = e.what();
+        return;
+      }
+      const std::string want = stream ? "transcript.text.done" : expected[i % names.size()] + "\n";
+      if (a.status == 200 && a.body.find(want) != std::string::npos &&
+          (!stream || a.body.find(json(expected[i % names.size()]).dump()) != std::string::npos))
+        ++ok;
+      else
+        failures[i] = std::to_string(a.status) + " " + a.body.substr(0, 300);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& f : failures) EXPECT_EQ(f, "");
+  EXPECT_EQ(ok.load(), 8);
+}
+
+// A client that leaves in the middle of a streamed transcription frees its worker; others are served.
+TEST(Server, AClientThatLeavesMidStreamLeavesTheOthersAlone) {
+  RunningServer s;
+  const HttpTestClient c = s.client();
+  const std::string body = form_body({{"file", "speech_long.wav", read_bytes(test_data() / "audio" / "speech_long.wav")},
+                                      {"stream", "", "true"}});
+  {
+    boost::asio::io_context io;
+    auto socket = c.connect(io);
+    const std::string head = "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nContent-Type: " + form_type() +
+                             "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    boost::asio::write(socket, boost::asio::buffer(head + body));
+    char first[64];
+    socket.read_some(boost::asio::buffer(first));  // the stream has started
+  }  // and the client is gone
+  const auto a = post_form(c, {{"file", "jfk.wav", read_bytes(test_data() / "audio" / "jfk.wav")}});
+  EXPECT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(json::parse(a.body)["text"], reference_transcript(test_data() / "audio" / "jfk.wav").text);
+}
+
+// The command: it says where it listens (--port 0: a free port), serves, and on SIGTERM stops
+// accepting, lets the request in progress finish and exits 0.
+TEST(ServeCommand, ServesAndStopsCleanlyOnSigterm) {
+  int err[2];
+  ASSERT_EQ(pipe(err), 0);
+  const std::string binary = voxrt_binary().string(), model = model_dir();
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(err[1], 2);
+    close(err[0]);
+    execl(binary.c_str(), binary.c_str(), "serve", "--model", model.c_str(), "--device", "cpu", "--threads", "1",
+          "--port", "0", "--workers", "2", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(err[1]);
+  std::string said;
+  uint16_t port = 0;
+  char buf[256];
+  const std::string ready = "voxrt: ready";
+  while (said.find(ready) == std::string::npos) {
+    const ssize_t n = read(err[0], buf, sizeof buf);
+    if (n <= 0) break;
+    said.append(buf, static_cast<size_t>(n));
+  }
+  const size_t at = said.find("serving http://127.0.0.1:");
+  ASSERT_NE(at, std::string::npos) << said;
+  port = static_cast<uint16_t>(std::stoi(said.substr(at + 25)));
+  ASSERT_NE(said.find(ready), std::string::npos) << said;
+  const HttpTestClient c(port);
+  EXPECT_EQ(c.request(http::verb::get, "/health").status, 200);
+  // A transcription in progress when SIGTERM comes is answered in full.
+  std::thread in_progress([&] {
+    try {
+      const auto a = post_form(c, {{"file", "speech_long.wav", read_bytes(test_data() / "audio" / "speech_long.wav")},
+                                   {"response_format", "", "text"}});
+      EXPECT_EQ(a.status, 200) << a.body;
+      EXPECT_EQ(a.body, reference_transcript(test_data() / "audio" / "speech_long.wav").text + "\n");
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "the request in progress at SIGTERM was not answered: " << e.what();
+    }
+  });
+  while (json::parse(c.request(http::verb::get, "/health").body)["requests_in_progress"] == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  kill(pid, SIGTERM);
+  in_progress.join();
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  for (ssize_t n; (n = read(err[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<size_t>(n));
+  close(err[0]);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << ": " << said;
+  EXPECT_NE(said.find("voxrt: stopping"), std::string::npos) << said;
+}
+
+}  // namespace
+}  // namespace voxrt::test
