@@ -4,7 +4,8 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer (the asan preset: any report fails its test) and the
 # concurrency test under ThreadSanitizer (the tsan preset), then
 # the whole suite on the CPU build, and last installs that build into a temporary prefix and builds
-# and runs README's C++ example against it (scripts/test_install.sh).
+# and runs README's C++ example against it (scripts/test_install.sh), and runs the real clients of
+# `voxrt serve` against it (scripts/test_clients.sh, installed from the npm registry).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -32,4 +33,6 @@ ctest --preset tsan
 echo "test: the CPU test suite (the Cuda* tests run in the CUDA build above)" >&2
 ctest --test-dir build/cpu --output-on-failure -j"$(nproc)" -E '^Cuda'
 scripts/test_install.sh build/cpu
+echo "test: the clients of voxrt serve (the openai npm package) against it" >&2
+scripts/test_clients.sh build/cpu
 

@@ -139,7 +139,8 @@ std::string text_delta_event(const std::string& delta) {
 }
 
 std::string text_done_event(const Transcript& t) {
-  return "data: " + dump({{"type", "transcript.text.done"}, {"text", t.text}, {"usage", usage(t)}}) + "\n\n";
+  // No usage: OpenAI's done event counts tokens there, which says nothing about audio seconds.
+  return "data: " + dump({{"type", "transcript.text.done"}, {"text", t.text}}) + "\n\n";
 }
 
 }  // namespace voxrt::server
