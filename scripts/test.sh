@@ -5,7 +5,8 @@
 # concurrency test under ThreadSanitizer (the tsan preset), then
 # the whole suite on the CPU build, and last installs that build into a temporary prefix and builds
 # and runs README's C++ example against it (scripts/test_install.sh), and runs the real clients of
-# `voxrt serve` against it (scripts/test_clients.sh, installed from the npm registry).
+# `voxrt serve` against it (scripts/test_clients.sh, installed from the npm registry), and last
+# fuzzes the server's request parsers for a moment (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -35,4 +36,6 @@ ctest --test-dir build/cpu --output-on-failure -j"$(nproc)" -E '^Cuda'
 scripts/test_install.sh build/cpu
 echo "test: the clients of voxrt serve (the openai npm package) against it" >&2
 scripts/test_clients.sh build/cpu
+echo "test: the server's request parsers under libFuzzer, briefly (scripts/fuzz.sh)" >&2
+scripts/fuzz.sh 100000
 
