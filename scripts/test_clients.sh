@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The clients people already use, against `voxrt serve` on the loopback with the tiny model:
+# The clients people already use (the openai package; a vLLM realtime client on the ws package),
+# against `voxrt serve` on the loopback with the tiny model:
 # installs them from the npm registry (into BUILD_DIR/clients, never into the repository), starts
 # the server with an API key, and checks each client's results against `voxrt transcribe` on the
 # same files, for two delays. Then stops the server with SIGTERM and expects exit 0.
@@ -20,9 +21,9 @@ fi
 
 mkdir -p "$clients"
 [ -f "$clients/package.json" ] || echo '{"private": true}' > "$clients/package.json"
-if [ ! -d "$clients/node_modules/openai" ]; then
-  echo "test_clients: installing openai from the npm registry" >&2
-  (cd "$clients" && npm install --no-audit --no-fund --loglevel=error openai@7.59.0 >/dev/null)
+if [ ! -d "$clients/node_modules/openai" ] || [ ! -d "$clients/node_modules/ws" ]; then
+  echo "test_clients: installing openai and ws from the npm registry" >&2
+  (cd "$clients" && npm install --no-audit --no-fund --loglevel=error openai@7.59.0 ws@8.23.1 >/dev/null)
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/voxrt-clients-XXXXXX")
@@ -43,6 +44,8 @@ for delay in 480 960; do
         --output-dir "$expected" "$audio"
     node tests/clients/openai_transcriptions.cjs "$PWD/$clients" "http://127.0.0.1:$port/v1" "$key" "$audio" \
         "$expected" "$delay" || fail "the openai client on $audio at $delay ms (server log: $tmp/serve.log)"
+    node tests/clients/vllm_realtime.cjs "$PWD/$clients" "ws://127.0.0.1:$port/v1/realtime" "$key" "$audio" \
+        "$expected" "$delay" || fail "the vLLM realtime client on $audio at $delay ms (server log: $tmp/serve.log)"
   done
 done
 
@@ -51,4 +54,5 @@ status=0
 wait "$server" || status=$?
 server=
 [ "$status" = 0 ] || fail "voxrt serve exited $status on SIGTERM: $(cat "$tmp/serve.log")"
-echo "test_clients: the openai package's transcriptions (every format, streaming, errors) equal voxrt transcribe" >&2
+echo "test_clients: the openai package's transcriptions (every format, streaming, errors) and a vLLM realtime client" \
+  "(ws) equal voxrt transcribe" >&2

@@ -3,6 +3,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 #include <unistd.h>
 
 #include <cmath>
@@ -15,6 +16,8 @@
 #include "server/multipart_form.h"
 #include "server/openai_transcriptions.h"
 #include "server/request_error.h"
+#include "server/vllm_realtime.h"
+#include "server/websocket_connection.h"
 #include "voxrt/session.h"
 
 namespace voxrt::server {
@@ -82,7 +85,8 @@ std::vector<float> decode_upload(const TranscriptionRequest& r) {
 }
 
 const json& route_table() {
-  static const json routes = {{"/health", "GET"}, {"/v1/models", "GET"}, {"/v1/audio/transcriptions", "POST"}};
+  static const json routes = {
+      {"/health", "GET"}, {"/v1/models", "GET"}, {"/v1/audio/transcriptions", "POST"}, {"/v1/realtime", "GET"}};
   return routes;
 }
 
@@ -108,7 +112,14 @@ void ApiService::set_engine(std::unique_ptr<Engine> engine) {
 }
 
 Handler ApiService::handler() {
-  return {[this](const Request& h) { check_headers(h); }, [this](Request r, Reply reply) { answer(std::move(r), reply); }};
+  Handler h;
+  h.on_headers = [this](const Request& header) { check_headers(header); };
+  h.on_request = [this](Request r, Reply reply) { answer(std::move(r), reply); };
+  // Only /v1/realtime gets here (check_headers refuses other upgrades).
+  h.on_upgrade = [this](Request r, boost::beast::tcp_stream stream) {
+    start_websocket(std::move(stream), std::move(r), std::make_shared<VllmRealtime>(*engine(), workers_), {});
+  };
+  return h;
 }
 
 // Before the body is read: the route, the method, the key, and whether a model route can be served.
@@ -119,6 +130,9 @@ void ApiService::check_headers(const Request& h) const {
   const std::string method = routes[path];
   if (h.method_string() != method)
     throw RequestError(405, std::string(h.method_string()) + " " + path + ": this route takes " + method);
+  const bool realtime = path == "/v1/realtime", upgrade = boost::beast::websocket::is_upgrade(h);
+  if (realtime && !upgrade) throw RequestError(426, path + " is a WebSocket: connect with an Upgrade request");
+  if (upgrade && !realtime) throw RequestError(400, "no WebSocket at " + path + " (the realtime one is /v1/realtime)");
   if (path == "/health") return;
   if (!options_.api_key.empty()) {
     const std::string_view auth = h[http::field::authorization];

@@ -10,6 +10,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
 
 #include <deque>
 #include <optional>
@@ -25,6 +26,7 @@ namespace voxrt::server {
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
+namespace websocket = beast::websocket;
 using tcp = net::ip::tcp;
 
 namespace {
@@ -159,6 +161,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec) return refuse(400, "malformed HTTP request body: " + ec.message());
     stream_.expires_never();  // the handler may take a while; the reply's writes set their own limit
     Request request = parser_->release();
+    if (handler_->on_upgrade && websocket::is_upgrade(request)) {  // on_headers passed it already
+      in_flight(false);
+      closed_ = true;  // the stream is the WebSocket's from here on
+      return handler_->on_upgrade(std::move(request), std::move(stream_));
+    }
     try {
       handler_->on_request(std::move(request), Reply(shared_from_this()));
     } catch (const RequestError& e) {

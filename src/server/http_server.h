@@ -15,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
@@ -59,6 +60,9 @@ struct Handler {
   std::function<void(const Request& header)> on_headers;
   // Called with the whole request; must answer through `reply` exactly once (send or end).
   std::function<void(Request request, Reply reply)> on_request;
+  // Called instead for a WebSocket upgrade request, with the connection's stream, which it takes
+  // over (start_websocket). Unset: upgrades are answered as plain requests.
+  std::function<void(Request request, boost::beast::tcp_stream stream)> on_upgrade;
 };
 
 class HttpServer {

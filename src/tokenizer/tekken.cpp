@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/base64.h"
 #include "common/error.h"
 
 namespace voxrt {
@@ -93,46 +94,6 @@ class Fields {
  private:
   std::string file_;
 };
-
-// ---------------------------------------------------------------------------------------------
-// Base64 (RFC 4648 standard alphabet). Trailing '=' padding is optional; anything else outside the
-// alphabet is an error.
-
-int base64_value(unsigned char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-std::optional<std::string> base64_decode(std::string_view in) {
-  size_t end = in.size();
-  size_t padding = 0;
-  while (end > 0 && in[end - 1] == '=' && padding < 2) {
-    --end;
-    ++padding;
-  }
-  if (padding > 0 && in.size() % 4 != 0) return std::nullopt;
-  if (end % 4 == 1) return std::nullopt;  // one leftover character cannot encode a byte
-
-  std::string out;
-  out.reserve(end * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (size_t i = 0; i < end; ++i) {
-    const int v = base64_value(static_cast<unsigned char>(in[i]));
-    if (v < 0) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
-    }
-  }
-  return out;
-}
 
 // ---------------------------------------------------------------------------------------------
 // UTF-8 validation with "maximal subpart" error handling (Unicode §3.9, what Python's

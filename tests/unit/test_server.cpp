@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/websocket.hpp>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -18,7 +21,9 @@
 #include "cli_run.h"
 #include "formats/output_formats.h"
 #include "http_test_client.h"
+#include "audio/audio_file.h"
 #include "server/api_service.h"
+#include "common/base64.h"
 #include "server/http_server.h"
 #include "server/multipart_form.h"
 #include "server/openai_transcriptions.h"
@@ -386,6 +391,128 @@ TEST(Server, AClientThatLeavesMidStreamLeavesTheOthersAlone) {
   const auto a = post_form(c, {{"file", "jfk.wav", read_bytes(test_data() / "audio" / "jfk.wav")}});
   EXPECT_EQ(a.status, 200) << a.body;
   EXPECT_EQ(json::parse(a.body)["text"], reference_transcript(test_data() / "audio" / "jfk.wav").text);
+}
+
+TEST(Base64, DecodesStrictlyAndRoundTrips) {
+  for (const std::string s : {"", "a", "ab", "abc", "abcd", "\xff\x00\x10 binary"}) {
+    const auto back = base64_decode(base64_encode(s));
+    ASSERT_TRUE(back.has_value()) << s;
+    EXPECT_EQ(*back, s);
+  }
+  EXPECT_EQ(base64_decode("YWJj"), std::optional<std::string>("abc"));
+  EXPECT_EQ(base64_decode("YWI"), std::optional<std::string>("ab"));  // padding optional
+  for (const char* bad : {"Y", "YW=J", "YW*j", "YWJj====", "YW Jj", "=", "YWJj\n"})
+    EXPECT_FALSE(base64_decode(bad).has_value()) << bad;
+}
+
+// vLLM's realtime protocol over a WebSocket, as its clients speak it.
+class RealtimeClient {
+ public:
+  explicit RealtimeClient(uint16_t port) : ws_(io_) {
+    ws_.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
+    timeval tv{60, 0};
+    setsockopt(ws_.next_layer().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ws_.handshake("127.0.0.1", "/v1/realtime");
+  }
+  void send(const json& event) { ws_.write(boost::asio::buffer(event.dump())); }
+  void send_binary(const std::string& bytes) {
+    ws_.binary(true);
+    ws_.write(boost::asio::buffer(bytes));
+    ws_.text(true);
+  }
+  json receive() {
+    boost::beast::flat_buffer b;
+    ws_.read(b);
+    return json::parse(boost::beast::buffers_to_string(b.data()));
+  }
+  // Reads events until transcription.done (returned); the deltas' text goes to `deltas`.
+  json until_done(std::string& deltas) {
+    for (;;) {
+      json e = receive();
+      if (e["type"] == "transcription.delta") deltas += e["delta"].get<std::string>();
+      else if (e["type"] == "transcription.done") return e;
+      else ADD_FAILURE() << "unexpected event " << e.dump();
+      if (e["type"] == "error") return e;
+    }
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::beast::websocket::stream<boost::asio::ip::tcp::socket> ws_;
+};
+
+// A file as a realtime client sends it: PCM16 at 16 kHz, and the floats the model hears from that.
+struct Pcm16Audio {
+  std::string bytes;
+  std::vector<float> heard;
+};
+Pcm16Audio pcm16_of(const fs::path& file) {
+  Pcm16Audio a;
+  for (float x : load_audio_mono(file)) {
+    const auto v = static_cast<int16_t>(std::clamp(std::lround(x * 32768.0f), -32768L, 32767L));
+    a.bytes.append(reinterpret_cast<const char*>(&v), 2);
+    a.heard.push_back(static_cast<float>(v) / 32768.0f);
+  }
+  return a;
+}
+
+TEST(Server, VllmRealtimeUtterancesEqualTheEnginesTranscripts) {
+  RunningServer s;
+  const Pcm16Audio audio = pcm16_of(test_data() / "audio" / "jfk.wav");
+  RealtimeClient c(s.port());
+  const json created = c.receive();
+  EXPECT_EQ(created["type"], "session.created");
+  EXPECT_EQ(created["id"].get<std::string>().rfind("sess-", 0), 0u);
+  c.send({{"type", "session.update"}, {"model", "mistralai/Voxtral-Mini-4B-Realtime-2602"}});
+  for (int delay : {0, 960}) {
+    SCOPED_TRACE("delay " + std::to_string(delay));
+    if (delay) c.send({{"type", "session.update"}, {"model", "x"}, {"delay_ms", delay}});
+    TranscribeOptions o;
+    o.delay_ms = delay;
+    const Transcript want = reference().transcribe(audio.heard, o);
+    // Audio before the commit is kept for the utterance; one piece comes as a binary frame.
+    const size_t piece = 3200;  // 100 ms
+    c.send({{"type", "input_audio_buffer.append"}, {"audio", base64_encode(audio.bytes.substr(0, piece))}});
+    c.send({{"type", "input_audio_buffer.commit"}});
+    c.send_binary(audio.bytes.substr(piece, piece));
+    for (size_t at = 2 * piece; at < audio.bytes.size(); at += piece)
+      c.send({{"type", "input_audio_buffer.append"}, {"audio", base64_encode(audio.bytes.substr(at, piece))}});
+    c.send({{"type", "input_audio_buffer.commit"}, {"final", true}});
+    std::string deltas;
+    const json done = c.until_done(deltas);
+    EXPECT_EQ(done["text"], want.text) << done.dump();
+    EXPECT_EQ(deltas.substr(std::min(deltas.find_first_not_of(' '), deltas.size())), want.text);
+    EXPECT_EQ(done["usage"]["completion_tokens"], static_cast<int64_t>(want.tokens.size()));
+  }
+}
+
+TEST(Server, VllmRealtimeAnswersBadEventsWithErrorsAndGoesOn) {
+  RunningServer s;
+  RealtimeClient c(s.port());
+  EXPECT_EQ(c.receive()["type"], "session.created");
+  const auto expect_error = [&](const json& event, const std::string& code) {
+    c.send(event);
+    const json e = c.receive();
+    EXPECT_EQ(e["type"], "error") << e.dump();
+    EXPECT_EQ(e["code"], code) << e.dump();
+  };
+  expect_error({{"type", "input_audio_buffer.commit"}}, "model_not_validated");
+  expect_error({{"type", "no.such.event"}}, "unknown_event");
+  expect_error({{"type", "input_audio_buffer.append"}, {"audio", "not base64!"}}, "invalid_audio");
+  expect_error({{"type", "input_audio_buffer.append"}, {"audio", "AA=="}}, "invalid_audio");  // one byte: half a sample
+  expect_error({{"type", "input_audio_buffer.append"}}, "invalid_audio");
+  expect_error({{"type", "session.update"}, {"delay_ms", 100}}, "invalid_delay");
+  expect_error({{"type", "input_audio_buffer.commit"}, {"final", true}}, "model_not_validated");
+  c.send(json("a JSON string, not an event"));
+  EXPECT_EQ(c.receive()["code"], "invalid_json");
+  // And the connection still transcribes.
+  const Pcm16Audio audio = pcm16_of(test_data() / "audio" / "speech_short.wav");
+  c.send({{"type", "session.update"}, {"model", "x"}});
+  c.send({{"type", "input_audio_buffer.commit"}});
+  c.send({{"type", "input_audio_buffer.append"}, {"audio", base64_encode(audio.bytes)}});
+  c.send({{"type", "input_audio_buffer.commit"}, {"final", true}});
+  std::string deltas;
+  EXPECT_EQ(c.until_done(deltas)["text"], reference().transcribe(audio.heard).text);
 }
 
 // The command: it says where it listens (--port 0: a free port), serves, and on SIGTERM stops

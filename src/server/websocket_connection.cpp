@@ -1,0 +1,123 @@
+#include "server/websocket_connection.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <deque>
+
+namespace voxrt::server {
+
+namespace beast = boost::beast;
+namespace websocket = beast::websocket;
+namespace net = boost::asio;
+
+class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnection> {
+ public:
+  WebSocketConnection(beast::tcp_stream stream, std::shared_ptr<WebSocketHandler> handler, const WebSocketLimits& limits)
+      : ws_(std::move(stream)), handler_(std::move(handler)) {
+    ws_.read_message_max(limits.max_message_bytes);
+    // Pings an idle peer and drops one that stops answering; a handshake must finish in 30 s.
+    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    ws_.set_option(websocket::stream_base::decorator(
+        [](websocket::response_type& r) { r.set(beast::http::field::server, "voxrt"); }));
+  }
+
+  void start(Request request) {
+    beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts take over
+    ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
+      if (ec) return self->finish();
+      self->handler_->on_open(WebSocketSender(self->weak_from_this()));
+      self->read();
+    });
+  }
+
+  void post_text(std::string text) {
+    net::post(ws_.get_executor(), [self = shared_from_this(), text = std::move(text)]() mutable {
+      self->queue({std::move(text), false, 0});
+    });
+  }
+  void post_close(int code, std::string reason) {
+    net::post(ws_.get_executor(), [self = shared_from_this(), code, reason = std::move(reason)]() mutable {
+      self->queue({std::move(reason), true, code});
+    });
+  }
+
+ private:
+  struct Out {
+    std::string data;
+    bool close;  // a close frame: data is its reason
+    int code;
+  };
+
+  void read() {
+    ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) {
+        // A message over the limit is answered with a close frame saying so (the stream sends it).
+        return self->finish();
+      }
+      std::string message = beast::buffers_to_string(self->in_.data());
+      self->in_.consume(self->in_.size());
+      self->handler_->on_message(std::move(message), !self->ws_.got_text());
+      self->read();
+    });
+  }
+
+  void queue(Out out) {
+    if (finished_ || closing_) return;
+    out_.push_back(std::move(out));
+    if (!writing_) write_next();
+  }
+
+  void write_next() {
+    if (out_.empty() || finished_) {
+      writing_ = false;
+      return;
+    }
+    writing_ = true;
+    Out& o = out_.front();
+    if (o.close) {
+      closing_ = true;
+      websocket::close_reason reason(static_cast<websocket::close_code>(o.code), o.data.substr(0, 120));
+      ws_.async_close(reason, [self = shared_from_this()](beast::error_code) { self->finish(); });
+      return;
+    }
+    ws_.text(true);
+    ws_.async_write(net::buffer(o.data), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->finish();
+      self->out_.pop_front();
+      self->write_next();
+    });
+  }
+
+  void finish() {
+    if (finished_) return;
+    finished_ = true;
+    out_.clear();
+    beast::error_code ignored;
+    beast::get_lowest_layer(ws_).socket().close(ignored);
+    handler_->on_close();
+  }
+
+  websocket::stream<beast::tcp_stream> ws_;
+  std::shared_ptr<WebSocketHandler> handler_;
+  beast::flat_buffer in_;
+  std::deque<Out> out_;
+  bool writing_ = false, closing_ = false, finished_ = false;
+};
+
+void WebSocketSender::send_text(std::string text) const {
+  if (auto c = connection_.lock()) c->post_text(std::move(text));
+}
+
+void WebSocketSender::close(int code, std::string reason) const {
+  if (auto c = connection_.lock()) c->post_close(code, std::move(reason));
+}
+
+void start_websocket(beast::tcp_stream stream, Request request, std::shared_ptr<WebSocketHandler> handler,
+                     const WebSocketLimits& limits) {
+  std::make_shared<WebSocketConnection>(std::move(stream), std::move(handler), limits)->start(std::move(request));
+}
+
+}  // namespace voxrt::server
