@@ -3,13 +3,16 @@
 // The HTTP server (src/server, docs/serve.md): listens at once, answers /health with 503 while the
 // model loads, then serves every request on the one engine. SIGINT or SIGTERM: stop accepting, let
 // the requests in progress finish (up to --drain-seconds), exit 0.
+#include <cmath>
 #include <condition_variable>
+#include <ctime>
 #include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cli/commands.h"
@@ -32,6 +35,7 @@ struct ServeArgs {
   int io_threads = 2;
   int workers = 64;
   double drain_seconds = 30;
+  bool no_access_log = false;
 };
 
 // The key from --api-key, --api-key-file (its first line) or $VOXRT_API_KEY, in that order.
@@ -49,6 +53,19 @@ std::string api_key(const ServeArgs& a) {
   return env ? env : "";
 }
 
+// One JSON line per answered request on standard error.
+void log_access(const server::AccessRecord& r) {
+  char when[32];
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  const nlohmann::json line = {{"time", when},      {"remote", r.remote}, {"method", r.method},
+                               {"target", r.target}, {"status", r.status}, {"bytes", r.bytes},
+                               {"ms", std::round(r.seconds * 1e4) / 10}, {"completed", r.completed}};
+  std::cerr << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" << std::flush;
+}
+
 void serve(const ServeArgs& a) {
   check_engine_args(a.engine);
   if (a.port < 0 || a.port > 65535) throw UsageError("--port " + std::to_string(a.port) + ": expected 0 to 65535");
@@ -62,7 +79,9 @@ void serve(const ServeArgs& a) {
   limits.max_body_bytes = static_cast<size_t>(a.max_upload_mb) << 20;
   server::HttpServer http(a.host, static_cast<uint16_t>(a.port), limits, {});
   server::ApiService service(so);  // after the server: destroyed (its workers joined) first
-  http.set_handler(service.handler());
+  server::Handler handler = service.handler();
+  if (!a.engine.quiet && !a.no_access_log) handler.on_access = log_access;
+  http.set_handler(std::move(handler));
   std::cerr << "voxrt: serving http://" << a.host << ":" << http.port() << " (loading the model)" << std::endl;
 
   // SIGINT or SIGTERM (or a failed load) wakes the stopper: no new connections, the requests in
@@ -116,6 +135,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--served-model-name", args->served_model_name, "The model id /v1/models lists");
   cmd->add_option("--io-threads", args->io_threads, "Threads reading and writing connections")->capture_default_str();
   cmd->add_option("--workers", args->workers, "Requests doing model work at once")->capture_default_str();
+  cmd->add_flag("--no-access-log", args->no_access_log, "No JSON line per request on standard error");
   cmd->add_option("--drain-seconds", args->drain_seconds, "On SIGTERM, how long requests in progress may finish")
       ->capture_default_str();
   cmd->callback([args] {

@@ -77,6 +77,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // From any thread (Reply): each runs on the connection's strand.
   void post_send(Response r) {
     net::post(stream_.get_executor(), [self = shared_from_this(), r = std::move(r)]() mutable {
+      self->access_.status = static_cast<int>(r.result_int());
       self->queue(serialize(r), true);
     });
   }
@@ -85,6 +86,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       std::string head = status_line(status) + "Server: voxrt\r\nContent-Type: " + content_type +
                          "\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
       if (!self->keep_alive_) head += "Connection: close\r\n";
+      self->access_.status = status;
       self->queue(head + "\r\n", false);
     });
   }
@@ -120,6 +122,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (ec == http::error::end_of_stream || ec == net::error::connection_reset || ec == beast::error::timeout ||
         ec == net::error::operation_aborted)
       return close();  // the client left, or sent no complete header in time: nothing to answer
+    access_ = {};
+    access_start_ = std::chrono::steady_clock::now();
+    if (!ec || ec == http::error::body_limit) {
+      access_.method = std::string(parser_->get().method_string());
+      access_.target = std::string(parser_->get().target().substr(0, 200));
+    } else {
+      access_.method = access_.target = "-";
+    }
     if (ec == http::error::body_limit)
       return refuse(413, "the request body is larger than the server takes (" +
                              std::to_string(limits_.max_body_bytes >> 20) + " MB)");
@@ -163,6 +173,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Request request = parser_->release();
     if (handler_->on_upgrade && websocket::is_upgrade(request)) {  // on_headers passed it already
       in_flight(false);
+      access_.status = 101;
+      log_access(true);
       closed_ = true;  // the stream is the WebSocket's from here on
       return handler_->on_upgrade(std::move(request), std::move(stream_));
     }
@@ -186,11 +198,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     r.keep_alive(keep_alive_);
     r.body() = error_json(status, message, param);
     r.prepare_payload();
+    access_.status = status;
     queue(serialize(r), true);
   }
 
   void queue(std::string bytes, bool ends_reply) {
     if (closed_) return;
+    access_.bytes += bytes.size();
     out_.push_back({std::move(bytes), ends_reply});
     if (!writing_) write_next();
   }
@@ -208,6 +222,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       self->out_.pop_front();
       if (ended) {
         self->writing_ = false;
+        self->log_access(true);
         self->in_flight(false);
         if (!self->keep_alive_) return self->close();
         self->read_header();
@@ -217,6 +232,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
+  void log_access(bool completed) {
+    if (!handler_->on_access) return;
+    access_.completed = completed;
+    access_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - access_start_).count();
+    beast::error_code ec;
+    const tcp::endpoint peer = stream_.socket().remote_endpoint(ec);
+    access_.remote = ec ? "-" : peer.address().to_string();
+    handler_->on_access(access_);
+  }
+
   void in_flight(bool yes) {
     if (yes != in_flight_) counts_->in_flight += yes ? 1 : -1;
     in_flight_ = yes;
@@ -224,6 +249,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void close() {
     if (closed_.exchange(true)) return;
+    if (in_flight_) log_access(false);
     in_flight(false);
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -241,6 +267,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool writing_ = false;
   bool keep_alive_ = false;
   bool in_flight_ = false;  // a request is being answered (HttpServer::requests_in_flight)
+  AccessRecord access_;     // of the request being answered
+  std::chrono::steady_clock::time_point access_start_;
   std::atomic<bool> closed_{false};
 };
 

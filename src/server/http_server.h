@@ -54,6 +54,16 @@ struct HttpLimits {
   std::chrono::milliseconds io_timeout{120'000};  // for a body to arrive, and for each write of a reply
 };
 
+// One answered request, for the access log: when it ended, who asked, what, and how it went.
+struct AccessRecord {
+  std::string remote;          // the client's address
+  std::string method, target;  // "-" when the request did not parse that far
+  int status = 0;
+  size_t bytes = 0;            // sent, headers included
+  double seconds = 0;          // from its header's arrival to its answer's last byte
+  bool completed = true;       // false: the connection ended before the answer did
+};
+
 struct Handler {
   // Called once a request's header is in, before its body is read: a RequestError answers it
   // (authentication, a method or path that takes no body) without reading the body.
@@ -63,6 +73,8 @@ struct Handler {
   // Called instead for a WebSocket upgrade request, with the connection's stream, which it takes
   // over (start_websocket). Unset: upgrades are answered as plain requests.
   std::function<void(Request request, boost::beast::tcp_stream stream)> on_upgrade;
+  // Called for every answer (on an I/O thread): the access log.
+  std::function<void(const AccessRecord&)> on_access;
 };
 
 class HttpServer {

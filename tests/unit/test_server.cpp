@@ -13,6 +13,7 @@
 #include <boost/beast/websocket.hpp>
 #include <cmath>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -323,6 +324,39 @@ TEST(Server, BadRequestsGetClearErrorsAndTheServerGoesOn) {
   EXPECT_EQ(c.request(http::verb::get, "/health").status, 200);
   const auto after = post_form(c, {{"file", "jfk.wav", read_bytes(test_data() / "audio" / "jfk.wav")}});
   EXPECT_EQ(after.status, 200) << after.body;
+}
+
+// Every answer makes one access record: what was asked, the status, what was sent.
+TEST(Server, EveryAnswerIsRecordedForTheAccessLog) {
+  std::mutex mu;
+  std::vector<server::AccessRecord> records;
+  server::ApiService service({});
+  service.set_engine(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1}));
+  server::Handler h = service.handler();
+  h.on_access = [&](const server::AccessRecord& r) {
+    std::lock_guard<std::mutex> lock(mu);
+    records.push_back(r);
+  };
+  server::HttpServer http("127.0.0.1", 0, {}, h);
+  std::thread io([&] { http.run(1); });
+  const HttpTestClient c(http.port());
+  EXPECT_EQ(c.request(http::verb::get, "/health").status, 200);
+  EXPECT_EQ(c.request(http::verb::get, "/nowhere?x=1").status, 404);
+  EXPECT_EQ(c.raw("garbage\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+  http.stop();
+  io.join();
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[0].method, "GET");
+  EXPECT_EQ(records[0].target, "/health");
+  EXPECT_EQ(records[0].status, 200);
+  EXPECT_EQ(records[0].remote, "127.0.0.1");
+  EXPECT_GT(records[0].bytes, 50u);
+  EXPECT_TRUE(records[0].completed);
+  EXPECT_EQ(records[1].target, "/nowhere?x=1");
+  EXPECT_EQ(records[1].status, 404);
+  EXPECT_EQ(records[2].method, "-");
+  EXPECT_EQ(records[2].status, 400);
 }
 
 TEST(Server, AnApiKeyIsRequiredWhenOneIsSet) {
