@@ -101,9 +101,15 @@ void serve(const ServeArgs& a) {
     wake.wait(lock, [&] { return stop; });
     lock.unlock();
     if (!a.engine.quiet)
-      std::cerr << "voxrt: stopping: " << http.requests_in_flight() << " requests to finish" << std::endl;
+      std::cerr << "voxrt: stopping: " << http.requests_in_flight() << " requests and " << service.live_sessions()
+                << " live sessions to finish" << std::endl;
     http.stop_accepting();
-    http.wait_requests_done(std::chrono::milliseconds(static_cast<long long>(a.drain_seconds * 1000)));
+    service.finish_live_sessions();
+    const auto drain = std::chrono::milliseconds(static_cast<long long>(a.drain_seconds * 1000));
+    const auto until = std::chrono::steady_clock::now() + drain;
+    http.wait_requests_done(drain);
+    service.wait_live_sessions_closed(
+        std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()));
     http.stop();
   });
   std::exception_ptr failed;

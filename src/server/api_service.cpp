@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "audio/audio_file.h"
@@ -106,6 +107,31 @@ ApiService::ApiService(ServiceOptions options) : options_(std::move(options)), w
 
 ApiService::~ApiService() { workers_.join(); }
 
+int ApiService::live_sessions() const {
+  std::lock_guard<std::mutex> lock(live_mu_);
+  int n = 0;
+  for (const auto& w : live_) {
+    const auto s = w.lock();
+    n += s && !s->closed();
+  }
+  return n;
+}
+
+void ApiService::finish_live_sessions() {
+  std::lock_guard<std::mutex> lock(live_mu_);
+  for (const auto& w : live_)
+    if (const auto s = w.lock()) s->finish_and_close();
+}
+
+bool ApiService::wait_live_sessions_closed(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (live_sessions() > 0) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
 void ApiService::set_engine(std::unique_ptr<Engine> engine) {
   engine_ = std::move(engine);
   engine_ready_ = engine_ != nullptr;
@@ -117,7 +143,13 @@ Handler ApiService::handler() {
   h.on_request = [this](Request r, Reply reply) { answer(std::move(r), reply); };
   // Only /v1/realtime gets here (check_headers refuses other upgrades).
   h.on_upgrade = [this](Request r, boost::beast::tcp_stream stream) {
-    start_websocket(std::move(stream), std::move(r), std::make_shared<VllmRealtime>(*engine(), workers_), {});
+    auto session = std::make_shared<VllmRealtime>(*engine(), workers_);
+    {
+      std::lock_guard<std::mutex> lock(live_mu_);
+      std::erase_if(live_, [](const std::weak_ptr<VllmRealtime>& w) { return w.expired(); });
+      live_.push_back(session);
+    }
+    start_websocket(std::move(stream), std::move(r), std::move(session), {});
   };
   return h;
 }

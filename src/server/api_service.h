@@ -7,10 +7,14 @@
 #include <boost/asio/thread_pool.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
+#include <mutex>
+#include <vector>
 #include <string>
 
 #include "server/http_server.h"
+#include "server/vllm_realtime.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt::server {
@@ -32,6 +36,13 @@ class ApiService {
   void set_engine(std::unique_ptr<Engine> engine);
   Handler handler();
   int requests_in_progress() const { return in_progress_.load(); }  // doing model work
+  int live_sessions() const;  // realtime connections open
+
+  // A graceful stop's part for the live sessions: each open utterance is ended as a final commit
+  // ends it (its last words decoded, its done event sent), then the connection is closed (1001,
+  // going away). Returns at once; wait_live_sessions_closed waits, at most `timeout`.
+  void finish_live_sessions();
+  bool wait_live_sessions_closed(std::chrono::milliseconds timeout);
 
  private:
   void check_headers(const Request& header) const;
@@ -43,6 +54,8 @@ class ApiService {
   std::unique_ptr<Engine> engine_;
   std::atomic<bool> engine_ready_{false};
   std::atomic<int> in_progress_{0};
+  mutable std::mutex live_mu_;
+  std::vector<std::weak_ptr<VllmRealtime>> live_;  // the realtime connections (expired: closed)
   boost::asio::thread_pool workers_;  // last: joined first
 };
 

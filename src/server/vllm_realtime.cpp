@@ -158,6 +158,14 @@ void VllmRealtime::finish_utterance() {
   waiting_.clear();
 }
 
+void VllmRealtime::finish_and_close() {
+  // After whatever the worker strand holds already (the audio received), in order.
+  boost::asio::post(work_, [self = shared_from_this()] {
+    self->finish_utterance();
+    self->out_.close(1001, "the server is shutting down");
+  });
+}
+
 void VllmRealtime::on_close() {
   closed_ = true;
   // The session is freed on the strand that uses it, after whatever step is running.

@@ -30,6 +30,10 @@ class VllmRealtime : public WebSocketHandler, public std::enable_shared_from_thi
   void on_open(const WebSocketSender& out) override;
   void on_message(std::string message, bool binary) override;
   void on_close() override;
+  // The server is stopping: ends the open utterance as a final commit does (done event sent), then
+  // closes the connection (1001, going away). From any thread.
+  void finish_and_close();
+  bool closed() const { return closed_.load(); }
 
  private:
   void append(std::string_view pcm16);

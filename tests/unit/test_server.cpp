@@ -549,6 +549,40 @@ TEST(Server, VllmRealtimeAnswersBadEventsWithErrorsAndGoesOn) {
   EXPECT_EQ(c.until_done(deltas)["text"], reference().transcribe(audio.heard).text);
 }
 
+// A stopping server ends each live utterance as a final commit would, then closes the connection.
+TEST(Server, AStoppingServerFinishesLiveSessionsWithTheirLastWords) {
+  server::ApiService service({});
+  service.set_engine(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1}));
+  server::HttpServer http("127.0.0.1", 0, {}, service.handler());
+  std::thread io([&] { http.run(1); });
+  {
+    const Pcm16Audio audio = pcm16_of(test_data() / "audio" / "speech_short.wav");
+    RealtimeClient c(http.port());
+    EXPECT_EQ(c.receive()["type"], "session.created");
+    c.send({{"type", "session.update"}, {"model", "x"}});
+    c.send({{"type", "input_audio_buffer.commit"}});
+    c.send({{"type", "input_audio_buffer.append"}, {"audio", base64_encode(audio.bytes)}});
+    // Messages are handled in order: once this one's error is back, the append has been taken.
+    c.send({{"type", "ping.of.sorts"}});
+    std::string deltas;  // text may come before that error
+    for (json e = c.receive();; e = c.receive()) {
+      if (e["type"] == "transcription.delta") {
+        deltas += e["delta"].get<std::string>();
+        continue;
+      }
+      EXPECT_EQ(e["code"], "unknown_event") << e.dump();
+      break;
+    }
+    EXPECT_EQ(service.live_sessions(), 1);
+    service.finish_live_sessions();
+    EXPECT_EQ(c.until_done(deltas)["text"], reference().transcribe(audio.heard).text);
+    EXPECT_THROW(c.receive(), boost::system::system_error);  // then the close frame
+    EXPECT_TRUE(service.wait_live_sessions_closed(std::chrono::seconds(10)));
+  }
+  http.stop();
+  io.join();
+}
+
 // The command: it says where it listens (--port 0: a free port), serves, and on SIGTERM stops
 // accepting, lets the request in progress finish and exits 0.
 TEST(ServeCommand, ServesAndStopsCleanlyOnSigterm) {
