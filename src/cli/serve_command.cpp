@@ -77,8 +77,8 @@ void serve(const ServeArgs& a) {
   so.model_id = a.served_model_name.empty() ? "voxtral-mini-4b-realtime" : a.served_model_name;
   server::HttpLimits limits;
   limits.max_body_bytes = static_cast<size_t>(a.max_upload_mb) << 20;
+  server::ApiService service(so);  // before the server: outlives its connections (join_workers below)
   server::HttpServer http(a.host, static_cast<uint16_t>(a.port), limits, {});
-  server::ApiService service(so);  // after the server: destroyed (its workers joined) first
   server::Handler handler = service.handler();
   if (!a.engine.quiet && !a.no_access_log) handler.on_access = log_access;
   http.set_handler(std::move(handler));
@@ -122,6 +122,7 @@ void serve(const ServeArgs& a) {
   }
   io.join();
   stopper.join();
+  service.join_workers();
   if (failed) std::rethrow_exception(failed);
 }
 

@@ -28,7 +28,11 @@ struct ServiceOptions {
 class ApiService {
  public:
   explicit ApiService(ServiceOptions options);
-  ~ApiService();  // waits for the requests in progress (HttpServer::wait_requests_done drains them first)
+  ~ApiService();  // joins the workers (join_workers)
+  // Lets every task of the workers finish and ends them. Order at the end of a server: stop the
+  // HttpServer's I/O, join_workers(), destroy the HttpServer (its connections, and the realtime
+  // sessions they hold, go with it), then this: declare the ApiService before the HttpServer.
+  void join_workers() { workers_.join(); }
   ApiService(const ApiService&) = delete;
   ApiService& operator=(const ApiService&) = delete;
 

@@ -66,7 +66,7 @@ Transcript reference_transcript(const fs::path& file, int delay_ms = 0) {
 class RunningServer {
  public:
   explicit RunningServer(server::ServiceOptions options = {}, bool load = true, server::HttpLimits limits = {})
-      : http_("127.0.0.1", 0, limits), service_(with_workers(std::move(options))) {
+      : service_(with_workers(std::move(options))), http_("127.0.0.1", 0, limits) {
     http_.set_handler(service_.handler());
     if (load) service_.set_engine(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1}));
     io_ = std::thread([this] { http_.run(2); });
@@ -74,6 +74,7 @@ class RunningServer {
   ~RunningServer() {
     http_.stop();
     io_.join();
+    service_.join_workers();
   }
   HttpTestClient client() const { return HttpTestClient(http_.port()); }
   uint16_t port() const { return http_.port(); }
@@ -83,8 +84,8 @@ class RunningServer {
     o.workers = 8;
     return o;
   }
+  server::ApiService service_;  // outlives the server's connections (the destructor's order)
   server::HttpServer http_;
-  server::ApiService service_;  // after http_: its workers are joined while the I/O still exists
   std::thread io_;
 };
 
@@ -345,6 +346,7 @@ TEST(Server, EveryAnswerIsRecordedForTheAccessLog) {
   EXPECT_EQ(c.raw("garbage\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
   http.stop();
   io.join();
+  service.join_workers();
   std::lock_guard<std::mutex> lock(mu);
   ASSERT_EQ(records.size(), 3u);
   EXPECT_EQ(records[0].method, "GET");
@@ -581,6 +583,7 @@ TEST(Server, AStoppingServerFinishesLiveSessionsWithTheirLastWords) {
   }
   http.stop();
   io.join();
+  service.join_workers();
 }
 
 // The command: it says where it listens (--port 0: a free port), serves, and on SIGTERM stops
