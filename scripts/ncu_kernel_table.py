@@ -5,7 +5,10 @@ namespaces, grid x block, how many launches were profiled, and the mean of gpu__
 --totals: the launches' total time per line as well, and first the sum of all of them
 (scripts/gpu_profile_rounds.sh)."""
 import re
+import signal
 import sys
+
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the table quietly
 
 HEADER = re.compile(r"^\s+(?:void )?(?P<name>\S.*?)\(.*\) \((?P<grid>[0-9, ]+)\)x\((?P<block>[0-9, ]+)\),"
                     r".*Invocations (?P<n>\d+)")

@@ -129,6 +129,39 @@ struct ModelInfo {
   double load_seconds = 0;
 };
 
+// A distribution of values in fixed buckets, for monitoring (Prometheus-style, not cumulative).
+struct Histogram {
+  std::vector<double> upper_bounds;  // each bucket's upper bound, ascending; a last bucket (+Inf) follows
+  std::vector<uint64_t> counts;      // values per bucket: upper_bounds.size() + 1 of them
+  double sum = 0;
+  uint64_t count = 0;
+};
+
+// An engine's counters since it was loaded (Engine::stats), for monitoring: voxrt serve's /metrics.
+struct EngineStats {
+  int sessions_open = 0;          // live sessions and transcriptions holding caches now
+  uint64_t sessions_opened = 0;   // since load
+  // Sessions (and transcriptions) refused when opened, by reason: the caches or max_sessions were
+  // full, the live sessions did not keep real time (refuse_when_overloaded), or one so long it could
+  // never fit.
+  uint64_t refused_full = 0, refused_overloaded = 0, refused_too_long = 0;
+  uint64_t steps = 0;             // rounds of the step loop: each runs every session with work, together
+  uint64_t decoder_rows = 0;      // decoder rows those rounds ran (a session's step is a row)
+  Histogram step_ms;              // a round's wall time
+  // A live session's hand-over: 80 ms of its audio handed to the engine -> the steps it makes
+  // possible done. What the engine adds to a live caption's lag (past the model's delay).
+  Histogram live_wait_ms;
+  double live_wait_p90_ms = 0;    // over the last 2 s: what refuse_when_overloaded compares with
+  double audio_seconds = 0;       // input audio received by sessions and transcriptions
+  size_t cache_bytes_in_use = 0;  // cache pages holding sessions' positions or kept for them
+  size_t cache_bytes_total = 0;   // all the cache pages (0 while the caches grow on demand)
+  int cache_pages_in_use = 0;     // encoder and decoder pages mapped
+  // The backend's memory: the device's in use and free (on the CPU: the process's peak resident
+  // memory and the host's available memory).
+  size_t memory_in_use = 0;
+  size_t memory_available = 0;
+};
+
 class VOXRT_API Engine {
  public:
   static std::unique_ptr<Engine> load(const std::filesystem::path& model_dir, const EngineOptions& options = {});
@@ -154,6 +187,8 @@ class VOXRT_API Engine {
   // A live session (include/voxrt/session.h). Many sessions may share this engine.
   virtual std::unique_ptr<Session> open_session(const SessionOptions& options) = 0;
   virtual const ModelInfo& info() const = 0;
+  // Counters since load; cheap enough to read a few times a second, from any thread.
+  virtual EngineStats stats() const = 0;
 };
 
 }  // namespace voxrt

@@ -20,6 +20,47 @@ uint32_t u32_at(const uint8_t* p) {
          static_cast<uint32_t>(p[3]) << 24;
 }
 
+// G.711 (ITU-T, 1988) expansion to 16-bit linear. mu-law: the byte is stored inverted; its exponent
+// shifts a mantissa biased by 0x84 (132), which is taken off again.
+int mulaw_to_linear(uint8_t byte) {
+  const int u = static_cast<uint8_t>(~byte);
+  const int magnitude = (((u & 0x0F) << 3) + 0x84) << ((u >> 4) & 7);
+  return (u & 0x80) ? 0x84 - magnitude : magnitude - 0x84;
+}
+
+// A-law: even bits inverted (XOR 0x55); segment 0 is linear, the others shift a mantissa carrying
+// its implied leading one; the sign bit set means positive.
+int alaw_to_linear(uint8_t byte) {
+  const int a = byte ^ 0x55;
+  const int exponent = (a >> 4) & 7, mantissa = a & 0x0F;
+  const int magnitude = exponent == 0 ? (mantissa << 4) + 8 : ((mantissa << 4) + 0x108) << (exponent - 1);
+  return (a & 0x80) ? magnitude : -magnitude;
+}
+
+// IEEE 754 half precision (1 sign, 5 exponent, 10 mantissa bits) to float, subnormals included.
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const int exponent = (h >> 10) & 0x1F;
+  uint32_t mantissa = h & 0x3FF, bits;
+  if (exponent == 0x1F) {
+    bits = sign | 0x7F800000u | (mantissa << 13);  // inf, NaN
+  } else if (exponent != 0) {
+    bits = sign | static_cast<uint32_t>(exponent - 15 + 127) << 23 | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;  // +-0
+  } else {  // subnormal: normalise it
+    int e = -1;
+    do {
+      mantissa <<= 1;
+      ++e;
+    } while (!(mantissa & 0x400));
+    bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | ((mantissa & 0x3FF) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 // One sample as libsndfile's sf_read_float returns it (normalised by the integer range, so the
 // values are exact: the scales are powers of two).
 float sample_at(const uint8_t* p, SampleType t) {
@@ -33,6 +74,9 @@ float sample_at(const uint8_t* p, SampleType t) {
       return static_cast<float>(v >> 8) * (1.0f / 8388608.0f);
     }
     case SampleType::S32: return static_cast<float>(static_cast<int32_t>(u32_at(p))) * (1.0f / 2147483648.0f);
+    case SampleType::F16: return half_to_float(u16_at(p));
+    case SampleType::MuLaw: return static_cast<float>(mulaw_to_linear(p[0])) * (1.0f / 32768.0f);
+    case SampleType::ALaw: return static_cast<float>(alaw_to_linear(p[0])) * (1.0f / 32768.0f);
     case SampleType::F32: {
       float f;
       std::memcpy(&f, p, 4);
@@ -66,7 +110,10 @@ constexpr int kMaxSampleRate = 1'000'000;
 
 int bytes_per_sample(SampleType t) {
   switch (t) {
-    case SampleType::U8: return 1;
+    case SampleType::U8:
+    case SampleType::MuLaw:
+    case SampleType::ALaw: return 1;
+    case SampleType::F16: return 2;
     case SampleType::S16: return 2;
     case SampleType::S24: return 3;
     case SampleType::S32: return 4;
@@ -84,6 +131,9 @@ std::string sample_type_name(SampleType t) {
     case SampleType::S32: return "s32le";
     case SampleType::F32: return "f32le";
     case SampleType::F64: return "f64le";
+    case SampleType::F16: return "f16le";
+    case SampleType::MuLaw: return "mulaw";
+    case SampleType::ALaw: return "alaw";
   }
   return "?";
 }
@@ -92,8 +142,11 @@ SampleType parse_raw_sample_type(const std::string& name) {
   if (name == "s16le") return SampleType::S16;
   if (name == "s32le") return SampleType::S32;
   if (name == "f32le") return SampleType::F32;
+  if (name == "f16le") return SampleType::F16;
+  if (name == "mulaw") return SampleType::MuLaw;
+  if (name == "alaw") return SampleType::ALaw;
   // "s24le" is left out on purpose: ALSA's S24_LE is 24 bits in a 4-byte container, not packed.
-  throw Error("--raw " + name + ": expected s16le, s32le or f32le");
+  throw Error("--raw " + name + ": expected s16le, s32le, f32le, f16le, mulaw or alaw");
 }
 
 // ---- PcmDecoder ----
@@ -245,11 +298,13 @@ void WavStreamParser::on_fmt_body() {
   if (tag == 1 && bits == 32) type = SampleType::S32;
   if (tag == 3 && bits == 32) type = SampleType::F32;
   if (tag == 3 && bits == 64) type = SampleType::F64;
+  if (tag == 6 && bits == 8) type = SampleType::ALaw;
+  if (tag == 7 && bits == 8) type = SampleType::MuLaw;
   if (!type) {
     char tag_hex[8];
     std::snprintf(tag_hex, sizeof tag_hex, "0x%04x", tag);
     fail(std::string("unsupported WAV encoding (format tag ") + tag_hex + ", " + std::to_string(bits) +
-         " bits); supported: PCM 8/16/24/32-bit and float 32/64-bit");
+         " bits); supported: PCM 8/16/24/32-bit, float 32/64-bit, A-law and mu-law");
   }
   if (channels < 1 || channels > kMaxChannels) fail("WAV header: invalid channel count " + std::to_string(channels));
   if (rate < 1 || rate > kMaxSampleRate) fail("WAV header: invalid sample rate " + std::to_string(rate));

@@ -15,12 +15,14 @@
 
 namespace voxrt {
 
-// Little-endian sample encodings. U8 is unsigned (WAV's 8-bit PCM); S24 is packed in 3 bytes.
-enum class SampleType { U8, S16, S24, S32, F32, F64 };
+// Little-endian sample encodings. U8 is unsigned (WAV's 8-bit PCM); S24 is packed in 3 bytes; F16
+// is IEEE half precision; MuLaw and ALaw are G.711's 8-bit companded telephone samples.
+enum class SampleType { U8, S16, S24, S32, F16, F32, F64, MuLaw, ALaw };
 
 int bytes_per_sample(SampleType t);
 std::string sample_type_name(SampleType t);  // "s16le", ...
-// Names accepted for headerless input: s16le, s32le, f32le. Throws voxrt::Error otherwise.
+// Names accepted for headerless input: s16le, s32le, f32le, f16le, mulaw, alaw. Throws
+// voxrt::Error otherwise.
 SampleType parse_raw_sample_type(const std::string& name);
 
 struct PcmFormat {

@@ -80,7 +80,11 @@ void serve(const ServeArgs& a) {
   server::ApiService service(so);  // before the server: outlives its connections (join_workers below)
   server::HttpServer http(a.host, static_cast<uint16_t>(a.port), limits, {});
   server::Handler handler = service.handler();
-  if (!a.engine.quiet && !a.no_access_log) handler.on_access = log_access;
+  if (!a.engine.quiet && !a.no_access_log)
+    handler.on_access = [count = handler.on_access](const server::AccessRecord& r) {
+      count(r);
+      log_access(r);
+    };
   http.set_handler(std::move(handler));
   std::cerr << "voxrt: serving http://" << a.host << ":" << http.port() << " (loading the model)" << std::endl;
 

@@ -351,7 +351,7 @@ void add_stream_command(CLI::App& app) {
                   "Output: txt (text as it comes), jsonl (one event per line), or at the end json, srt or vtt")
       ->capture_default_str();
   cmd->add_option("--output,-o", args->output, "Write to FILE (renamed into place when the stream ends) instead of standard output");
-  cmd->add_option("--raw", args->raw, "Headerless PCM input of this sample type: s16le, s32le or f32le (default: WAV)");
+  cmd->add_option("--raw", args->raw, "Headerless PCM input of this sample type: s16le, s32le, f32le, f16le, mulaw or alaw (default: WAV)");
   cmd->add_option("--rate", args->rate, "Sample rate of --raw input in Hz (resampled to 16000)")
       ->capture_default_str();
   cmd->add_option("--channels", args->channels, "Channels of --raw input (averaged to mono)")

@@ -184,6 +184,13 @@ class EngineImpl final : public Engine {
 
   const ModelInfo& info() const override { return info_; }
 
+  EngineStats stats() const override {
+    EngineStats s = scheduler_->stats();
+    s.memory_in_use = backend_->memory_in_use();
+    s.memory_available = backend_->memory_available();
+    return s;
+  }
+
   nlohmann::json benchmark(std::span<const float> audio, int delay_ms, BenchOptions b) {
     b.protocol = protocol(delay_ms > 0 ? delay_ms : info_.default_delay_ms);
     // run_benchmark runs under mu_ (the scheduler waits meanwhile): one stream alone, as the
@@ -292,6 +299,7 @@ class EngineImpl final : public Engine {
     WholeRun run;
     for (std::span<const float> chunk = next(); !chunk.empty(); chunk = next()) {
       run.audio_samples += static_cast<int64_t>(chunk.size());
+      stream->count_audio(static_cast<double>(chunk.size()) / model_->config().audio.sampling_rate);
       if (stream->stopped()) continue;  // after EOS the rest is only counted
       front.feed(chunk);
       take(stream->run(front.take_frames()));

@@ -39,6 +39,7 @@ void LiveSession::deliver() {
 }
 
 void LiveSession::feed(std::span<const float> samples) {
+  stream_->count_audio(static_cast<double>(samples.size()) / sample_rate_);
   front_.feed(samples);
   take(stream_->run(front_.take_frames()));
   deliver();

@@ -84,6 +84,7 @@ Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protoco
       encoder_(model, unique_step_key("encoder pass")),
       decoder_(model, unique_step_key("decoder pass")),
       load_(limits.overload_wait_ms),
+      cache_seen_(cache_use_locked()),
       thread_([this] { loop(); }) {}
 
 Scheduler::~Scheduler() {
@@ -122,6 +123,7 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& o
                       "engine overloaded: the live sessions' steps wait %.0f ms (90th percentile), more than the "
                       "%.0f ms of audio a step brings; a new session would make them fall behind. Try again later",
                       load_.p90_ms(LoadMonitor::Clock::now()), load_.budget_ms());
+        counters_.refused(EngineCounters::Refusal::Overloaded);
         throw Error(buf);
       }
       lock.unlock();
@@ -136,12 +138,15 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& o
     const int enc_pages = encoder_pages(opts.protocol, max_seconds), dec_pages = decoder_pages(opts.protocol, max_seconds);
     const size_t bytes = bytes_of(enc_pages, dec_pages);
     // One that could never fit is refused even when the caller would wait.
-    check(encoder_pool_.grows() || (enc_pages <= encoder_pool_.pages() && dec_pages <= decoder_pool_.pages()), "engine",
-          "a session of this length needs " + format_gb(static_cast<double>(bytes)) +
-              " of cache, more than the engine's " +
-              format_gb(static_cast<double>(bytes_of(encoder_pool_.pages(), decoder_pool_.pages()))));
+    if (!encoder_pool_.grows() && (enc_pages > encoder_pool_.pages() || dec_pages > decoder_pool_.pages())) {
+      counters_.refused(EngineCounters::Refusal::TooLong);
+      throw Error("engine: a session of this length needs " + format_gb(static_cast<double>(bytes)) +
+                  " of cache, more than the engine's " +
+                  format_gb(static_cast<double>(bytes_of(encoder_pool_.pages(), decoder_pool_.pages()))));
+    }
     if (!room_for(enc_pages, dec_pages)) {
       if (!wait_for_room) {
+        counters_.refused(EngineCounters::Refusal::Full);
         if (limits_.max_streams > 0 && encoder_pool_.in_use() >= limits_.max_streams)
           throw Error("engine full: all " + std::to_string(limits_.max_streams) +
                       " sessions it was loaded for are in use (max_sessions); close one, or wait for room");
@@ -159,12 +164,14 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& o
       dec = decoder_pool_.acquire(dec_pages);
       state = std::make_unique<StreamState>(model_, opts, StreamState::CacheSlot{encoder_pool_.cache(), enc},
                                             StreamState::CacheSlot{decoder_pool_.cache(), dec});
+      note_cache_use();
     } catch (...) {
       encoder_pool_.release(enc);
       if (dec >= 0) decoder_pool_.release(dec);
       throw;
     }
   }
+  counters_.opened();
   std::lock_guard<std::mutex> lock(mu_);
   Entry& e = entries_.emplace_back();
   e.state = std::move(state);
@@ -206,6 +213,26 @@ Scheduler::CacheUse Scheduler::cache_use() const {
   return cache_use_locked();
 }
 
+EngineStats Scheduler::stats() const {
+  EngineStats s;
+  counters_.fill(s);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.sessions_open = static_cast<int>(entries_.size());
+    s.live_wait_p90_ms = load_.p90_ms(LoadMonitor::Clock::now());
+    s.cache_bytes_in_use = cache_seen_.used_bytes;
+    s.cache_bytes_total = encoder_pool_.grows() ? 0 : cache_seen_.total_bytes;
+    s.cache_pages_in_use = cache_seen_.encoder_pages + cache_seen_.decoder_pages;
+  }
+  return s;
+}
+
+void Scheduler::note_cache_use() {
+  const CacheUse use = cache_use_locked();
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_seen_ = use;
+}
+
 int Scheduler::open_streams() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(entries_.size());
@@ -227,6 +254,7 @@ void Scheduler::close(Entry* entry) {
     state.reset();
     encoder_pool_.release(enc);
     decoder_pool_.release(dec);
+    note_cache_use();
   }
   room_.notify_all();  // the pages freed may let several waiting streams in
 }
@@ -268,8 +296,10 @@ void Scheduler::loop() {
       } catch (const std::exception& ex) {
         failure = ex.what();
       }
+      note_cache_use();
       round.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
+    counters_.round(round.seconds, round.work.decoder_rows);
     lock.lock();
     if (rounds_.size() == kRoundHistory) rounds_.erase(rounds_.begin(), rounds_.begin() + kRoundHistory / 2);
     rounds_.push_back(round);
@@ -313,13 +343,17 @@ std::vector<StreamState::Step> Scheduler::Stream::run(std::vector<float> frames,
   e.done.wait(lock, [&] { return !e.wanted; });
   if (e.live && paced && final_positions < 0) {
     const auto now = LoadMonitor::Clock::now();
-    owner_.load_.record(std::chrono::duration<double, std::milli>(now - t0).count(), now);
+    const double wait_ms = std::chrono::duration<double, std::milli>(now - t0).count();
+    owner_.load_.record(wait_ms, now);
+    owner_.counters_.live_wait(wait_ms);
   }
   std::vector<StreamState::Step> steps;
   steps.swap(e.outbox);
   if (!e.error.empty()) throw Error(e.error);
   return steps;
 }
+
+void Scheduler::Stream::count_audio(double seconds) { owner_.counters_.audio(seconds); }
 
 bool Scheduler::Stream::stopped() const { return entry_->state->stopped(); }
 int64_t Scheduler::Stream::decoder_passes() const { return entry_->state->decoder_passes(); }

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/engine_counters.h"
 #include "engine/load_monitor.h"
 #include "runtime/kv_pool.h"
 #include "voxtral/decoder_step.h"
@@ -76,6 +77,8 @@ class Scheduler {
     // on). After EOS with stop_at_eos nothing more is decoded and the frames are dropped.
     std::vector<StreamState::Step> run(std::vector<float> frames, int64_t final_positions = -1);
 
+    // Seconds of input audio its owner received (its pads left out): EngineStats::audio_seconds.
+    void count_audio(double seconds);
     // Between run() calls:
     bool stopped() const;
     int64_t decoder_passes() const;
@@ -121,6 +124,10 @@ class Scheduler {
   std::vector<Round> take_rounds();
   static constexpr size_t kRoundHistory = 1 << 17;
 
+  // The counters since the scheduler started, with the caches' use and the overload window's
+  // percentile (the engine adds the backend's memory).
+  EngineStats stats() const;
+
  private:
   void loop();
   void close(Entry* entry);
@@ -129,6 +136,7 @@ class Scheduler {
   int decoder_pages(const Protocol& p, double max_seconds) const;
   bool room_for(int enc_pages, int dec_pages) const;
   CacheUse cache_use_locked() const;  // with model_mutex_ held
+  void note_cache_use();              // with model_mutex_ held (not mu_): updates cache_seen_
   size_t bytes_of(int enc_pages, int dec_pages) const;  // K and V (and scales) of that many pages
   struct PoolShapes {
     KvCacheShape encoder, decoder;
@@ -153,6 +161,9 @@ class Scheduler {
 
   mutable std::mutex mu_;  // guards entries_, every entry's hand-over fields, load_ and stop_
   LoadMonitor load_;
+  EngineCounters counters_;  // has a mutex of its own
+  CacheUse cache_seen_;      // the caches' use after the last open, close or round: stats() reads it
+                             // without waiting for a round's model lock
   std::condition_variable work_;
   std::list<Entry> entries_;
   std::vector<Round> rounds_;

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <thread>
 #include <nlohmann/json.hpp>
 
@@ -16,7 +17,10 @@
 #include "common/error.h"
 #include "server/multipart_form.h"
 #include "server/openai_transcriptions.h"
+#include "server/prometheus_text.h"
 #include "server/request_error.h"
+#include "server/mistral_realtime.h"
+#include "server/openai_realtime.h"
 #include "server/vllm_realtime.h"
 #include "server/websocket_connection.h"
 #include "voxrt/session.h"
@@ -28,6 +32,7 @@ namespace http = boost::beast::http;
 using nlohmann::json;
 
 constexpr int kSampleRate = 16000;
+constexpr const char* kMistralRealtime = "/v1/audio/transcriptions/realtime";
 
 // Equal-time comparison (key not empty), so that a wrong key's timing says nothing about the right one.
 bool same_secret(std::string_view given, std::string_view key) {
@@ -87,8 +92,43 @@ std::vector<float> decode_upload(const TranscriptionRequest& r) {
 
 const json& route_table() {
   static const json routes = {
-      {"/health", "GET"}, {"/v1/models", "GET"}, {"/v1/audio/transcriptions", "POST"}, {"/v1/realtime", "GET"}};
+      {"/health", "GET"},       {"/metrics", "GET"},      {"/v1/models", "GET"}, {"/v1/audio/transcriptions", "POST"},
+      {"/v1/realtime", "GET"}, {kMistralRealtime, "GET"}};
   return routes;
+}
+
+bool is_websocket_route(const std::string& path) { return path == "/v1/realtime" || path == kMistralRealtime; }
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A query parameter's value, percent-decoded ('+' is a space, as forms and URLSearchParams write it).
+std::optional<std::string> query_value(std::string_view target, std::string_view key) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) != key) continue;
+    const std::string_view raw = eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    std::string value;
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] == '+') value += ' ';
+      else if (raw[i] == '%' && i + 2 < raw.size() && hex_digit(raw[i + 1]) >= 0 && hex_digit(raw[i + 2]) >= 0) {
+        value += static_cast<char>(hex_digit(raw[i + 1]) * 16 + hex_digit(raw[i + 2]));
+        i += 2;
+      } else value += raw[i];
+    }
+    return value;
+  }
+  return std::nullopt;
 }
 
 // An error after a stream's header went out: an event of its own, then the stream ends.
@@ -132,6 +172,59 @@ bool ApiService::wait_live_sessions_closed(std::chrono::milliseconds timeout) {
   return true;
 }
 
+void ApiService::count_answer(int status) {
+  std::lock_guard<std::mutex> lock(answers_mu_);
+  ++answers_[status];
+}
+
+std::string ApiService::metrics() const {
+  PrometheusText m;
+  Engine* e = engine();
+  m.gauge("voxrt_ready", "1 once the model is loaded and serving, 0 while it loads", e ? 1 : 0);
+  m.gauge("voxrt_uptime_seconds", "Seconds since the server started",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+  {
+    std::lock_guard<std::mutex> lock(answers_mu_);
+    m.family("voxrt_http_responses_total", "counter", "HTTP answers sent, by status code");
+    for (const auto& [status, n] : answers_) m.sample("voxrt_http_responses_total", static_cast<double>(n), {{"code", std::to_string(status)}});
+  }
+  m.gauge("voxrt_transcription_requests_in_progress", "File transcriptions doing model work now", in_progress_.load());
+  uint64_t realtime_opened = 0;
+  {
+    std::lock_guard<std::mutex> lock(live_mu_);
+    realtime_opened = realtime_opened_;
+  }
+  m.gauge("voxrt_realtime_connections", "Realtime WebSocket connections open now", live_sessions());
+  m.counter("voxrt_realtime_connections_total", "Realtime WebSocket connections accepted", static_cast<double>(realtime_opened));
+  if (!e) return m.str();
+  const EngineStats s = e->stats();
+  m.gauge("voxrt_sessions_active", "Engine sessions (live streams and file transcriptions) holding caches now", s.sessions_open);
+  m.counter("voxrt_sessions_total", "Engine sessions opened", static_cast<double>(s.sessions_opened));
+  m.family("voxrt_sessions_rejected_total", "counter", "Engine sessions refused when opened, by reason");
+  m.sample("voxrt_sessions_rejected_total", static_cast<double>(s.refused_full), {{"reason", "full"}});
+  m.sample("voxrt_sessions_rejected_total", static_cast<double>(s.refused_overloaded), {{"reason", "overloaded"}});
+  m.sample("voxrt_sessions_rejected_total", static_cast<double>(s.refused_too_long), {{"reason", "too_long"}});
+  m.counter("voxrt_steps_total", "Rounds of the step loop (each one batched pass over every session with work)",
+            static_cast<double>(s.steps));
+  m.counter("voxrt_decoder_rows_total", "Decoder rows run (a session's step is a row)", static_cast<double>(s.decoder_rows));
+  m.histogram("voxrt_step_seconds", "Wall time of a batched round", s.step_ms, 1e-3);
+  m.histogram("voxrt_live_wait_seconds",
+              "A live session's wait from 80 ms of audio handed over to its steps done (the lag the engine adds)",
+              s.live_wait_ms, 1e-3);
+  m.gauge("voxrt_realtime_margin_seconds",
+          "80 ms less the live sessions' 90th-percentile wait over the last 2 s: below 0, they fall behind real time",
+          0.080 - s.live_wait_p90_ms * 1e-3);
+  m.counter("voxrt_audio_seconds_total", "Seconds of audio handed to the model", s.audio_seconds);
+  m.gauge("voxrt_cache_bytes_in_use", "Key/value cache bytes holding or kept for open sessions", static_cast<double>(s.cache_bytes_in_use));
+  m.gauge("voxrt_cache_bytes_total", "Key/value cache bytes allocated (0: the caches grow on demand)", static_cast<double>(s.cache_bytes_total));
+  m.gauge("voxrt_cache_pages_in_use", "Key/value cache pages mapped (encoder and decoder)", s.cache_pages_in_use);
+  m.gauge("voxrt_memory_in_use_bytes", "The backend's memory in use (GPU: device memory; CPU: peak resident memory)",
+          static_cast<double>(s.memory_in_use));
+  m.gauge("voxrt_memory_available_bytes", "The backend's memory free (GPU: device; CPU: the host's available)",
+          static_cast<double>(s.memory_available));
+  return m.str();
+}
+
 void ApiService::set_engine(std::unique_ptr<Engine> engine) {
   engine_ = std::move(engine);
   engine_ready_ = engine_ != nullptr;
@@ -141,13 +234,22 @@ Handler ApiService::handler() {
   Handler h;
   h.on_headers = [this](const Request& header) { check_headers(header); };
   h.on_request = [this](Request r, Reply reply) { answer(std::move(r), reply); };
-  // Only /v1/realtime gets here (check_headers refuses other upgrades).
+  h.on_access = [this](const AccessRecord& r) { count_answer(r.status); };
+  // Only the realtime routes get here (check_headers refuses other upgrades).
   h.on_upgrade = [this](Request r, boost::beast::tcp_stream stream) {
-    auto session = std::make_shared<VllmRealtime>(*engine(), workers_);
+    std::shared_ptr<LiveTranscription> session;
+    if (path_of(r) == kMistralRealtime)
+      session = std::make_shared<MistralRealtime>(*engine(), workers_,
+                                                  query_value(r.target(), "model").value_or(options_.model_id));
+    else if (query_value(r.target(), "intent") == "transcription")
+      session = std::make_shared<OpenAiRealtime>(*engine(), workers_);
+    else
+      session = std::make_shared<VllmRealtime>(*engine(), workers_);
     {
       std::lock_guard<std::mutex> lock(live_mu_);
-      std::erase_if(live_, [](const std::weak_ptr<VllmRealtime>& w) { return w.expired(); });
+      std::erase_if(live_, [](const std::weak_ptr<LiveTranscription>& w) { return w.expired(); });
       live_.push_back(session);
+      ++realtime_opened_;
     }
     start_websocket(std::move(stream), std::move(r), std::move(session), {});
   };
@@ -162,10 +264,11 @@ void ApiService::check_headers(const Request& h) const {
   const std::string method = routes[path];
   if (h.method_string() != method)
     throw RequestError(405, std::string(h.method_string()) + " " + path + ": this route takes " + method);
-  const bool realtime = path == "/v1/realtime", upgrade = boost::beast::websocket::is_upgrade(h);
+  const bool realtime = is_websocket_route(path), upgrade = boost::beast::websocket::is_upgrade(h);
   if (realtime && !upgrade) throw RequestError(426, path + " is a WebSocket: connect with an Upgrade request");
-  if (upgrade && !realtime) throw RequestError(400, "no WebSocket at " + path + " (the realtime one is /v1/realtime)");
-  if (path == "/health") return;
+  if (upgrade && !realtime)
+    throw RequestError(400, "no WebSocket at " + path + " (the realtime ones are /v1/realtime and " + kMistralRealtime + ")");
+  if (path == "/health" || path == "/metrics") return;  // for probes and scrapers: no key, nothing private
   if (!options_.api_key.empty()) {
     const std::string_view auth = h[http::field::authorization];
     const std::string_view scheme = "Bearer ";
@@ -183,6 +286,8 @@ void ApiService::answer(Request request, Reply reply) {
     if (e) j["model"] = {{"id", options_.model_id}, {"backend", e->info().backend}, {"layout", e->info().layout}};
     return reply.send(make_response(request, e ? 200 : 503, j.dump(), "application/json"));
   }
+  if (path == "/metrics")
+    return reply.send(make_response(request, 200, metrics(), "text/plain; version=0.0.4; charset=utf-8"));
   if (path == "/v1/models") {
     const json model = {{"id", options_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "mistralai"}};
     return reply.send(make_response(request, 200, json{{"object", "list"}, {"data", {model}}}.dump(), "application/json"));

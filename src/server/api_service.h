@@ -8,13 +8,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
 #include <string>
 
 #include "server/http_server.h"
-#include "server/vllm_realtime.h"
+#include "server/live_transcription.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt::server {
@@ -38,6 +39,7 @@ class ApiService {
 
   // The engine, once loaded: from then on the model routes answer (503 before).
   void set_engine(std::unique_ptr<Engine> engine);
+  // The routes; its on_access counts the answers for /metrics (chain a log after it).
   Handler handler();
   int requests_in_progress() const { return in_progress_.load(); }  // doing model work
   int live_sessions() const;  // realtime connections open
@@ -52,6 +54,8 @@ class ApiService {
   void check_headers(const Request& header) const;
   void answer(Request request, Reply reply);
   void transcribe(const Request& request, const Reply& reply);
+  std::string metrics() const;  // GET /metrics: Prometheus text
+  void count_answer(int status);
   Engine* engine() const { return engine_ready_.load() ? engine_.get() : nullptr; }
 
   const ServiceOptions options_;
@@ -59,7 +63,11 @@ class ApiService {
   std::atomic<bool> engine_ready_{false};
   std::atomic<int> in_progress_{0};
   mutable std::mutex live_mu_;
-  std::vector<std::weak_ptr<VllmRealtime>> live_;  // the realtime connections (expired: closed)
+  std::vector<std::weak_ptr<LiveTranscription>> live_;  // the realtime connections (expired: closed)
+  uint64_t realtime_opened_ = 0;                   // under live_mu_
+  mutable std::mutex answers_mu_;
+  std::map<int, uint64_t> answers_;  // HTTP answers by status
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   boost::asio::thread_pool workers_;  // last: joined first
 };
 

@@ -8,53 +8,31 @@
 //   client: input_audio_buffer.commit {final: true}: end of the utterance (the flush)
 //   server: transcription.done {text, usage}; a later commit starts the next utterance
 //   server: error {error, code} for anything wrong, and the connection goes on
-// Each utterance is a live Session of the engine; its model work runs on a worker strand, never on
-// the I/O threads, one step at a time per connection and in order.
+// Each utterance is a live Session of the engine (LiveTranscription).
 #pragma once
 
-#include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
-
-#include <atomic>
-#include <memory>
-
-#include "server/websocket_connection.h"
-#include "voxrt/session.h"
-#include "voxrt/voxrt.h"
+#include "server/live_transcription.h"
 
 namespace voxrt::server {
 
-class VllmRealtime : public WebSocketHandler, public std::enable_shared_from_this<VllmRealtime> {
+class VllmRealtime final : public LiveTranscription {
  public:
-  VllmRealtime(Engine& engine, boost::asio::thread_pool& workers);
+  using LiveTranscription::LiveTranscription;
   void on_open(const WebSocketSender& out) override;
   void on_message(std::string message, bool binary) override;
-  void on_close() override;
-  // The server is stopping: ends the open utterance as a final commit does (done event sent), then
-  // closes the connection (1001, going away). From any thread.
-  void finish_and_close();
-  bool closed() const { return closed_.load(); }
 
  private:
   void append(std::string_view pcm16);
   void commit(bool final);
   void send_error(const std::string& message, const std::string& code) const;
-  // On the worker strand:
-  void start_utterance();
-  void finish_utterance();
+  void on_model_event(const StreamEvent& event) override;
+  void on_utterance_done(const Transcript& transcript, const SessionStats& stats) override;
+  void on_failure(Failure kind, const std::string& message) override;
 
-  Engine& engine_;
-  boost::asio::strand<boost::asio::thread_pool::executor_type> work_;
-  WebSocketSender out_{std::weak_ptr<WebSocketConnection>()};
-  std::atomic<bool> closed_{false};
   // On the I/O strand (the connection's messages come one at a time):
   bool session_updated_ = false;
   bool utterance_open_ = false;
   int delay_ms_ = 0;
-  // On the worker strand:
-  std::unique_ptr<Session> session_;
-  std::vector<float> waiting_;  // audio appended before the commit that starts an utterance
-  bool failed_ = false;
 };
 
 }  // namespace voxrt::server

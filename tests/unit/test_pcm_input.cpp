@@ -15,6 +15,7 @@
 #include "audio/pcm_stream.h"
 #include "checkpoint_test_util.h"
 #include "common/error.h"
+#include "temp_dir.h"
 #include "test_paths.h"
 
 namespace voxrt::test {
@@ -126,6 +127,9 @@ Pcm random_pcm(SampleType type, size_t samples, uint32_t seed) {
         p.values.push_back(static_cast<float>(d));
         break;
       }
+      default:
+        ADD_FAILURE() << "random_pcm: no random samples for " << sample_type_name(type);
+        return p;
     }
   }
   return p;
@@ -281,6 +285,47 @@ TEST(PcmInput, RawS16AndF32AnySplitIncludingOddByteCounts) {
   }
 }
 
+TEST(PcmInput, G711WavDecodesAsLibsndfileDecodesTheFile) {
+  // Every one of the 256 codes, A-law (tag 6) and mu-law (tag 7), piped and as a file.
+  Bytes codes(256);
+  for (int i = 0; i < 256; ++i) codes[static_cast<size_t>(i)] = static_cast<uint8_t>(i);
+  testutil::TempDir dir;
+  for (uint16_t tag : {uint16_t{6}, uint16_t{7}}) {
+    SCOPED_TRACE("format tag " + std::to_string(tag));
+    WavSpec spec;
+    spec.tag = tag;
+    spec.rate = 8000;
+    spec.bits = 8;
+    const Bytes wav = make_wav(spec, codes);
+    const std::filesystem::path file = dir / ("g711_" + std::to_string(tag) + ".wav");
+    std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(wav.data()), static_cast<std::streamsize>(wav.size()));
+    const std::vector<float> want = load_audio_mono(file, 8000);
+    EXPECT_EQ(decode_wav(wav, fixed(7), 8000), want);
+    // Spot values of G.711's tables: the loudest codes and the quietest.
+    const PcmFormat raw{tag == 7 ? SampleType::MuLaw : SampleType::ALaw, 8000, 1};
+    const std::vector<float> got = decode_raw(codes, raw, fixed(256), 8000);
+    if (tag == 7) {
+      EXPECT_EQ(got[0x00], -32124 / 32768.0f);
+      EXPECT_EQ(got[0x80], 32124 / 32768.0f);
+      EXPECT_EQ(got[0xFF], 0.0f);
+    } else {
+      EXPECT_EQ(got[0xAA], 32256 / 32768.0f);
+      EXPECT_EQ(got[0x2A], -32256 / 32768.0f);
+      EXPECT_EQ(got[0xD5], 8 / 32768.0f);
+    }
+  }
+}
+
+TEST(PcmInput, HalfFloatSamples) {
+  Bytes bytes;
+  for (uint16_t h : {0x3C00, 0xC000, 0x0000, 0x8000, 0x3800, 0x0001, 0x03FF, 0x7BFF, 0x3555}) put_u16(bytes, h);
+  const std::vector<float> got = decode_raw(bytes, {SampleType::F16, 16000, 1}, fixed(3), 16000);
+  const std::vector<float> want = {1.0f, -2.0f, 0.0f, -0.0f, 0.5f, std::ldexp(1.0f, -24), std::ldexp(1023.0f, -24),
+                                   65504.0f, 0.333251953125f};
+  EXPECT_EQ(got, want);
+  EXPECT_TRUE(std::signbit(got[3]));
+}
+
 TEST(PcmInput, PartialFrameAtTheEndIsDropped) {
   const Pcm pcm = random_pcm(SampleType::S16, 10, 1);
   Bytes bytes = pcm.bytes;
@@ -291,6 +336,9 @@ TEST(PcmInput, PartialFrameAtTheEndIsDropped) {
 TEST(PcmInput, RawSampleTypeNames) {
   EXPECT_EQ(parse_raw_sample_type("s16le"), SampleType::S16);
   EXPECT_EQ(parse_raw_sample_type("f32le"), SampleType::F32);
+  EXPECT_EQ(parse_raw_sample_type("f16le"), SampleType::F16);
+  EXPECT_EQ(parse_raw_sample_type("mulaw"), SampleType::MuLaw);
+  EXPECT_EQ(parse_raw_sample_type("alaw"), SampleType::ALaw);
   testutil::expect_error([] { parse_raw_sample_type("mp3"); }, {"--raw mp3", "s16le"});
 }
 

@@ -22,6 +22,7 @@
 #include "cli_run.h"
 #include "formats/output_formats.h"
 #include "http_test_client.h"
+#include "server_test_support.h"
 #include "audio/audio_file.h"
 #include "server/api_service.h"
 #include "common/base64.h"
@@ -50,44 +51,6 @@ std::string read_bytes(const fs::path& p) {
   s << in.rdbuf();
   return s.str();
 }
-
-Engine& reference() {
-  static std::unique_ptr<Engine> e = Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1});
-  return *e;
-}
-
-Transcript reference_transcript(const fs::path& file, int delay_ms = 0) {
-  TranscribeOptions o;
-  o.delay_ms = delay_ms;
-  return reference().transcribe_file(file, o);
-}
-
-// The server on 127.0.0.1 at a free port, its I/O on two threads, stopped on destruction.
-class RunningServer {
- public:
-  explicit RunningServer(server::ServiceOptions options = {}, bool load = true, server::HttpLimits limits = {})
-      : service_(with_workers(std::move(options))), http_("127.0.0.1", 0, limits) {
-    http_.set_handler(service_.handler());
-    if (load) service_.set_engine(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1}));
-    io_ = std::thread([this] { http_.run(2); });
-  }
-  ~RunningServer() {
-    http_.stop();
-    io_.join();
-    service_.join_workers();
-  }
-  HttpTestClient client() const { return HttpTestClient(http_.port()); }
-  uint16_t port() const { return http_.port(); }
-
- private:
-  static server::ServiceOptions with_workers(server::ServiceOptions o) {
-    o.workers = 8;
-    return o;
-  }
-  server::ApiService service_;  // outlives the server's connections (the destructor's order)
-  server::HttpServer http_;
-  std::thread io_;
-};
 
 testutil::HttpAnswer post_form(const HttpTestClient& c, const std::vector<FormField>& fields,
                                std::vector<std::pair<std::string, std::string>> headers = {}) {
@@ -439,57 +402,6 @@ TEST(Base64, DecodesStrictlyAndRoundTrips) {
   EXPECT_EQ(base64_decode("YWI"), std::optional<std::string>("ab"));  // padding optional
   for (const char* bad : {"Y", "YW=J", "YW*j", "YWJj====", "YW Jj", "=", "YWJj\n"})
     EXPECT_FALSE(base64_decode(bad).has_value()) << bad;
-}
-
-// vLLM's realtime protocol over a WebSocket, as its clients speak it.
-class RealtimeClient {
- public:
-  explicit RealtimeClient(uint16_t port) : ws_(io_) {
-    ws_.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
-    timeval tv{60, 0};
-    setsockopt(ws_.next_layer().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ws_.handshake("127.0.0.1", "/v1/realtime");
-  }
-  void send(const json& event) { ws_.write(boost::asio::buffer(event.dump())); }
-  void send_binary(const std::string& bytes) {
-    ws_.binary(true);
-    ws_.write(boost::asio::buffer(bytes));
-    ws_.text(true);
-  }
-  json receive() {
-    boost::beast::flat_buffer b;
-    ws_.read(b);
-    return json::parse(boost::beast::buffers_to_string(b.data()));
-  }
-  // Reads events until transcription.done (returned); the deltas' text goes to `deltas`.
-  json until_done(std::string& deltas) {
-    for (;;) {
-      json e = receive();
-      if (e["type"] == "transcription.delta") deltas += e["delta"].get<std::string>();
-      else if (e["type"] == "transcription.done") return e;
-      else ADD_FAILURE() << "unexpected event " << e.dump();
-      if (e["type"] == "error") return e;
-    }
-  }
-
- private:
-  boost::asio::io_context io_;
-  boost::beast::websocket::stream<boost::asio::ip::tcp::socket> ws_;
-};
-
-// A file as a realtime client sends it: PCM16 at 16 kHz, and the floats the model hears from that.
-struct Pcm16Audio {
-  std::string bytes;
-  std::vector<float> heard;
-};
-Pcm16Audio pcm16_of(const fs::path& file) {
-  Pcm16Audio a;
-  for (float x : load_audio_mono(file)) {
-    const auto v = static_cast<int16_t>(std::clamp(std::lround(x * 32768.0f), -32768L, 32767L));
-    a.bytes.append(reinterpret_cast<const char*>(&v), 2);
-    a.heard.push_back(static_cast<float>(v) / 32768.0f);
-  }
-  return a;
 }
 
 TEST(Server, VllmRealtimeUtterancesEqualTheEnginesTranscripts) {

@@ -1,0 +1,149 @@
+#include "server/live_transcription.h"
+
+#include <boost/asio/post.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "voxtral/protocol.h"
+
+namespace voxrt::server {
+
+std::vector<float> pcm16_to_float(std::string_view bytes) {
+  std::vector<float> out(bytes.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) {
+    int16_t v;
+    std::memcpy(&v, bytes.data() + 2 * i, 2);
+    out[i] = static_cast<float>(v) / 32768.0f;
+  }
+  return out;
+}
+
+std::string random_id(std::string_view prefix) {
+  static std::atomic<uint64_t> counter{0};
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng() ^ ++counter));
+  return std::string(prefix) + buf;
+}
+
+std::string dump_event(const nlohmann::json& event) {
+  return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+bool is_model_delay(const nlohmann::json& delay_ms) {
+  if (!delay_ms.is_number_integer()) return false;
+  try {
+    delay_tokens_from_ms(delay_ms.get<int>());
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+nlohmann::json words_json(const std::vector<Word>& words) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Word& w : words) out.push_back({{"word", w.text}, {"start", w.start}, {"end", w.end}});
+  return out;
+}
+
+LiveTranscription::LiveTranscription(Engine& engine, boost::asio::thread_pool& workers)
+    : engine_(engine), work_(boost::asio::make_strand(workers.get_executor())) {}
+
+void LiveTranscription::send(const nlohmann::json& event) const { out_.send_text(dump_event(event)); }
+
+void LiveTranscription::after_queued(std::function<void()> task) {
+  boost::asio::post(work_, [self = shared_from_this(), task = std::move(task)] {
+    if (!self->closed_) task();
+  });
+}
+
+void LiveTranscription::begin_utterance(int delay_ms) {
+  after_queued([this, delay_ms] { start_session(delay_ms); });
+}
+
+void LiveTranscription::feed(std::vector<float> samples) {
+  boost::asio::post(work_, [self = shared_from_this(), samples = std::move(samples)] {
+    if (self->closed_ || self->failed_) return;
+    if (!self->session_) {  // before the utterance began: kept for it
+      self->waiting_.insert(self->waiting_.end(), samples.begin(), samples.end());
+      return;
+    }
+    try {
+      self->session_->feed(samples);
+    } catch (const std::exception& e) {
+      self->failed_ = true;
+      self->session_.reset();
+      self->on_failure(Failure::Failed, std::string("transcription failed: ") + e.what());
+    }
+  });
+}
+
+void LiveTranscription::end_utterance() {
+  after_queued([this] { finish_session(); });
+}
+
+void LiveTranscription::cancel_utterance() {
+  after_queued([this] {
+    session_.reset();
+    waiting_.clear();
+    failed_ = false;
+  });
+}
+
+void LiveTranscription::start_session(int delay_ms) {
+  failed_ = false;
+  SessionOptions so;
+  so.delay_ms = delay_ms;
+  so.on_event = [this](const StreamEvent& e) { on_model_event(e); };
+  try {
+    session_ = engine_.open_session(so);
+    std::vector<float> waiting = std::move(waiting_);
+    waiting_.clear();
+    if (!waiting.empty()) session_->feed(waiting);
+  } catch (const std::exception& e) {
+    const bool opened = session_ != nullptr;
+    failed_ = true;
+    session_.reset();
+    waiting_.clear();
+    on_failure(opened ? Failure::Failed : Failure::Refused, e.what());
+  }
+}
+
+void LiveTranscription::finish_session() {
+  if (!session_) {
+    waiting_.clear();
+    return;
+  }
+  try {
+    session_->flush();
+    const Transcript t = session_->transcript();
+    const SessionStats stats = session_->stats();
+    session_.reset();  // its caches back to the engine before the client hears it is done
+    on_utterance_done(t, stats);
+  } catch (const std::exception& e) {
+    session_.reset();
+    on_failure(Failure::Failed, std::string("transcription failed: ") + e.what());
+  }
+  waiting_.clear();
+}
+
+void LiveTranscription::finish_and_close() {
+  // After whatever the worker strand holds already (the audio received), in order.
+  after_queued([this] {
+    finish_session();
+    out_.close(1001, "the server is shutting down");
+  });
+}
+
+void LiveTranscription::on_close() {
+  closed_ = true;
+  // The session is freed on the strand that uses it, after whatever step is running.
+  boost::asio::post(work_, [self = shared_from_this()] {
+    self->session_.reset();
+    self->waiting_.clear();
+  });
+}
+
+}  // namespace voxrt::server

@@ -1,0 +1,87 @@
+// What the realtime dialects (vLLM's, Mistral's, OpenAI's) share: a WebSocket connection whose
+// audio feeds live Sessions of the engine, one utterance at a time. The model work runs on a
+// worker strand of the connection, never on the I/O threads, in the order the connection's
+// messages came; the dialect parses its events on the I/O strand and renders the model's events
+// (called on the worker strand) in its own words.
+#pragma once
+
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+#include <nlohmann/json.hpp>
+
+#include "server/websocket_connection.h"
+#include "voxrt/session.h"
+#include "voxrt/voxrt.h"
+
+namespace voxrt::server {
+
+class LiveTranscription : public WebSocketHandler, public std::enable_shared_from_this<LiveTranscription> {
+ public:
+  LiveTranscription(Engine& engine, boost::asio::thread_pool& workers);
+  void on_close() override;
+  // The server is stopping: ends the open utterance as its dialect's end of input does (its last
+  // words decoded, its done event sent), then closes the connection (1001, going away). Any thread.
+  void finish_and_close();
+  bool closed() const { return closed_.load(); }
+
+ protected:
+  // Why the model work of an utterance stopped short.
+  enum class Failure {
+    Refused,  // the engine had no room for the session (full, overloaded): nothing was decoded
+    Failed,   // the model work failed midway
+  };
+  // On the I/O strand (from on_message), queued to the worker strand in order:
+  // Opens a session of the engine at this delay (0: the model's default); audio fed before it was
+  // kept for it.
+  void begin_utterance(int delay_ms);
+  void feed(std::vector<float> samples);  // 16 kHz mono
+  // The end of the utterance's input: its last words decoded, then on_utterance_done.
+  void end_utterance();
+  // Drops the open utterance unheard: no done event (the client cleared its audio).
+  void cancel_utterance();
+  // Runs `task` on the worker strand after what was queued before (the dialect's own ordering).
+  void after_queued(std::function<void()> task);
+
+  void send(const nlohmann::json& event) const;  // a text frame, from any thread
+  const WebSocketSender& sender() const { return out_; }
+  void set_sender(const WebSocketSender& out) { out_ = out; }
+  Engine& engine() const { return engine_; }
+
+  // On the worker strand:
+  virtual void on_model_event(const StreamEvent& event) = 0;
+  virtual void on_utterance_done(const Transcript& transcript, const SessionStats& stats) = 0;
+  virtual void on_failure(Failure kind, const std::string& message) = 0;
+  bool utterance_running() const { return session_ != nullptr; }  // worker strand only
+
+ private:
+  void start_session(int delay_ms);
+  void finish_session();
+
+  Engine& engine_;
+  boost::asio::strand<boost::asio::thread_pool::executor_type> work_;
+  WebSocketSender out_{std::weak_ptr<WebSocketConnection>()};
+  std::atomic<bool> closed_{false};
+  // On the worker strand:
+  std::unique_ptr<Session> session_;
+  std::vector<float> waiting_;  // audio fed before the utterance began: kept for it
+  bool failed_ = false;         // the utterance failed: its audio is dropped until the next begins
+};
+
+// PCM16 little-endian samples as floats in [-1, 1) (x / 32768, as vLLM and libsndfile convert them).
+std::vector<float> pcm16_to_float(std::string_view bytes);
+// A session id: prefix + 16 random hex digits.
+std::string random_id(std::string_view prefix);
+// A JSON event as text (invalid UTF-8 in strings replaced, never thrown on).
+std::string dump_event(const nlohmann::json& event);
+// Whether a client's delay is one the model was trained for (80 to 1200 ms in steps of 80, and 2400).
+bool is_model_delay(const nlohmann::json& delay_ms);
+constexpr const char* kModelDelays = "the model's delays are 80 to 1200 ms in steps of 80, and 2400";
+// Words as the dialects' extension fields carry them: [{word, start, end}].
+nlohmann::json words_json(const std::vector<Word>& words);
+
+}  // namespace voxrt::server

@@ -1,0 +1,127 @@
+// What the server's tests share: the tiny model's reference engine, the server running in process on
+// a loopback port, and a blocking WebSocket client for the realtime dialects.
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
+#include <boost/beast/websocket.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../test_paths.h"
+#include "audio/audio_file.h"
+#include "http_test_client.h"
+#include "server/api_service.h"
+#include "server/http_server.h"
+#include "voxrt/voxrt.h"
+
+namespace voxrt::test {
+
+inline Engine& reference() {
+  static std::unique_ptr<Engine> e = Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1});
+  return *e;
+}
+
+inline Transcript reference_transcript(const std::filesystem::path& file, int delay_ms = 0) {
+  TranscribeOptions o;
+  o.delay_ms = delay_ms;
+  return reference().transcribe_file(file, o);
+}
+
+// The server on 127.0.0.1 at a free port, its I/O on two threads, stopped on destruction.
+class RunningServer {
+ public:
+  explicit RunningServer(server::ServiceOptions options = {}, bool load = true, server::HttpLimits limits = {},
+                         EngineOptions engine = {.device = "cpu", .threads = 1})
+      : service_(with_workers(std::move(options))), http_("127.0.0.1", 0, limits) {
+    http_.set_handler(service_.handler());
+    if (load) service_.set_engine(Engine::load(test_data() / "tiny" / "mistral", engine));
+    io_ = std::thread([this] { http_.run(2); });
+  }
+  ~RunningServer() {
+    http_.stop();
+    io_.join();
+    service_.join_workers();
+  }
+  testutil::HttpTestClient client() const { return testutil::HttpTestClient(http_.port()); }
+  uint16_t port() const { return http_.port(); }
+  server::ApiService& service() { return service_; }
+
+ private:
+  static server::ServiceOptions with_workers(server::ServiceOptions o) {
+    o.workers = 8;
+    return o;
+  }
+  server::ApiService service_;  // outlives the server's connections (the destructor's order)
+  server::HttpServer http_;
+  std::thread io_;
+};
+
+// A realtime WebSocket client, blocking, with a receive timeout: a server that never answers fails
+// the test instead of hanging it. `target` picks the dialect (vLLM's by default).
+class RealtimeClient {
+ public:
+  explicit RealtimeClient(uint16_t port, const std::string& target = "/v1/realtime") : ws_(io_) {
+    ws_.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
+    timeval tv{60, 0};
+    setsockopt(ws_.next_layer().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ws_.handshake("127.0.0.1", target);
+  }
+  void send(const nlohmann::json& event) { ws_.write(boost::asio::buffer(event.dump())); }
+  void send_text(const std::string& text) { ws_.write(boost::asio::buffer(text)); }
+  void send_binary(const std::string& bytes) {
+    ws_.binary(true);
+    ws_.write(boost::asio::buffer(bytes));
+    ws_.text(true);
+  }
+  nlohmann::json receive() {
+    boost::beast::flat_buffer b;
+    ws_.read(b);
+    return nlohmann::json::parse(boost::beast::buffers_to_string(b.data()));
+  }
+  // vLLM's dialect: reads events until transcription.done (returned); the deltas' text goes to `deltas`.
+  nlohmann::json until_done(std::string& deltas) {
+    for (;;) {
+      nlohmann::json e = receive();
+      if (e["type"] == "transcription.delta") deltas += e["delta"].get<std::string>();
+      else if (e["type"] == "transcription.done") return e;
+      else ADD_FAILURE() << "unexpected event " << e.dump();
+      if (e["type"] == "error") return e;
+    }
+  }
+  void close() { ws_.close(boost::beast::websocket::close_code::normal); }
+
+ private:
+  boost::asio::io_context io_;
+  boost::beast::websocket::stream<boost::asio::ip::tcp::socket> ws_;
+};
+
+// Audio as a realtime client sends it: PCM16 at some rate, and the floats the model hears from that
+// (at 16 kHz: resampled as a whole where the rate differs, as the server's stream resampler does).
+struct Pcm16Audio {
+  std::string bytes;
+  std::vector<float> heard;
+};
+inline Pcm16Audio pcm16_of(const std::filesystem::path& file, int rate = 16000) {
+  Pcm16Audio a;
+  std::vector<float> sent;
+  for (float x : load_audio_mono(file, rate)) {
+    const auto v = static_cast<int16_t>(std::clamp(std::lround(x * 32768.0f), -32768L, 32767L));
+    a.bytes.append(reinterpret_cast<const char*>(&v), 2);
+    sent.push_back(static_cast<float>(v) / 32768.0f);
+  }
+  a.heard = rate == 16000 ? sent : resample(sent, rate, 16000);
+  return a;
+}
+
+}  // namespace voxrt::test
