@@ -35,6 +35,8 @@ struct ServeArgs {
   int io_threads = 2;
   int workers = 64;
   double drain_seconds = 30;
+  double idle_seconds = 60;
+  int max_message_mb = 16;
   bool no_access_log = false;
 };
 
@@ -74,6 +76,10 @@ void serve(const ServeArgs& a) {
   server::ServiceOptions so;
   so.api_key = api_key(a);
   so.workers = a.workers;
+  if (!(a.idle_seconds >= 1 && a.idle_seconds <= 86400)) throw UsageError("--idle-timeout-seconds: expected 1 to 86400");
+  if (a.max_message_mb < 1) throw UsageError("--max-message-mb must be at least 1");
+  so.websocket.idle_timeout = std::chrono::milliseconds(static_cast<long long>(a.idle_seconds * 1000));
+  so.websocket.max_message_bytes = static_cast<size_t>(a.max_message_mb) << 20;
   so.model_id = a.served_model_name.empty() ? "voxtral-mini-4b-realtime" : a.served_model_name;
   server::HttpLimits limits;
   limits.max_body_bytes = static_cast<size_t>(a.max_upload_mb) << 20;
@@ -148,6 +154,11 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--workers", args->workers, "Requests doing model work at once")->capture_default_str();
   cmd->add_flag("--no-access-log", args->no_access_log, "No JSON line per request on standard error");
   cmd->add_option("--drain-seconds", args->drain_seconds, "On SIGTERM, how long requests in progress may finish")
+      ->capture_default_str();
+  cmd->add_option("--idle-timeout-seconds", args->idle_seconds,
+                  "A realtime connection from which nothing arrives (not even the answer to a ping) for this long is dropped")
+      ->capture_default_str();
+  cmd->add_option("--max-message-mb", args->max_message_mb, "Largest realtime WebSocket message taken (MB)")
       ->capture_default_str();
   cmd->callback([args] {
     args->engine.refuse_when_overloaded = true;

@@ -251,7 +251,7 @@ Handler ApiService::handler() {
       live_.push_back(session);
       ++realtime_opened_;
     }
-    start_websocket(std::move(stream), std::move(r), std::move(session), {});
+    start_websocket(std::move(stream), std::move(r), std::move(session), options_.websocket);
   };
   return h;
 }

@@ -16,6 +16,7 @@
 
 #include "server/http_server.h"
 #include "server/live_transcription.h"
+#include "server/websocket_connection.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt::server {
@@ -24,6 +25,7 @@ struct ServiceOptions {
   std::string model_id = "voxtral-mini-4b-realtime";  // the id GET /v1/models lists
   std::string api_key;  // empty: no authentication; else every route but /health wants "Bearer <key>"
   int workers = 64;     // requests doing model work at once (each waits its turn in the scheduler)
+  WebSocketLimits websocket;  // the realtime connections' message size and idle timeout
 };
 
 class ApiService {

@@ -18,8 +18,12 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
   WebSocketConnection(beast::tcp_stream stream, std::shared_ptr<WebSocketHandler> handler, const WebSocketLimits& limits)
       : ws_(std::move(stream)), handler_(std::move(handler)) {
     ws_.read_message_max(limits.max_message_bytes);
-    // Pings an idle peer and drops one that stops answering; a handshake must finish in 30 s.
-    ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::server));
+    // A handshake must finish in 30 s; an idle peer is pinged halfway through idle_timeout and
+    // dropped if nothing (not even the pong) arrives by its end.
+    websocket::stream_base::timeout timeout = websocket::stream_base::timeout::suggested(beast::role_type::server);
+    timeout.idle_timeout = limits.idle_timeout;
+    timeout.keep_alive_pings = true;
+    ws_.set_option(timeout);
     ws_.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& r) { r.set(beast::http::field::server, "voxrt"); }));
   }

@@ -5,6 +5,7 @@
 
 #include <boost/beast/core/tcp_stream.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -37,6 +38,10 @@ class WebSocketHandler {
 
 struct WebSocketLimits {
   size_t max_message_bytes = size_t{16} << 20;
+  // A connection from which nothing arrives for this long is dropped (its session freed). Halfway
+  // through a silence the server pings: a client that is still there answers (browsers and WebSocket
+  // libraries do it on their own), so a live session may stay silent for any time and resume.
+  std::chrono::milliseconds idle_timeout{60'000};
 };
 
 // Accepts the upgrade `request` on `stream` and runs the connection until it closes.

@@ -299,6 +299,41 @@ TEST(OpenAiRealtime, BadEventsGetErrorsWithTheirEventIdsAndClearDropsTheItem) {
   EXPECT_EQ(openai_until_completed(c).completed["transcript"], transcribe_heard(audio.heard, 0).text);
 }
 
+// ---- connections ----
+
+// A client that stops answering (here: connected, never reading, so never answering the server's
+// pings) is dropped after the idle timeout and its session freed; one that answers stays however
+// long it is silent, and its session goes on when the audio resumes.
+TEST(RealtimeConnections, AStalledClientIsDroppedAndASilentOneKeepsItsSession) {
+  server::ServiceOptions options;
+  options.websocket.idle_timeout = std::chrono::milliseconds(600);
+  RunningServer s(options);
+  const Pcm16Audio audio = pcm16_of(test_data() / "audio" / "speech_short.wav");
+  RealtimeClient stalled(s.port(), kMistralPath);
+  EXPECT_EQ(stalled.receive()["type"], "session.created");
+  stalled.send({{"type", "input_audio.append"}, {"audio", base64_encode(audio.bytes.substr(0, 6400))}});
+  // The silent one: a reader thread keeps a read pending (answering pings) while it sends nothing.
+  RealtimeClient silent(s.port(), kMistralPath);
+  EXPECT_EQ(silent.receive()["type"], "session.created");
+  silent.send({{"type", "input_audio.append"}, {"audio", base64_encode(audio.bytes.substr(0, audio.bytes.size() / 2))}});
+  std::string deltas;
+  std::thread reader([&] {
+    for (json e = silent.receive(); e["type"] != "transcription.done"; e = silent.receive())
+      if (e["type"] == "transcription.text.delta") deltas += e["text"].get<std::string>();
+      else EXPECT_EQ(e["type"], "transcription.segment") << e.dump();
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (s.service().live_sessions() != 1 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(s.service().live_sessions(), 1) << "the stalled client was not dropped";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // silence, 2.5 idle timeouts
+  EXPECT_EQ(s.service().live_sessions(), 1) << "the silent client was dropped";
+  silent.send({{"type", "input_audio.append"}, {"audio", base64_encode(audio.bytes.substr(audio.bytes.size() / 2))}});
+  silent.send({{"type", "input_audio.end"}});
+  reader.join();
+  EXPECT_EQ(trim_front(deltas), reference().transcribe(audio.heard).text);
+}
+
 // ---- /metrics ----
 
 TEST(PrometheusText, FamiliesSamplesEscapesAndCumulativeBuckets) {
