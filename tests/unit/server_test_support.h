@@ -100,6 +100,10 @@ class RealtimeClient {
     }
   }
   void close() { ws_.close(boost::beast::websocket::close_code::normal); }
+  // Gone without a word: the socket closed, no close frame.
+  void drop() { ws_.next_layer().close(); }
+  // The sending side shut (TCP FIN), the receiving side left open.
+  void shutdown_send() { ws_.next_layer().shutdown(boost::asio::ip::tcp::socket::shutdown_send); }
 
  private:
   boost::asio::io_context io_;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -332,6 +333,96 @@ TEST(RealtimeConnections, AStalledClientIsDroppedAndASilentOneKeepsItsSession) {
   silent.send({{"type", "input_audio.end"}});
   reader.join();
   EXPECT_EQ(trim_front(deltas), reference().transcribe(audio.heard).text);
+}
+
+// 32 sessions at once, each dialect, several files and delays, each equal to its solo transcript;
+// meanwhile one client vanishes mid-stream, one half-closes its socket and one sends garbage, and
+// none of that touches the others.
+TEST(RealtimeConnections, ThirtyTwoSessionsAtOnceEachEqualToItsSoloRun) {
+  RunningServer s;
+  const std::vector<std::string> files = {"jfk.wav", "speech_short.wav", "speech_to_end.wav", "stereo_44k.wav"};
+  const std::vector<int> delays = {480, 960, 80, 2400};
+  struct Want {
+    Pcm16Audio audio;
+    Transcript transcript;
+  };
+  std::map<std::pair<size_t, int>, Want> wants;  // (file, delay)
+  for (size_t f = 0; f < files.size(); ++f)
+    for (int d : delays) {
+      Want w{pcm16_of(test_data() / "audio" / files[f]), {}};
+      w.transcript = transcribe_heard(w.audio.heard, d);
+      wants[{f, d}] = std::move(w);
+    }
+  std::vector<std::string> got(32);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 32; ++i)
+    clients.emplace_back([&, i] {
+      const Want& w = wants.at({static_cast<size_t>(i) % files.size(), delays[static_cast<size_t>(i / 4) % delays.size()]});
+      const int delay = delays[static_cast<size_t>(i / 4) % delays.size()];
+      const size_t piece = 3200;
+      try {
+        if (i % 2 == 0) {  // Mistral's dialect
+          RealtimeClient c(s.port(), kMistralPath);
+          c.receive();
+          c.send({{"type", "session.update"}, {"session", {{"target_streaming_delay_ms", delay}}}});
+          c.receive();
+          for (size_t at = 0; at < w.audio.bytes.size(); at += piece)
+            c.send({{"type", "input_audio.append"}, {"audio", base64_encode(w.audio.bytes.substr(at, piece))}});
+          c.send({{"type", "input_audio.end"}});
+          got[static_cast<size_t>(i)] = mistral_until_done(c).done["text"];
+        } else {  // vLLM's
+          RealtimeClient c(s.port());
+          c.receive();
+          c.send({{"type", "session.update"}, {"model", "x"}, {"delay_ms", delay}});
+          c.send({{"type", "input_audio_buffer.commit"}});
+          for (size_t at = 0; at < w.audio.bytes.size(); at += piece) c.send_binary(w.audio.bytes.substr(at, piece));
+          c.send({{"type", "input_audio_buffer.commit"}, {"final", true}});
+          std::string deltas;
+          got[static_cast<size_t>(i)] = c.until_done(deltas)["text"];
+        }
+      } catch (const std::exception& e) {
+        got[static_cast<size_t>(i)] = std::string("client failed: ") + e.what();
+      }
+    });
+  const Pcm16Audio noise = pcm16_of(test_data() / "audio" / "speech_long.wav");
+  try {
+  {  // vanishes mid-stream: the socket closed without a close frame
+    RealtimeClient c(s.port(), kMistralPath);
+    c.receive();
+    c.send({{"type", "input_audio.append"}, {"audio", base64_encode(noise.bytes.substr(0, 64000))}});
+    c.drop();
+  }
+  {  // half-closes: sends part of a stream, then shuts its sending side
+    RealtimeClient c(s.port(), kOpenAiPath);
+    c.receive();
+    c.send({{"type", "input_audio_buffer.append"}, {"audio", base64_encode(noise.bytes.substr(0, 48000))}});
+    c.shutdown_send();
+  }
+  {  // garbage: text that is no event, an odd-sized audio frame, an enormous type, then a text
+     // frame that is not UTF-8, which the WebSocket protocol answers by closing (1007)
+    RealtimeClient c(s.port());
+    c.receive();
+    c.send_text("}{\"type\"");
+    EXPECT_EQ(c.receive()["code"], "invalid_json");
+    c.send_binary("abc");
+    EXPECT_EQ(c.receive()["code"], "invalid_audio");
+    c.send({{"type", std::string(100000, 'x')}});
+    EXPECT_EQ(c.receive()["code"], "unknown_event");
+    c.send_text(std::string("\xff\xfe{}", 4));
+    EXPECT_THROW(c.receive(), boost::system::system_error);
+  }
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "a hostile client's exchange failed: " << e.what();
+  }
+  for (std::thread& t : clients) t.join();
+  for (int i = 0; i < 32; ++i) {
+    const Want& w = wants.at({static_cast<size_t>(i) % files.size(), delays[static_cast<size_t>(i / 4) % delays.size()]});
+    EXPECT_EQ(got[static_cast<size_t>(i)], w.transcript.text) << "client " << i;
+  }
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (s.service().live_sessions() > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(s.service().live_sessions(), 0) << "a vanished or half-closed client still holds its session";
 }
 
 // ---- /metrics ----
