@@ -37,5 +37,6 @@ scripts/test_install.sh build/cpu
 echo "test: the clients of voxrt serve (the openai npm package) against it" >&2
 scripts/test_clients.sh build/cpu
 echo "test: the server's request parsers under libFuzzer, briefly (scripts/fuzz.sh)" >&2
-scripts/fuzz.sh 100000
+scripts/fuzz.sh 100000 form
+scripts/fuzz.sh 20000 events
 

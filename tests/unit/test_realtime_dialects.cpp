@@ -406,8 +406,12 @@ TEST(RealtimeConnections, ThirtyTwoSessionsAtOnceEachEqualToItsSoloRun) {
     EXPECT_EQ(c.receive()["code"], "invalid_json");
     c.send_binary("abc");
     EXPECT_EQ(c.receive()["code"], "invalid_audio");
-    c.send({{"type", std::string(100000, 'x')}});
+    c.send({{"type", std::string(1 << 20, 'x')}});  // a 1 MB event
     EXPECT_EQ(c.receive()["code"], "unknown_event");
+    c.send_binary("");  // a zero-length frame
+    EXPECT_EQ(c.receive()["code"], "invalid_audio");
+    c.send_text("");
+    EXPECT_EQ(c.receive()["code"], "invalid_json");
     c.send_text(std::string("\xff\xfe{}", 4));
     EXPECT_THROW(c.receive(), boost::system::system_error);
   }
@@ -489,7 +493,8 @@ TEST(Metrics, CountSessionsStepsAudioAndAnswers) {
   EXPECT_EQ(metric(after, "voxrt_sessions_rejected_total{reason=\"full\"}"), 1);
   EXPECT_EQ(metric(after, "voxrt_realtime_connections"), 2);
   EXPECT_GE(metric(after, "voxrt_http_responses_total{code=\"200\"}"), 1);  // the scrapes and the upload
-  EXPECT_GT(metric(after, "voxrt_cache_pages_in_use"), 0);
+  EXPECT_GT(metric(after, "voxrt_cache_bytes_in_use"), 0);  // reserved by the open session
+  EXPECT_GT(metric(after, "voxrt_cache_bytes_total"), 0);    // max_sessions: allocated at load
   EXPECT_EQ(metric(after, "voxrt_step_seconds_bucket{le=\"+Inf\"}"), metric(after, "voxrt_steps_total"));
   EXPECT_GT(metric(after, "voxrt_memory_in_use_bytes"), 0);
   // Every line is a comment or a sample of Prometheus's text format.
