@@ -34,8 +34,11 @@ ctest --preset tsan
 echo "test: the CPU test suite (the Cuda* tests run in the CUDA build above)" >&2
 ctest --test-dir build/cpu --output-on-failure -j"$(nproc)" -E '^Cuda'
 scripts/test_install.sh build/cpu
-echo "test: the clients of voxrt serve (the openai npm package) against it" >&2
+echo "test: the clients of voxrt serve (openai, @mistralai/mistralai, a vLLM client on ws) against it" >&2
 scripts/test_clients.sh build/cpu
+echo "test: the realtime load driver's own tests (tools/load)" >&2
+command -v python3 >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 >/dev/null; }
+python3 tools/load/test_realtime_load.py
 echo "test: the server's request parsers under libFuzzer, briefly (scripts/fuzz.sh)" >&2
 scripts/fuzz.sh 100000 form
 scripts/fuzz.sh 20000 events

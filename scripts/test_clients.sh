@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# The clients people already use (the openai package; a vLLM realtime client on the ws package),
-# against `voxrt serve` on the loopback with the tiny model:
+# The clients people already use (the openai package, its transcriptions and its realtime
+# transcription sessions; a vLLM realtime client on the ws package; Mistral's realtime client in
+# @mistralai/mistralai), against `voxrt serve` on the loopback with the tiny model:
 # installs them from the npm registry (into BUILD_DIR/clients, never into the repository), starts
 # the server with an API key, and checks each client's results against `voxrt transcribe` on the
-# same files, for two delays. Then stops the server with SIGTERM and expects exit 0.
+# same files, for two delays (OpenAI's realtime sessions take 24 kHz audio: sox makes a 24 kHz copy
+# of each file, and both sides transcribe that). Then stops the server with SIGTERM and expects exit 0.
 #   scripts/test_clients.sh [BUILD_DIR]      (default build/cpu; built already)
+#   VOXRT=path/to/voxrt scripts/test_clients.sh   (another binary than BUILD_DIR/voxrt)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/cpu}
 clients=$build/clients
-voxrt=$build/voxrt
+voxrt=${VOXRT:-$build/voxrt}
 model=tests/data/tiny/mistral
 fail() { echo "test_clients: FAILED: $*" >&2; exit 1; }
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -18,12 +21,20 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
+if ! command -v sox >/dev/null; then
+  echo "test_clients: installing Debian's sox" >&2
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends sox >/dev/null
+fi
 
 mkdir -p "$clients"
+clients=$(cd "$clients" && pwd)  # absolute: the node scripts run from the repository root
 [ -f "$clients/package.json" ] || echo '{"private": true}' > "$clients/package.json"
-if [ ! -d "$clients/node_modules/openai" ] || [ ! -d "$clients/node_modules/ws" ]; then
-  echo "test_clients: installing openai and ws from the npm registry" >&2
-  (cd "$clients" && npm install --no-audit --no-fund --loglevel=error openai@7.59.0 ws@8.23.1 >/dev/null)
+if [ ! -d "$clients/node_modules/openai" ] || [ ! -d "$clients/node_modules/ws" ] ||
+   [ ! -d "$clients/node_modules/@mistralai/mistralai" ]; then
+  echo "test_clients: installing openai, ws and @mistralai/mistralai from the npm registry" >&2
+  (cd "$clients" && npm install --no-audit --no-fund --loglevel=error openai@7.59.0 ws@8.23.1 @mistralai/mistralai@2.7.0 >/dev/null)
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/voxrt-clients-XXXXXX")
@@ -36,16 +47,28 @@ server=$!
 for _ in $(seq 100); do grep -q "voxrt: ready" "$tmp/serve.log" && break; sleep 0.1; done
 grep -q "voxrt: ready" "$tmp/serve.log" || fail "the server did not start: $(cat "$tmp/serve.log")"
 port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\).*|\1|p' "$tmp/serve.log")
+mkdir "$tmp/24k"
+for audio in tests/data/audio/jfk.wav tests/data/audio/speech_short.wav; do
+  sox -D "$audio" -r 24000 -c 1 -b 16 -e signed-integer "$tmp/24k/$(basename "$audio")"
+done
 
 for delay in 480 960; do
   for audio in tests/data/audio/jfk.wav tests/data/audio/speech_short.wav; do
     expected=$tmp/expected-$delay
     "$voxrt" transcribe -q --model "$model" --device cpu --threads 1 --delay-ms "$delay" -f json,srt,vtt \
         --output-dir "$expected" "$audio"
-    node tests/clients/openai_transcriptions.cjs "$PWD/$clients" "http://127.0.0.1:$port/v1" "$key" "$audio" \
+    node tests/clients/openai_transcriptions.cjs "$clients" "http://127.0.0.1:$port/v1" "$key" "$audio" \
         "$expected" "$delay" || fail "the openai client on $audio at $delay ms (server log: $tmp/serve.log)"
-    node tests/clients/vllm_realtime.cjs "$PWD/$clients" "ws://127.0.0.1:$port/v1/realtime" "$key" "$audio" \
+    node tests/clients/vllm_realtime.cjs "$clients" "ws://127.0.0.1:$port/v1/realtime" "$key" "$audio" \
         "$expected" "$delay" || fail "the vLLM realtime client on $audio at $delay ms (server log: $tmp/serve.log)"
+    node tests/clients/mistral_realtime.mjs "$clients" "http://127.0.0.1:$port" "$key" "$audio" \
+        "$expected" "$delay" || fail "the Mistral realtime client on $audio at $delay ms (server log: $tmp/serve.log)"
+    audio24k=$tmp/24k/$(basename "$audio")
+    expected24k=$tmp/expected-24k-$delay
+    "$voxrt" transcribe -q --model "$model" --device cpu --threads 1 --delay-ms "$delay" -f json \
+        --output-dir "$expected24k" "$audio24k"
+    node tests/clients/openai_realtime.cjs "$clients" "http://127.0.0.1:$port/v1" "$key" "$audio24k" \
+        "$expected24k" "$delay" || fail "the openai realtime client on $audio24k at $delay ms (server log: $tmp/serve.log)"
   done
 done
 
@@ -54,5 +77,5 @@ status=0
 wait "$server" || status=$?
 server=
 [ "$status" = 0 ] || fail "voxrt serve exited $status on SIGTERM: $(cat "$tmp/serve.log")"
-echo "test_clients: the openai package's transcriptions (every format, streaming, errors) and a vLLM realtime client" \
-  "(ws) equal voxrt transcribe" >&2
+echo "test_clients: the openai package's transcriptions (every format, streaming, errors) and realtime transcription" \
+  "sessions (24 kHz), a vLLM realtime client (ws) and @mistralai/mistralai's realtime client equal voxrt transcribe" >&2

@@ -33,7 +33,7 @@ struct ServeArgs {
   int max_upload_mb = 100;
   std::string served_model_name;
   int io_threads = 2;
-  int workers = 64;
+  int workers = 256;
   double drain_seconds = 30;
   double idle_seconds = 60;
   int max_message_mb = 16;

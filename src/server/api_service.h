@@ -24,7 +24,7 @@ namespace voxrt::server {
 struct ServiceOptions {
   std::string model_id = "voxtral-mini-4b-realtime";  // the id GET /v1/models lists
   std::string api_key;  // empty: no authentication; else every route but /health wants "Bearer <key>"
-  int workers = 64;     // requests doing model work at once (each waits its turn in the scheduler)
+  int workers = 256;     // requests doing model work at once (each waits its turn in the scheduler)
   WebSocketLimits websocket;  // the realtime connections' message size and idle timeout
 };
 

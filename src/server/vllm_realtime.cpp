@@ -21,7 +21,9 @@ void VllmRealtime::on_message(std::string message, bool binary) {
   if (binary) return append(message);  // voxrt's extension: raw PCM16 frames
   const nlohmann::json event = nlohmann::json::parse(message, nullptr, false);
   if (event.is_discarded() || !event.is_object()) return send_error("Invalid JSON", "invalid_json");
-  const std::string type = event.value("type", std::string());
+  const nlohmann::json& type_field = event.contains("type") ? event["type"] : nlohmann::json();
+  if (!type_field.is_string()) return send_error("An event needs a string \"type\"", "invalid_event");
+  const std::string& type = type_field.get_ref<const std::string&>();
   if (type == "session.update") {
     if (utterance_open_) return send_error("session.update while an utterance is open: commit final first", "session_busy");
     if (event.contains("delay_ms")) {
@@ -56,6 +58,7 @@ void VllmRealtime::append(std::string_view pcm16) {
 }
 
 void VllmRealtime::commit(bool final) {
+  if (utterance_failed_.exchange(false)) utterance_open_ = false;  // its error event went out already
   if (!final) {
     if (utterance_open_) return;  // vLLM ignores a commit while generating
     utterance_open_ = true;
@@ -77,6 +80,7 @@ void VllmRealtime::on_utterance_done(const Transcript& t, const SessionStats& st
 }
 
 void VllmRealtime::on_failure(Failure kind, const std::string& message) {
+  utterance_failed_ = true;
   send_error(message, kind == Failure::Refused ? "session_refused" : "processing_error");
 }
 

@@ -11,6 +11,8 @@
 // Each utterance is a live Session of the engine (LiveTranscription).
 #pragma once
 
+#include <atomic>
+
 #include "server/live_transcription.h"
 
 namespace voxrt::server {
@@ -32,6 +34,9 @@ class VllmRealtime final : public LiveTranscription {
   // On the I/O strand (the connection's messages come one at a time):
   bool session_updated_ = false;
   bool utterance_open_ = false;
+  // Set on the worker strand when the open utterance failed (refused or broken): the next commit
+  // sees it closed, so a client can retry with a commit, and a final commit gets an error, not silence.
+  std::atomic<bool> utterance_failed_{false};
   int delay_ms_ = 0;
 };
 

@@ -63,7 +63,14 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
       }
       std::string message = beast::buffers_to_string(self->in_.data());
       self->in_.consume(self->in_.size());
-      self->handler_->on_message(std::move(message), !self->ws_.got_text());
+      try {
+        self->handler_->on_message(std::move(message), !self->ws_.got_text());
+      } catch (const std::exception& e) {
+        // A dialect's bug must not take the I/O thread (and every other connection) down: this
+        // connection ends with "internal error" instead.
+        self->queue({std::string("internal error: ") + e.what(), true, 1011});
+        return;
+      }
       self->read();
     });
   }

@@ -5,6 +5,7 @@
 //   node vllm_realtime.cjs CLIENTS_DIR WS_URL API_KEY AUDIO_16K_PCM16_WAV EXPECTED_DIR DELAY_MS
 'use strict';
 const fs = require('fs');
+const { pcm16 } = require('./wav_pcm16.cjs');
 const path = require('path');
 const assert = require('assert/strict');
 const { createRequire } = require('module');
@@ -14,26 +15,9 @@ const WebSocket = createRequire(path.join(clientsDir, 'package.json'))('ws');
 const stem = path.basename(audio, path.extname(audio));
 const expected = JSON.parse(fs.readFileSync(path.join(expectedDir, `${stem}.json`), 'utf8'));
 
-// The samples of a 16 kHz mono PCM16 WAV: the bytes of its data chunk.
-function pcm16(file) {
-  const wav = fs.readFileSync(file);
-  assert.equal(wav.toString('ascii', 0, 4), 'RIFF');
-  for (let at = 12; at + 8 <= wav.length;) {
-    const id = wav.toString('ascii', at, at + 4);
-    const size = wav.readUInt32LE(at + 4);
-    if (id === 'fmt ') {
-      assert.equal(wav.readUInt16LE(at + 10), 1, 'mono');
-      assert.equal(wav.readUInt32LE(at + 12), 16000, '16 kHz');
-      assert.equal(wav.readUInt16LE(at + 22), 16, '16-bit');
-    }
-    if (id === 'data') return wav.subarray(at + 8, at + 8 + size);
-    at += 8 + size + (size % 2);
-  }
-  throw new Error(`${file}: no data chunk`);
-}
 
 async function main() {
-  const samples = pcm16(audio);
+  const samples = pcm16(audio, 16000);
   const ws = new WebSocket(url, { headers: { Authorization: `Bearer ${apiKey}` } });
   const events = [];
   let wake = null;

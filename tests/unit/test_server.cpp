@@ -446,6 +446,8 @@ TEST(Server, VllmRealtimeAnswersBadEventsWithErrorsAndGoesOn) {
   };
   expect_error({{"type", "input_audio_buffer.commit"}}, "model_not_validated");
   expect_error({{"type", "no.such.event"}}, "unknown_event");
+  expect_error({{"type", 7}}, "invalid_event");  // found by the fuzz target: it used to escape as an exception
+  expect_error({{"no type", true}}, "invalid_event");
   expect_error({{"type", "input_audio_buffer.append"}, {"audio", "not base64!"}}, "invalid_audio");
   expect_error({{"type", "input_audio_buffer.append"}, {"audio", "AA=="}}, "invalid_audio");  // one byte: half a sample
   expect_error({{"type", "input_audio_buffer.append"}}, "invalid_audio");

@@ -26,11 +26,10 @@ const float* weight_data(const Weight& w) { return static_cast<const float*>(w.s
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads) {
-    if (threads > 0) {
-      omp_set_num_threads(threads);
-      openblas_set_num_threads(threads);
-    }
+  // The team size goes on every parallel region: omp_set_num_threads would set it for the calling
+  // thread only, and the ops run on the engine's step loop, another thread.
+  explicit CpuBackend(int threads) : team_(threads > 0 ? threads : omp_get_max_threads()) {
+    if (threads > 0) openblas_set_num_threads(threads);
   }
 
   std::string name() const override { return "cpu"; }
@@ -44,7 +43,7 @@ class CpuBackend final : public Backend {
     double best = 1e30;
     for (int rep = 0; rep < 5; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel for
+#pragma omp parallel for num_threads(team_)
       for (long long i = 0; i < static_cast<long long>(n); ++i) b[i] = a[i];
       best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
@@ -113,7 +112,7 @@ class CpuBackend final : public Backend {
     }
     if (bias) {
       const float* b = weight_data(*bias);
-#pragma omp parallel for if (M > 4)
+#pragma omp parallel for if (M > 4) num_threads(team_)
       for (int r = 0; r < M; ++r) {
         float* yr = y.data + static_cast<size_t>(r) * N;
         for (int c = 0; c < N; ++c) yr[c] += b[c];
@@ -124,7 +123,7 @@ class CpuBackend final : public Backend {
   void rms_norm(Mat x, const Weight& w, float eps, Mat y) override {
     const float* g = weight_data(w);
     const int D = x.cols;
-#pragma omp parallel for if (x.rows > 4)
+#pragma omp parallel for if (x.rows > 4) num_threads(team_)
     for (int r = 0; r < x.rows; ++r) {
       const float* xr = x.data + static_cast<size_t>(r) * D;
       float* yr = y.data + static_cast<size_t>(r) * D;
@@ -138,7 +137,7 @@ class CpuBackend final : public Backend {
   }
 
   void scale_rows(Mat x, Mat scales, std::span<const int> scale_row) override {
-#pragma omp parallel for if (x.rows > 4)
+#pragma omp parallel for if (x.rows > 4) num_threads(team_)
     for (int r = 0; r < x.rows; ++r) {
       const float* s = scales.data + static_cast<size_t>(scale_row[r]) * scales.cols;
       float* xr = x.data + static_cast<size_t>(r) * x.cols;
@@ -149,7 +148,7 @@ class CpuBackend final : public Backend {
   void gelu(Mat x) override {
     const size_t n = static_cast<size_t>(x.rows) * x.cols;
     float* d = x.data;
-#pragma omp parallel for if (n > 65536)
+#pragma omp parallel for if (n > 65536) num_threads(team_)
     for (size_t i = 0; i < n; ++i) d[i] = 0.5f * d[i] * (1.0f + std::erf(d[i] * static_cast<float>(M_SQRT1_2)));
   }
 
@@ -157,20 +156,20 @@ class CpuBackend final : public Backend {
     const size_t n = static_cast<size_t>(gate.rows) * gate.cols;
     float* g = gate.data;
     const float* u = up.data;
-#pragma omp parallel for if (n > 65536)
+#pragma omp parallel for if (n > 65536) num_threads(team_)
     for (size_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
   }
 
   void add(Mat y, Mat x) override {
     const size_t n = static_cast<size_t>(y.rows) * y.cols;
-#pragma omp parallel for if (n > 65536)
+#pragma omp parallel for if (n > 65536) num_threads(team_)
     for (size_t i = 0; i < n; ++i) y.data[i] += x.data[i];
   }
 
   void rope(Mat x, int n_heads, int head_dim, std::span<const RowRef> rows,
             std::span<const float> inv_freq) override {
     const int half = head_dim / 2;
-#pragma omp parallel for if (x.rows > 4)
+#pragma omp parallel for if (x.rows > 4) num_threads(team_)
     for (int r = 0; r < x.rows; ++r) {
       // As the reference: angle = float(pos) * inv_freq in fp32, then cos/sin in fp32.
       const float pos = static_cast<float>(rows[r].pos);
@@ -217,7 +216,7 @@ class CpuBackend final : public Backend {
     const int n_tasks = q.rows * p.n_heads;
     const float* keys = cache.keys();
     const float* values = cache.values();
-#pragma omp parallel
+#pragma omp parallel num_threads(team_)
     {
       std::vector<float> scores;
       std::vector<double> acc(hd);
@@ -272,7 +271,7 @@ class CpuBackend final : public Backend {
     const int cin = x.cols, t_out = y.rows;
     check(t_out == (x.rows - 3) / stride + 1 && w.cols == 3 * cin, "cpu conv1d", "shape mismatch");
     std::vector<float> patches(static_cast<size_t>(t_out) * 3 * cin);
-#pragma omp parallel for if (t_out > 16)
+#pragma omp parallel for if (t_out > 16) num_threads(team_)
     for (int t = 0; t < t_out; ++t)
       std::memcpy(patches.data() + static_cast<size_t>(t) * 3 * cin,
                   x.data + static_cast<size_t>(stride) * t * cin, 3 * cin * sizeof(float));
@@ -298,6 +297,8 @@ class CpuBackend final : public Backend {
     }
   }
 
+ private:
+  const int team_;  // OpenMP threads a parallel op uses
 };
 
 }  // namespace
