@@ -36,6 +36,8 @@ ctest --test-dir build/cpu --output-on-failure -j"$(nproc)" -E '^Cuda'
 scripts/test_install.sh build/cpu
 echo "test: the clients of voxrt serve (openai, @mistralai/mistralai, a vLLM client on ws) against it" >&2
 scripts/test_clients.sh build/cpu
+echo "test: the live-caption page in chromium with a fake microphone (playwright-core)" >&2
+scripts/test_caption_page.sh build/cpu
 echo "test: the realtime load driver's own tests (tools/load)" >&2
 command -v python3 >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 >/dev/null; }
 python3 tools/load/test_realtime_load.py

@@ -15,6 +15,7 @@
 
 #include "audio/audio_file.h"
 #include "common/error.h"
+#include "server/caption_page.h"
 #include "server/multipart_form.h"
 #include "server/openai_transcriptions.h"
 #include "server/prometheus_text.h"
@@ -92,7 +93,7 @@ std::vector<float> decode_upload(const TranscriptionRequest& r) {
 
 const json& route_table() {
   static const json routes = {
-      {"/health", "GET"},       {"/metrics", "GET"},      {"/v1/models", "GET"}, {"/v1/audio/transcriptions", "POST"},
+      {"/", "GET"},             {"/health", "GET"},       {"/metrics", "GET"},      {"/v1/models", "GET"}, {"/v1/audio/transcriptions", "POST"},
       {"/v1/realtime", "GET"}, {kMistralRealtime, "GET"}};
   return routes;
 }
@@ -268,7 +269,8 @@ void ApiService::check_headers(const Request& h) const {
   if (realtime && !upgrade) throw RequestError(426, path + " is a WebSocket: connect with an Upgrade request");
   if (upgrade && !realtime)
     throw RequestError(400, "no WebSocket at " + path + " (the realtime ones are /v1/realtime and " + kMistralRealtime + ")");
-  if (path == "/health" || path == "/metrics") return;  // for probes and scrapers: no key, nothing private
+  // For probes, scrapers and browsers: no key, nothing private (the page's WebSocket needs one if set).
+  if (path == "/" || path == "/health" || path == "/metrics") return;
   if (!options_.api_key.empty()) {
     const std::string_view auth = h[http::field::authorization];
     const std::string_view scheme = "Bearer ";
@@ -286,6 +288,7 @@ void ApiService::answer(Request request, Reply reply) {
     if (e) j["model"] = {{"id", options_.model_id}, {"backend", e->info().backend}, {"layout", e->info().layout}};
     return reply.send(make_response(request, e ? 200 : 503, j.dump(), "application/json"));
   }
+  if (path == "/") return reply.send(make_response(request, 200, std::string(caption_page()), "text/html; charset=utf-8"));
   if (path == "/metrics")
     return reply.send(make_response(request, 200, metrics(), "text/plain; version=0.0.4; charset=utf-8"));
   if (path == "/v1/models") {

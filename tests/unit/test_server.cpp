@@ -165,6 +165,12 @@ TEST(Server, HealthModelsAndRoutes) {
   const auto models = c.request(http::verb::get, "/v1/models");
   EXPECT_EQ(models.status, 200);
   EXPECT_EQ(json::parse(models.body)["data"][0]["id"], "voxtral-mini-4b-realtime");
+  const auto page = c.request(http::verb::get, "/");  // the live-caption page, without a key
+  EXPECT_EQ(page.status, 200);
+  EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
+  EXPECT_NE(page.body.find("<title>voxrt live captions</title>"), std::string::npos);
+  EXPECT_NE(page.body.find("/v1/audio/transcriptions/realtime"), std::string::npos);
+  EXPECT_EQ(page.body.substr(page.body.size() - 8), "</html>\n");  // whole, compiled in from src/server/web
   expect_error(c.request(http::verb::get, "/v2/nothing"), 404, "no route /v2/nothing");
   expect_error(c.request(http::verb::get, "/v1/audio/transcriptions"), 405, "takes POST");
   expect_error(c.request(http::verb::post, "/health", "x"), 405, "takes GET");

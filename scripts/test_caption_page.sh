@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The live-caption page (GET /, src/server/web/captions.html) in Debian's chromium, driven headless
+# by playwright-core (npm) with a fake microphone playing a WAV: the captions it shows must be
+# `voxrt transcribe`'s transcript of the audio the page sent, for two delays. Keeps the last
+# screenshot (docs/caption-page.png with --screenshot).
+#   scripts/test_caption_page.sh [BUILD_DIR] [--screenshot]      (default build/cpu; built already)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/cpu}
+voxrt=${VOXRT:-$build/voxrt}
+model=tests/data/tiny/mistral
+fail() { echo "test_caption_page: FAILED: $*" >&2; exit 1; }
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+missing=()
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+if ((${#missing[@]})); then
+  echo "test_caption_page: installing Debian's ${missing[*]}" >&2
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+clients=$build/clients
+mkdir -p "$clients"
+clients=$(cd "$clients" && pwd)
+[ -f "$clients/package.json" ] || echo '{"private": true}' > "$clients/package.json"
+if [ ! -d "$clients/node_modules/playwright-core" ]; then
+  echo "test_caption_page: installing playwright-core from the npm registry" >&2
+  (cd "$clients" && npm install --no-audit --no-fund --loglevel=error playwright-core@1.65.1 >/dev/null)
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/voxrt-page-XXXXXX")
+server=
+cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+"$voxrt" serve --model "$model" --device cpu --threads 1 --port 0 2> "$tmp/serve.log" &
+server=$!
+for _ in $(seq 100); do grep -q "voxrt: ready" "$tmp/serve.log" && break; sleep 0.1; done
+grep -q "voxrt: ready" "$tmp/serve.log" || fail "the server did not start: $(cat "$tmp/serve.log")"
+port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\).*|\1|p' "$tmp/serve.log")
+for delay in 480 960; do
+  out=$tmp/page-$delay
+  mkdir -p "$out"
+  node tests/clients/caption_page.cjs "$clients" "http://127.0.0.1:$port/" tests/data/audio/jfk.wav 6 "$delay" "$out" ||
+    fail "the page at delay $delay (server log: $(tail -5 "$tmp/serve.log"))"
+  "$voxrt" transcribe -q --model "$model" --device cpu --threads 1 --delay-ms "$delay" -f json --output-dir "$out" "$out/sent.wav"
+  want=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).text)' "$out/sent.json")
+  got=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).text)' "$out/captions.json")
+  [ "$got" = "$want" ] || fail "delay $delay: the page showed \"$got\", voxrt transcribe of what it sent gives \"$want\""
+  echo "caption page (chromium, fake microphone) at $delay ms: the captions are voxrt transcribe's of the audio sent" >&2
+done
+if [ "${2:-}" = "--screenshot" ]; then cp "$tmp/page-960/screenshot.png" docs/caption-page.png; fi
+kill -TERM "$server"
+wait "$server" || fail "the server did not exit 0 on SIGTERM"
+server=
