@@ -296,8 +296,8 @@ void Scheduler::loop() {
       } catch (const std::exception& ex) {
         failure = ex.what();
       }
-      note_cache_use();
       round.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      note_cache_use();  // the pages the round mapped (still under the model lock)
     }
     counters_.round(round.seconds, round.work.decoder_rows);
     lock.lock();

@@ -210,12 +210,12 @@ std::string ApiService::metrics() const {
   m.counter("voxrt_decoder_rows_total", "Decoder rows run (a session's step is a row)", static_cast<double>(s.decoder_rows));
   m.histogram("voxrt_step_seconds", "Wall time of a batched round", s.step_ms, 1e-3);
   m.histogram("voxrt_live_wait_seconds",
-              "A live session's wait from 80 ms of audio handed over to its steps done (the lag the engine adds)",
+              "A live session's wait inside the engine, from 80 ms of audio handed to the scheduler to its steps done",
               s.live_wait_ms, 1e-3);
   m.gauge("voxrt_realtime_margin_seconds",
           "80 ms less the live sessions' 90th-percentile wait over the last 2 s: below 0, they fall behind real time",
           0.080 - s.live_wait_p90_ms * 1e-3);
-  m.counter("voxrt_audio_seconds_total", "Seconds of audio handed to the model", s.audio_seconds);
+  m.counter("voxrt_audio_seconds_total", "Seconds of input audio received by sessions and transcriptions", s.audio_seconds);
   m.gauge("voxrt_cache_bytes_in_use", "Key/value cache bytes holding or kept for open sessions", static_cast<double>(s.cache_bytes_in_use));
   m.gauge("voxrt_cache_bytes_total", "Key/value cache bytes allocated (0: the caches grow on demand)", static_cast<double>(s.cache_bytes_total));
   m.gauge("voxrt_cache_pages_in_use", "Key/value cache pages mapped (encoder and decoder)", s.cache_pages_in_use);

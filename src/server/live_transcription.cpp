@@ -48,6 +48,13 @@ nlohmann::json words_json(const std::vector<Word>& words) {
   return out;
 }
 
+nlohmann::json segments_json(const std::vector<Segment>& segments) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Segment& s : segments)
+    out.push_back({{"text", s.text}, {"start", s.start}, {"end", s.end}, {"words", words_json(s.words)}});
+  return out;
+}
+
 LiveTranscription::LiveTranscription(Engine& engine, boost::asio::thread_pool& workers)
     : engine_(engine), work_(boost::asio::make_strand(workers.get_executor())) {}
 

@@ -83,5 +83,7 @@ bool is_model_delay(const nlohmann::json& delay_ms);
 constexpr const char* kModelDelays = "the model's delays are 80 to 1200 ms in steps of 80, and 2400";
 // Words as the dialects' extension fields carry them: [{word, start, end}].
 nlohmann::json words_json(const std::vector<Word>& words);
+// Segments as the dialects' done events carry them: [{text, start, end, words}].
+nlohmann::json segments_json(const std::vector<Segment>& segments);
 
 }  // namespace voxrt::server

@@ -21,11 +21,6 @@ std::optional<SampleType> encoding_type(const std::string& name) {
   return std::nullopt;
 }
 
-json segment_json(const Segment& s) {
-  return {{"type", "transcription_segment"}, {"text", s.text}, {"start", s.start}, {"end", s.end},
-          {"words", words_json(s.words)}};
-}
-
 constexpr int kBadRequest = 400, kServerError = 500, kUnavailable = 503;
 
 }  // namespace
@@ -147,8 +142,8 @@ void MistralRealtime::on_model_event(const StreamEvent& e) {
 }
 
 void MistralRealtime::on_utterance_done(const Transcript& t, const SessionStats& stats) {
-  json segments = json::array();
-  for (const Segment& s : t.segments) segments.push_back(segment_json(s));
+  json segments = segments_json(t.segments);
+  for (json& s : segments) s["type"] = "transcription_segment";  // the SDK's literal for a done event's segment
   send({{"type", "transcription.done"},
         {"model", model_},
         {"text", t.text},

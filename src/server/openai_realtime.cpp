@@ -210,15 +210,12 @@ void OpenAiRealtime::on_model_event(const StreamEvent& e) {
 }
 
 void OpenAiRealtime::on_utterance_done(const Transcript& t, const SessionStats&) {
-  json segments = json::array();
-  for (const Segment& s : t.segments)
-    segments.push_back({{"text", s.text}, {"start", s.start}, {"end", s.end}, {"words", words_json(s.words)}});
   send_event({{"type", "conversation.item.input_audio_transcription.completed"},
               {"item_id", working_item_},
               {"content_index", 0},
               {"transcript", t.text},
               {"usage", {{"type", "duration"}, {"seconds", t.duration}}},
-              {"segments", segments},
+              {"segments", segments_json(t.segments)},
               {"words", words_json(t.words)}});
 }
 
