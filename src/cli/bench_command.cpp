@@ -1,5 +1,6 @@
 // voxrt bench --model DIR [--audio FILE] [--steps N] [--offline-seconds 30,300] [--figures LIST] [--out DIR]
-// (LIST: encoder, decoder, offline by default; products adds each product of a step timed alone)
+// (LIST: encoder, decoder, offline by default; products adds each product of a step timed alone,
+// attention one layer's attention for many streams at once)
 // voxrt bench --model DIR --streams N [--find-capacity] [--stream-seconds 300] [--measure-seconds 10]: N live streams
 // at once (engine/streams_bench.h) instead of the per-stream figures.
 // voxrt bench --model DIR --offline-batch B [--offline-seconds 30]: B offline transcriptions at once.
@@ -30,7 +31,7 @@ namespace voxrt::cli {
 namespace {
 
 constexpr int kSampleRate = 16000;
-const char* const kFigures[] = {"encoder", "decoder", "offline", "products"};
+const char* const kFigures[] = {"encoder", "decoder", "offline", "products", "attention"};
 // The offline inputs are tiled in memory (4 bytes a sample): an hour is 230 MB.
 constexpr double kMaxOfflineSeconds = 3600;
 constexpr int kMaxSteps = 1'000'000;
@@ -51,6 +52,7 @@ struct BenchArgs {
   bool find_capacity = false;
   bool aligned_arrivals = false;
   std::vector<int> product_rows;
+  std::vector<int> attention_streams;
 };
 
 std::string utc_stamp() {
@@ -69,13 +71,16 @@ void check_args(const BenchArgs& a) {
       std::snprintf(v, sizeof v, "%g", s);
       throw UsageError(std::string("--offline-seconds ") + v + ": expected 1 to 3600 seconds");
     }
-  if (a.figures.empty()) throw UsageError("--figures: name at least one of encoder, decoder, offline, products");
+  if (a.figures.empty()) throw UsageError("--figures: name at least one of encoder, decoder, offline, products, attention");
   for (const std::string& f : a.figures)
     if (std::find(std::begin(kFigures), std::end(kFigures), f) == std::end(kFigures))
-      throw UsageError("--figures " + f + ": expected encoder, decoder, offline or products");
+      throw UsageError("--figures " + f + ": expected encoder, decoder, offline, products or attention");
   for (const int rows : a.product_rows)
     if (rows < 1 || rows > kMaxProductRows)
       throw UsageError("--product-rows " + std::to_string(rows) + ": expected 1 to " + std::to_string(kMaxProductRows));
+  for (const int n : a.attention_streams)
+    if (n < 1 || n > kMaxStreams)
+      throw UsageError("--attention-streams " + std::to_string(n) + ": expected 1 to " + std::to_string(kMaxStreams));
   if (a.streams < 0 || a.streams > kMaxStreams)
     throw UsageError("--streams " + std::to_string(a.streams) + ": expected 1 to " + std::to_string(kMaxStreams));
   if (!(a.measure_seconds >= 1 && a.measure_seconds <= kMaxOfflineSeconds))
@@ -190,6 +195,8 @@ void run_bench(BenchArgs a) {
   b.decoder_steps = wanted("decoder");
   b.products = wanted("products") || !a.product_rows.empty();
   b.product_rows = a.product_rows;
+  if (wanted("attention") || !a.attention_streams.empty())
+    b.attention_streams = a.attention_streams.empty() ? std::vector<int>{1, 64, 128, 256} : a.attention_streams;
   if (wanted("offline")) b.offline_seconds = a.offline_seconds;
   else b.offline_seconds.clear();
   nlohmann::json r = benchmark_engine(*engine, audio, a.delay_ms, b);
@@ -214,12 +221,18 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--offline-seconds", args->offline_seconds, "Offline input lengths in seconds (1 to 3600)")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--figures", args->figures, "Which figures to measure (encoder, decoder, offline; products: each product of a step alone)")
+  cmd->add_option("--figures", args->figures,
+                  "Which figures to measure (encoder, decoder, offline; products: each product of a step alone; "
+                  "attention: one layer's attention for many streams)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--product-rows", args->product_rows,
                   "Time each product at these row counts through every product kernel (GEMV, tiled GEMM, cuBLAS), "
                   "side by side; implies --figures products")
+      ->delimiter(',');
+  cmd->add_option("--attention-streams", args->attention_streams,
+                  "Time one layer's attention for these many streams through every attention kernel (default 1,64,128,256); "
+                  "implies --figures attention")
       ->delimiter(',');
   cmd->add_option("--streams", args->streams,
                   "Run N live streams at once, paced at real time, instead of the per-stream figures");

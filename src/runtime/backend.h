@@ -237,6 +237,10 @@ class Backend {
   // nothing changed) when this backend has no such path. Library gives up batch invariance.
   enum class ProductKernels { Automatic, Gemv, Gemm, Library };
   virtual bool set_product_kernels(ProductKernels k) { return k == ProductKernels::Automatic; }
+  // The same for attention (`voxrt bench --figures attention`): the CUDA backend's tensor-core
+  // kernel (bf16 caches) or its CUDA-core kernel.
+  enum class AttentionKernels { Automatic, TensorCores, CudaCores };
+  virtual bool set_attention_kernels(AttentionKernels k) { return k == AttentionKernels::Automatic; }
 
   // Memory.
   virtual float* allocate(size_t floats) = 0;

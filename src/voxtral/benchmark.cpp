@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <random>
 
+#include "voxtral/bench_attention.h"
 #include "voxtral/bench_products.h"
 #include "voxtral/decoder_step.h"
 
@@ -161,6 +162,7 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
     const ProductTiming timing{read_bps, ceil.matmul_tflops * 1e12, o.product_rows};
     r["products"] = time_products(be, c, timing);
   }
+  if (!o.attention_streams.empty()) r["attention"] = time_attention(be, c, AttentionTiming{read_bps, o.attention_streams});
 
   r["offline"] = nlohmann::json::array();
   for (double seconds : o.offline_seconds) {
@@ -206,6 +208,7 @@ std::string format_benchmark(const nlohmann::json& r) {
     out += buf;
   }
   if (r.contains("products")) out += format_products(r["products"]);
+  if (r.contains("attention")) out += format_attention(r["attention"]);
   for (const auto& o : r["offline"]) {
     std::snprintf(buf, sizeof buf,
                   "offline %4.0f s audio     RTFx %8.1f   (wall %.2f s, %.2f s of it in the model's steps, %.2f s in the "

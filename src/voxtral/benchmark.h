@@ -29,6 +29,7 @@ struct BenchOptions {
   bool encoder_steps = true, decoder_steps = true;  // which per-step figures to measure
   bool products = false;  // each product of a step alone (bench_products.h) ...
   std::vector<int> product_rows;  // ... at these row counts through every kernel path (empty: a step's rows)
+  std::vector<int> attention_streams;  // one layer's attention for these many streams (bench_attention.h)
   std::vector<double> offline_seconds{30, 300};
   Protocol protocol;
   // Offline transcription of 16 kHz audio as `voxrt transcribe` runs it, without stopping at EOS.

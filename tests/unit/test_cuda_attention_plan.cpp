@@ -92,6 +92,42 @@ TEST(CudaAttentionPlan, RowsShareABlockOnlyAsConsecutivePositionsOfOneSlot) {
 #endif
 }
 
+TEST(CudaAttentionPlan, TensorCoreChunksAreAlignedAndIndependentOfTheLaunch) {
+#ifndef VOXRT_WITH_CUDA
+  GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
+#else
+  // bf16 caches with 64- or 128-wide heads go to the tensor-core kernel; its chunks sit at
+  // multiples of the chunk size, so a block of rows can touch one chunk more than its keys fill.
+  const std::vector<HeadShape> shapes = {{32, 32, 64, 750, 4}, {32, 8, 128, 8192, 1}, {8, 8, 64, 100, 1}};
+  for (const HeadShape& s : shapes) {
+    SCOPED_TRACE(describe(s, 2));
+    const int most_rows = s.heads == s.kv_heads ? 4 : 1;  // 4 queries a block: 4 rows of one head, or 4 heads
+    const cuda::AttentionPlan live = cuda::plan_attention(1, s.heads, s.kv_heads, s.head_dim, 2, s.window, s.window,
+                                                          s.step_rows, kH200Sms, kBlocksPerSm, 1, true);
+    EXPECT_TRUE(live.aligned);
+    for (const int rows : {1, 4, 37, 1500}) {
+      for (const int max_keys : {1, 64, 65, 250, s.window}) {
+        const cuda::AttentionPlan p = cuda::plan_attention(rows, s.heads, s.kv_heads, s.head_dim, 2, max_keys, s.window,
+                                                           s.step_rows, kH200Sms, kBlocksPerSm, 1, true);
+        EXPECT_EQ(p.chunk, live.chunk);
+        EXPECT_EQ(p.smem_bytes, live.smem_bytes);
+        // Keys first .. first + max_keys + most_rows - 2 cover at most this many aligned chunks.
+        EXPECT_EQ(p.nsplit, (max_keys + most_rows - 2) / p.chunk + 2) << rows << " rows, " << max_keys << " keys";
+        EXPECT_GE(p.scratch_floats, static_cast<size_t>(rows) * s.heads * p.nsplit * (s.head_dim + 2));
+      }
+    }
+  }
+  // The same chunk as the CUDA-core kernel for Voxtral's two shapes: 64 keys.
+  EXPECT_EQ(cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm, 4, true).chunk, 64);
+  EXPECT_EQ(cuda::plan_attention(1, 32, 8, 128, 2, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, true).chunk, 64);
+  // Other caches and head sizes stay on the CUDA-core kernel.
+  EXPECT_FALSE(cuda::plan_attention(1, 32, 8, 128, 4, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, true).aligned);
+  EXPECT_FALSE(cuda::plan_attention(1, 32, 8, 128, 1, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, true).aligned);
+  EXPECT_FALSE(cuda::plan_attention(1, 16, 1, 32, 2, 300, 300, 1, kH200Sms, kBlocksPerSm, 1, true).aligned);
+  EXPECT_FALSE(cuda::plan_attention(1, 32, 8, 128, 2, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, false).aligned);
+#endif
+}
+
 TEST(CudaAttentionPlan, StagedChunkFitsSharedMemoryForEverySupportedShape) {
 #ifndef VOXRT_WITH_CUDA
   GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
@@ -103,13 +139,16 @@ TEST(CudaAttentionPlan, StagedChunkFitsSharedMemoryForEverySupportedShape) {
           for (const int window : {1, 64, 750, 3000, 8192}) {
             for (const int step_rows : {1, 4}) {
               for (const int sms : {1, kH200Sms}) {
-                const HeadShape s{group * kv_heads, kv_heads, head_dim, window, step_rows};
-                SCOPED_TRACE(describe(s, kv_bytes) + " sms=" + std::to_string(sms));
-                const cuda::AttentionPlan p =
-                    cuda::plan_attention(1, s.heads, kv_heads, head_dim, kv_bytes, window, window, step_rows, sms, kBlocksPerSm);
-                EXPECT_TRUE(p.chunk >= 64 && p.chunk <= 1024 && (p.chunk & (p.chunk - 1)) == 0) << p.chunk;
-                EXPECT_GT(p.smem_bytes, 2u * p.chunk * head_dim * kv_bytes);  // at least the staged K and V
-                EXPECT_LE(p.smem_bytes, cuda::kAttentionMaxSmemBytes);
+                for (const bool tensor_cores : {false, true}) {
+                  const HeadShape s{group * kv_heads, kv_heads, head_dim, window, step_rows};
+                  SCOPED_TRACE(describe(s, kv_bytes) + " sms=" + std::to_string(sms) +
+                               (tensor_cores ? " tensor cores" : ""));
+                  const cuda::AttentionPlan p = cuda::plan_attention(1, s.heads, kv_heads, head_dim, kv_bytes, window, window,
+                                                                     step_rows, sms, kBlocksPerSm, 1, tensor_cores);
+                  EXPECT_TRUE(p.chunk >= 64 && p.chunk <= 1024 && (p.chunk & (p.chunk - 1)) == 0) << p.chunk;
+                  EXPECT_GT(p.smem_bytes, 2u * p.chunk * head_dim * kv_bytes);  // at least the staged K and V
+                  EXPECT_LE(p.smem_bytes, cuda::kAttentionMaxSmemBytes);
+                }
               }
             }
           }

@@ -39,7 +39,7 @@ class ScopedEnv {
 const char* const kAll[] = {"VOXRT_CUDA_GRAPHS",     "VOXRT_CUDA_PDL",        "VOXRT_CUDA_GEMV",
                             "VOXRT_CUDA_GEMV_MAX_ROWS", "VOXRT_CUDA_GEMV_SPLIT", "VOXRT_CUDA_GEMV_MIN_UNITS",
                             "VOXRT_CUDA_KV",         "VOXRT_CUDA_ATTN_BLOCKS_PER_SM", "VOXRT_CUDA_ATTN_GROUP_ROWS",
-                            "VOXRT_CUDA_REPEAT",     "VOXRT_CUDA_GEMM"};
+                            "VOXRT_CUDA_REPEAT",     "VOXRT_CUDA_GEMM",       "VOXRT_CUDA_ATTN"};
 #endif
 
 TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
@@ -63,6 +63,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
     EXPECT_EQ(o.fp32_kv, defaults.fp32_kv);
     EXPECT_EQ(o.attention_blocks_per_sm, defaults.attention_blocks_per_sm);
     EXPECT_EQ(o.attention_group_rows, defaults.attention_group_rows);
+    EXPECT_EQ(o.tensor_core_attention, defaults.tensor_core_attention);
     EXPECT_EQ(o.repeat, defaults.repeat);
   }
   ScopedEnv env;
@@ -76,6 +77,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   env.set("VOXRT_CUDA_KV", "fp32");
   env.set("VOXRT_CUDA_ATTN_BLOCKS_PER_SM", "2.5");
   env.set("VOXRT_CUDA_ATTN_GROUP_ROWS", "0");
+  env.set("VOXRT_CUDA_ATTN", "simt");
   env.set("VOXRT_CUDA_REPEAT", "attention,product");
   const CudaOptions o = cuda_options_from_environment();
   EXPECT_FALSE(o.graphs);
@@ -88,6 +90,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   EXPECT_TRUE(o.fp32_kv);
   EXPECT_DOUBLE_EQ(o.attention_blocks_per_sm, 2.5);
   EXPECT_FALSE(o.attention_group_rows);
+  EXPECT_FALSE(o.tensor_core_attention);
   EXPECT_EQ(o.repeat, "attention,product");
 #endif
 }

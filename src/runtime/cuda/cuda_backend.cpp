@@ -192,6 +192,12 @@ class CudaBackend final : public Backend {
     return true;
   }
 
+  bool set_attention_kernels(AttentionKernels k) override {
+    if (k == AttentionKernels::TensorCores && kv_element_bytes() != 2) return false;  // bf16 caches only
+    attention_kernels_ = k;
+    return true;
+  }
+
   size_t memory_in_use() const override {
     size_t free = 0, total = 0;
     if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
@@ -499,7 +505,9 @@ class CudaBackend final : public Backend {
     const cuda::AttentionPlan plan =
         cuda::plan_attention(q.rows, p.n_heads, p.n_kv_heads, p.head_dim, static_cast<int>(cache.element_bytes()),
                              p.window, p.window, p.step_rows, sm_count_, options_.attention_blocks_per_sm,
-                             rows_per_block);
+                             rows_per_block,
+                             attention_kernels_ == AttentionKernels::Automatic ? options_.tensor_core_attention
+                                                                               : attention_kernels_ == AttentionKernels::TensorCores);
     const auto d = upload_args({{rows.data(), q.rows * sizeof(RowRef)}});
     cuda::AttentionArgs a;
     a.kv = layout(cache, layer);
@@ -1027,6 +1035,7 @@ class CudaBackend final : public Backend {
   size_t kv_bytes_ = 2;  // K/V caches in bf16; VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements), fp8 halves them
   bool cublas_weights_ = false;  // a matrix whose products cuBLAS computes (batch_invariant)
   ProductKernels products_ = ProductKernels::Automatic;  // set_product_kernels
+  AttentionKernels attention_kernels_ = AttentionKernels::Automatic;  // set_attention_kernels
   static constexpr int kGemmMinRows = 33;  // tiled(): more rows than one GEMV launch takes
 
   std::unique_ptr<cuda::StepRecorder> steps_;  // steps as CUDA graphs (step_recorder.h)

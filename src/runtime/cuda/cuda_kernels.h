@@ -100,14 +100,17 @@ struct AttentionPlan {
   size_t scratch_floats = 0;  // partial results needed when nsplit > 1
   size_t smem_bytes = 0;      // a block's dynamic shared memory (queries, scores, the staged K and V)
   int rows_per_block = 1;     // rows sharing a block's staged keys and values
+  bool aligned = false;       // the tensor-core kernel's chunks, at multiples of `chunk` (attention_split.cuh)
 };
 // The most dynamic shared memory a chunk block may take (the H200 allows 227 KiB a block).
 constexpr size_t kAttentionMaxSmemBytes = 200 * 1024;
 // Chooses the key split (flash-decoding style) so that a live step (step_rows rows over a full
 // window) fills the GPU; the chunk size depends on the model, not on the batch (kernels_attention.cu).
-// rows_per_block: 1, or what attention_rows_per_block gives for the launch's rows.
+// rows_per_block: 1, or what attention_rows_per_block gives for the launch's rows. tensor_cores:
+// bf16 caches of the head sizes it takes go to the tensor-core kernel (kernels_attention_mma.cu).
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
-                             int window, int step_rows, int sm_count, double blocks_per_sm, int rows_per_block = 1);
+                             int window, int step_rows, int sm_count, double blocks_per_sm, int rows_per_block = 1,
+                             bool tensor_cores = false);
 // How many of a launch's rows a block may take together (their keys and values read once): more
 // than 1 when every group of that many consecutive rows holds consecutive positions of one slot
 // (an encoder step's frames, an offline pass's chunk) and the group's queries fit a block. Results

@@ -26,6 +26,7 @@ CudaOptions cuda_options_from_environment() {
   o.fp8_kv = is(env("VOXRT_CUDA_KV"), "fp8");
   if (const char* v = env("VOXRT_CUDA_ATTN_BLOCKS_PER_SM")) o.attention_blocks_per_sm = std::clamp(std::atof(v), 0.0, 64.0);
   if (const char* v = env("VOXRT_CUDA_ATTN_GROUP_ROWS")) o.attention_group_rows = !is(v, "0");
+  o.tensor_core_attention = !is(env("VOXRT_CUDA_ATTN"), "simt");
   if (const char* v = env("VOXRT_CUDA_REPEAT")) o.repeat = v;
   return o;
 }

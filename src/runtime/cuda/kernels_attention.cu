@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "runtime/cuda/attention_split.cuh"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
 #include "runtime/cuda/kv_elem.cuh"
@@ -25,14 +26,14 @@
 namespace voxrt::cuda {
 namespace {
 
-constexpr int kThreads = 128;      // per attention block
+constexpr int kThreads = kAttentionThreads;
 constexpr int kHeadsPerBlock = 8;  // query heads of one kv head handled together
 constexpr int kMaxChunk = 1024;
 constexpr int kMinChunk = 64;
 constexpr int kCombineThreads = 256;
 constexpr int kMaxHeadDim = 256;
 
-__host__ __device__ constexpr int cdiv(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
+constexpr auto cdiv = attention_cdiv;
 
 // Rows of k and v into the ring: one block per row, contiguous copies (rounded to the cache's type).
 template <typename T>
@@ -51,36 +52,6 @@ __global__ void store_kv_kernel(KvLayout kv, const float* __restrict__ k, int ld
     KvElem<T>::store(keys + c, kr[c]);
     KvElem<T>::store(values + c, vr[c]);
   }
-}
-
-struct SplitParams {
-  AttentionArgs a;
-  int chunk, nsplit;
-  int group;        // query heads per kv head
-  int head_blocks;      // blocks per kv head along the group (group > kHeadsPerBlock)
-  int heads_per_block;  // the kernel's G: min(group, kHeadsPerBlock) rounded up to a power of two
-  int rows_per_block;   // the kernel's R: 1, or rows grouped by attention_rows_per_block
-};
-
-// The partial results: (max, sum) per (row, head, chunk), then the accumulators, 16-byte aligned.
-__host__ __device__ inline size_t ml_floats(int n_rows, int n_heads, int nsplit) {
-  return (static_cast<size_t>(n_rows) * n_heads * nsplit * 2 + 3) / 4 * 4;
-}
-
-// The keys row r attends to: positions first .. pos, n of them.
-__device__ __forceinline__ void key_range(const SplitParams& p, int r, long long& first, int& n) {
-  const long long pos = p.a.rows[r].pos;
-  first = pos - p.a.window + 1;
-  if (first < 0) first = 0;
-  n = static_cast<int>(pos - first + 1);
-}
-
-// The ring entry of key j of a chunk starting at entry e0 < ring: no more than a ring's worth of
-// keys is attended (the backend checks), so e0 + j < 2 * ring and one conditional subtraction
-// (a select) replaces the modulo.
-__device__ __forceinline__ int ring_entry(int e0, int j, int ring) {
-  const int e = e0 + j;
-  return e >= ring ? e - ring : e;
 }
 
 // Asynchronous 16-byte copies from global to shared memory (cp.async, L2 only): they take no
@@ -172,8 +143,8 @@ __global__ void __launch_bounds__(kThreads) attention_chunk_kernel(SplitParams p
   __shared__ float s_m[Q], s_l[Q];
 
   const AttentionArgs& a = p.a;
-  const int r0 = (blockIdx.x / p.nsplit) * R, split = blockIdx.x % p.nsplit;
-  const int kvh = blockIdx.y / p.head_blocks, hb = blockIdx.y % p.head_blocks;
+  const ChunkBlock block = chunk_block<R>(p);
+  const int r0 = block.r0, split = block.split, kvh = block.kvh, hb = block.hb;
   const int h0 = kvh * p.group + hb * G;
   const int gcount = min(G, p.group - hb * G);
   const int j0 = split * p.chunk;
@@ -389,10 +360,7 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
   __shared__ float red[32];
   const AttentionArgs& a = p.a;
   const int r = blockIdx.x, h = blockIdx.y;
-  long long first;
-  int n;
-  key_range(p, r, first, n);
-  const int ns = cdiv(n, p.chunk);
+  const int ns = row_chunks(p, r);
   const size_t cell0 = (static_cast<size_t>(r) * a.n_heads + h) * p.nsplit;
   const float* ml = a.scratch + cell0 * 2;
   const float* acc = a.scratch + ml_floats(a.n_rows, a.n_heads, p.nsplit) + cell0 * head_dim;
@@ -451,8 +419,7 @@ void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, Stream s) {
   check(bytes <= kAttentionMaxSmemBytes, "cuda attention", "chunk too large for shared memory");
   allow_dynamic_smem(reinterpret_cast<const void*>(attention_chunk_kernel<HD, T, G, R>), kAttentionMaxSmemBytes,
                      "attention_chunk shared memory");
-  const dim3 grid(static_cast<unsigned>(static_cast<size_t>(cdiv(sp.a.n_rows, R)) * sp.nsplit),
-                  static_cast<unsigned>(n_kv_heads * sp.head_blocks));
+  const dim3 grid = chunk_grid(sp);
   launch_kernel("attention_chunk", attention_chunk_kernel<HD, T, G, R>, grid, dim3(kThreads), bytes, s, sp);
 }
 
@@ -475,6 +442,26 @@ void launch_chunks(const SplitParams& sp, int n_kv_heads, Stream s) {
   if (sp.a.kv.fp8) launch_chunks_typed<HD, __nv_fp8_e4m3>(sp, n_kv_heads, s);
   else if (sp.a.kv.bf16) launch_chunks_typed<HD, __nv_bfloat16>(sp, n_kv_heads, s);
   else launch_chunks_typed<HD, float>(sp, n_kv_heads, s);
+}
+
+}  // namespace
+
+dim3 chunk_grid(const SplitParams& sp) {
+  const size_t blocks = static_cast<size_t>(cdiv(sp.a.n_rows, sp.rows_per_block)) * sp.nsplit * sp.a.kv.kv_heads * sp.head_blocks;
+  check(blocks <= 0x7fffffffu, "cuda attention", "too many rows for one launch");
+  return dim3(static_cast<unsigned>(blocks));
+}
+
+namespace {
+
+void launch_chunk_kernel(const SplitParams& sp, Stream s) {
+  switch (sp.a.kv.head_dim) {
+    case 32: launch_chunks<32>(sp, sp.a.kv.kv_heads, s); break;
+    case 64: launch_chunks<64>(sp, sp.a.kv.kv_heads, s); break;
+    case 128: launch_chunks<128>(sp, sp.a.kv.kv_heads, s); break;
+    case 256: launch_chunks<256>(sp, sp.a.kv.kv_heads, s); break;
+    default: throw Error("cuda attention: head_dim " + std::to_string(sp.a.kv.head_dim) + " unsupported");
+  }
 }
 
 }  // namespace
@@ -502,9 +489,15 @@ int attention_rows_per_block(const DevRowRef* rows, int n_rows, int n_heads, int
 }
 
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
-                             int window, int step_rows, int sm_count, double blocks_per_sm, int rows_per_block) {
+                             int window, int step_rows, int sm_count, double blocks_per_sm, int rows_per_block,
+                             bool tensor_cores) {
   AttentionPlan plan;
   const int group = n_heads / n_kv_heads;
+  // bf16 caches go to the tensor-core kernel where it takes the head size (kernels_attention_mma.cu).
+  plan.aligned = tensor_cores && kv_bytes == 2 && attention_mma_head_dim(head_dim);
+  auto smem_bytes = [&](int rows, int c) {
+    return plan.aligned ? attention_mma_smem_bytes(head_dim, c) : chunk_smem_bytes(head_dim, kv_bytes, heads_per_block(group), rows, c);
+  };
   // The chunk size depends on the model alone (one row over a full window), never on the batch:
   // a row's result then does not depend on which other rows share the launch, so a live session
   // (a few rows per step) computes exactly what an offline pass (many rows) computes.
@@ -521,14 +514,16 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   while (chunk > kMinChunk && blocks_per_split * cdiv(basis, chunk) < per_sm * sm_count) chunk /= 2;
   // A block stages its chunk's keys and values in shared memory; the cap assumes the most rows a
   // block may group, so that the chunk does not depend on how a launch's rows are grouped.
-  const int g = heads_per_block(group), most_rows = max_rows_per_block(group);
-  while (chunk > kMinChunk && chunk_smem_bytes(head_dim, kv_bytes, g, most_rows, chunk) > kAttentionMaxSmemBytes)
-    chunk /= 2;
+  const int most_rows = max_rows_per_block(group);
+  while (chunk > kMinChunk && smem_bytes(most_rows, chunk) > kAttentionMaxSmemBytes) chunk /= 2;
   check(rows_per_block == 1 || rows_per_block == most_rows, "cuda attention", "unsupported rows per block");
   plan.chunk = chunk;
   plan.rows_per_block = rows_per_block;
-  plan.smem_bytes = chunk_smem_bytes(head_dim, kv_bytes, g, rows_per_block, chunk);
-  plan.nsplit = std::max(1, cdiv(max_keys, chunk));
+  plan.smem_bytes = smem_bytes(rows_per_block, chunk);
+  // Aligned chunks: a block's rows (up to most_rows consecutive positions) reach from the first
+  // row's first key to the last row's last, max_keys + most_rows - 1 keys, which may touch one
+  // more chunk than they fill.
+  plan.nsplit = plan.aligned ? std::max(1, max_keys + most_rows - 2) / chunk + 2 : std::max(1, cdiv(max_keys, chunk));
   if (plan.nsplit > 1)
     plan.scratch_floats = ml_floats(n_rows, n_heads, plan.nsplit) +
                           static_cast<size_t>(n_rows) * n_heads * plan.nsplit * head_dim;
@@ -537,18 +532,18 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
 
 void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream s) {
   if (a.n_rows <= 0 || a.n_heads <= 0) return;
-  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0, plan.rows_per_block};
+  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0, plan.rows_per_block, plan.aligned};
   sp.heads_per_block = heads_per_block(sp.group);
   sp.head_blocks = cdiv(sp.group, sp.heads_per_block);
-  check(plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, a.kv.fp8 ? 1 : a.kv.bf16 ? 2 : 4, sp.heads_per_block,
-                                            plan.rows_per_block, plan.chunk),
-        "cuda attention", "the plan was made for another head shape or cache element size");
-  switch (a.kv.head_dim) {
-    case 32: launch_chunks<32>(sp, a.kv.kv_heads, s); break;
-    case 64: launch_chunks<64>(sp, a.kv.kv_heads, s); break;
-    case 128: launch_chunks<128>(sp, a.kv.kv_heads, s); break;
-    case 256: launch_chunks<256>(sp, a.kv.kv_heads, s); break;
-    default: throw Error("cuda attention: head_dim " + std::to_string(a.kv.head_dim) + " unsupported");
+  if (plan.aligned) {
+    check(a.kv.bf16 && plan.smem_bytes == attention_mma_smem_bytes(a.kv.head_dim, plan.chunk) && plan.nsplit > 1,
+          "cuda attention", "the plan was made for another head shape or cache element size");
+    launch_attention_mma(sp, a.kv.kv_heads, s);
+  } else {
+    check(plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, a.kv.fp8 ? 1 : a.kv.bf16 ? 2 : 4, sp.heads_per_block,
+                                              plan.rows_per_block, plan.chunk),
+          "cuda attention", "the plan was made for another head shape or cache element size");
+    launch_chunk_kernel(sp, s);
   }
   if (plan.nsplit > 1) {
     const dim3 grid(static_cast<unsigned>(a.n_rows), static_cast<unsigned>(a.n_heads));

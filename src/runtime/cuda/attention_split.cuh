@@ -1,0 +1,91 @@
+// What the two attention chunk kernels share: how a launch is split into (rows, kv head, key chunk)
+// blocks, where each block leaves its partial result for the combine pass, and which keys a row
+// attends. kernels_attention.cu holds the CUDA-core chunk kernel (every cache type), the combine
+// kernel, the plan and the launcher; kernels_attention_mma.cu the tensor-core chunk kernel (bf16
+// caches).
+//
+// Two ways of cutting a row's keys into chunks:
+//  - from the row's first key (the CUDA-core kernel): chunk s holds keys first + s * chunk ...;
+//  - at multiples of the chunk in absolute positions ("aligned", the tensor-core kernel): chunk c
+//    holds positions c * chunk ... c * chunk + chunk - 1, the row's first and last chunks cut to
+//    its keys. Rows of one block (consecutive positions of a slot) then share every chunk exactly,
+//    and each key sits at the same place of its chunk whichever rows a block holds: the tensor
+//    cores round by which 16 keys share an instruction, and that stays the same alone or grouped.
+#pragma once
+
+#include <cstddef>
+
+#include "runtime/cuda/cuda_kernels.h"
+
+namespace voxrt::cuda {
+
+constexpr int kAttentionThreads = 128;  // per chunk block, both kernels
+
+struct SplitParams {
+  AttentionArgs a;
+  int chunk, nsplit;
+  int group;            // query heads per kv head
+  int head_blocks;      // blocks per kv head along the group (group > heads_per_block)
+  int heads_per_block;  // the kernel's G: min(group, 8) rounded up to a power of two
+  int rows_per_block;   // the kernel's R: 1, or rows grouped by attention_rows_per_block
+  bool aligned;         // chunks at multiples of `chunk` in absolute positions (top comment)
+};
+
+__host__ __device__ constexpr int attention_cdiv(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
+
+// The partial results: (max, sum) per (row, head, chunk), then the accumulators, 16-byte aligned.
+__host__ __device__ inline size_t ml_floats(int n_rows, int n_heads, int nsplit) {
+  return (static_cast<size_t>(n_rows) * n_heads * nsplit * 2 + 3) / 4 * 4;
+}
+
+// The keys row r attends to: positions first .. pos, n of them.
+__device__ __forceinline__ void key_range(const SplitParams& p, int r, long long& first, int& n) {
+  const long long pos = p.a.rows[r].pos;
+  first = pos - p.a.window + 1;
+  if (first < 0) first = 0;
+  n = static_cast<int>(pos - first + 1);
+}
+
+// How many chunks row r's keys fill (its partial results are cells 0 .. that - 1).
+__device__ __forceinline__ int row_chunks(const SplitParams& p, int r) {
+  long long first;
+  int n;
+  key_range(p, r, first, n);
+  if (!p.aligned) return attention_cdiv(n, p.chunk);
+  return static_cast<int>((first + n - 1) / p.chunk - first / p.chunk + 1);
+}
+
+// The ring entry of the key j places after ring entry e0 < ring: no more than a ring's worth of
+// keys is attended (the backend checks), so e0 + j < 2 * ring and one conditional subtraction
+// (a select) replaces the modulo.
+__device__ __forceinline__ int ring_entry(int e0, int j, int ring) {
+  const int e = e0 + j;
+  return e >= ring ? e - ring : e;
+}
+
+// A chunk block's rows (the first, r0), key chunk (split) and heads (kv head kvh, head block hb).
+// Blocks are numbered heads first, then chunks, then rows: the blocks resident at once then read
+// every kv head of the same cache entries (an entry's heads lie side by side), not one head's
+// slice of entries far apart, which DRAM serves at a fraction of its rate.
+struct ChunkBlock {
+  int r0, split, kvh, hb;
+};
+template <int R>
+__device__ __forceinline__ ChunkBlock chunk_block(const SplitParams& p) {
+  const int heads = p.a.kv.kv_heads * p.head_blocks;
+  const int h = static_cast<int>(blockIdx.x % heads);
+  const unsigned rest = blockIdx.x / heads;
+  return {static_cast<int>(rest / p.nsplit) * R, static_cast<int>(rest % p.nsplit), h / p.head_blocks, h % p.head_blocks};
+}
+// The grid of chunk blocks for rows_per_block rows a block (a one-dimensional grid: the product
+// exceeds the 65535 of a second dimension with long rows).
+dim3 chunk_grid(const SplitParams& sp);
+
+// ---- kernels_attention_mma.cu ----
+// Whether the tensor-core kernel takes this head size, and its shared memory for a chunk.
+bool attention_mma_head_dim(int head_dim);
+size_t attention_mma_smem_bytes(int head_dim, int chunk);
+// The chunk blocks of an aligned plan on a bf16 cache (the combine pass is the caller's).
+void launch_attention_mma(const SplitParams& sp, int n_kv_heads, Stream s);
+
+}  // namespace voxrt::cuda

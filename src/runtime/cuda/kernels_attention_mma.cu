@@ -1,0 +1,297 @@
+// Attention chunks on the tensor cores, for bf16 caches: the same blocks as kernels_attention.cu's
+// CUDA-core kernel (one per rows, kv head, key chunk; partial results merged by its combine pass),
+// with both products as bf16 mma.sync and the chunks aligned (attention_split.cuh).
+//
+// Why. With several queries per block (an encoder step's 4 frames, the decoder's 4 heads per kv
+// head) the CUDA-core kernel spends two fp32 FMAs per byte of K/V plus the conversions and shared
+// loads around them: at a few hundred live streams its instructions, not its bytes, set its time
+// (bench/results/2026-12-03-profile-rounds.txt: 3x the bytes' floor). On the tensor cores the
+// arithmetic is nearly free, and a block's time is its copies.
+//
+// Exact as fp32. K and V are bf16 as stored, so they enter the mma as they are. The queries and the
+// probabilities are fp32: each is split into three bf16 terms, hi + mid + lo, which hold its 24
+// bits (x - hi is exact in fp32, and so is the next remainder), and the three products accumulate
+// in fp32. So a score is q . k to fp32's precision, not to bf16's, as the CUDA-core kernel's is and
+// the tolerance against the CPU's double-accumulated reference requires.
+//
+// Scores: S^T = K Q^T, keys as the mma's M (16 a tile, ldmatrix from the staged rows), the head's
+// queries as its N (8: up to 8 queries, the rest zero), the head dimension as K. Values: O^T = V^T
+// P^T, the head dimension as M (ldmatrix.trans from the same staged rows), queries as N, keys as K,
+// 16 at a time at multiples of 16 from the chunk's start: because chunks are aligned, a key meets
+// the same 15 others in its instruction whichever rows share the block, so a row's bits are the
+// same alone, grouped, live or offline. Keys of the chunk outside a row's range get score -inf and
+// probability 0; positions of the chunk outside every row's range are not read, and their values
+// are zeros in shared memory (0 times a stale value that is not finite would not be 0).
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <string>
+
+#include "runtime/cuda/attention_split.cuh"
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/kv_elem.cuh"
+#include "runtime/cuda/launch.cuh"
+#include "runtime/cuda/tensor_core.cuh"
+
+namespace voxrt::cuda {
+namespace {
+
+constexpr int kWarps = kAttentionThreads / 32;
+constexpr int kMaxQueries = 8;  // the mma's N
+constexpr size_t kNotStaged = ~size_t{0};
+
+// A staged row: the head's HD bf16 elements and 16 bytes of padding, so that the 8 rows one
+// ldmatrix phase reads fall in different banks.
+__host__ __device__ constexpr int row_pitch(int head_dim) { return head_dim + 8; }
+// The probabilities' row: chunk + 8 floats, so that a B fragment's 8-byte reads take two phases.
+__host__ __device__ constexpr int score_pitch(int chunk) { return chunk + 8; }
+
+// Four 8x8 bf16 matrices from shared memory, each lane giving one row's address; kTrans hands
+// each one over transposed.
+template <bool kTrans>
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __nv_bfloat16* p) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  if constexpr (kTrans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+}
+
+__device__ __forceinline__ uint32_t bits(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
+
+// (x, y) as three bf16 pairs, hi + mid + lo = (x, y) to fp32's precision (top comment).
+struct Split3 {
+  uint32_t hi, mid, lo;
+};
+__device__ __forceinline__ Split3 split3(float x, float y) {
+  const __nv_bfloat162 hi = __floats2bfloat162_rn(x, y);
+  const float2 h = __bfloat1622float2(hi);
+  const float rx = x - h.x, ry = y - h.y;
+  const __nv_bfloat162 mid = __floats2bfloat162_rn(rx, ry);
+  const float2 m = __bfloat1622float2(mid);
+  return {bits(hi), bits(mid), bits(__floats2bfloat162_rn(rx - m.x, ry - m.y))};
+}
+
+// acc += a b over the three terms of b, smallest first.
+__device__ __forceinline__ void mma3(float (&acc)[4], const uint32_t (&a)[4], const Split3& b0, const Split3& b1) {
+  tc::mma16816(acc, a[0], a[1], a[2], a[3], b0.lo, b1.lo);
+  tc::mma16816(acc, a[0], a[1], a[2], a[3], b0.mid, b1.mid);
+  tc::mma16816(acc, a[0], a[1], a[2], a[3], b0.hi, b1.hi);
+}
+
+// HD the head dimension, G the query heads per block, R the rows per block (G * R <= 8); query
+// i * G + g is row r0 + i, head h0 + g.
+template <int HD, int G, int R>
+__global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitParams p) {
+  constexpr int Q = G * R;
+  static_assert(Q <= kMaxQueries && HD % 16 == 0, "unsupported block shape");
+  constexpr int kPitch = row_pitch(HD), kPieces = HD / 8, kSteps = HD / 16;
+  pdl_trigger();
+  pdl_wait();
+  const AttentionArgs& a = p.a;
+  const int C = p.chunk, SP = score_pitch(C);
+  extern __shared__ float4 smem4[];
+  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(smem4);
+  __nv_bfloat16* vs = ks + C * kPitch;
+  float* sc = reinterpret_cast<float*>(vs + C * kPitch);  // [kMaxQueries][SP]
+  size_t* row_at = reinterpret_cast<size_t*>(sc + kMaxQueries * SP);  // [C]
+
+  const ChunkBlock block = chunk_block<R>(p);
+  const int r0 = block.r0, split = block.split, kvh = block.kvh, hb = block.hb;
+  const int h0 = kvh * p.group + hb * G, gcount = min(G, p.group - hb * G);
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+
+  // The block's chunk: the first row's first chunk plus the split. Rows are consecutive positions
+  // of one slot (attention_rows_per_block), so later rows start no earlier.
+  long long first0;
+  int n0;
+  key_range(p, r0, first0, n0);
+  const long long c = first0 / C + split, c_lo = c * C, c_hi = c_lo + C - 1;
+  // Row i's keys, [first, last]; "in" when some of them are in this chunk.
+  auto row_keys = [&](int i, long long& first, long long& last) {
+    if (r0 + i >= a.n_rows) return false;
+    int n;
+    key_range(p, r0 + i, first, n);
+    last = first + n - 1;
+    return first <= c_hi && last >= c_lo;
+  };
+  long long lo = 0, hi = -1;  // the positions staged: every row's keys in the chunk
+  bool any = false;
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    long long f, l;
+    if (!row_keys(i, f, l)) continue;
+    lo = any ? min(lo, max(f, c_lo)) : max(f, c_lo);
+    hi = any ? max(hi, min(l, c_hi)) : min(l, c_hi);
+    any = true;
+  }
+  if (!any) return;
+
+  // 0. Stage the chunk: K and V rows of the positions lo .. hi (cp.async), zeros elsewhere.
+  {
+    const int jlo = static_cast<int>(lo - c_lo), jhi = static_cast<int>(hi - c_lo), ring = a.kv.ring;
+    const int e_lo = static_cast<int>(lo % ring);
+    const int* slot_pages = kv_slot_pages(a.kv, a.rows[r0].slot);
+    const __nv_bfloat16* kbase = static_cast<const __nv_bfloat16*>(a.kv.keys) + static_cast<size_t>(kvh) * HD;
+    const __nv_bfloat16* vbase = static_cast<const __nv_bfloat16*>(a.kv.values) + static_cast<size_t>(kvh) * HD;
+    // Each staged row's place in the cache, found once (a page-table read and a division), not
+    // once per 16-byte piece.
+    for (int j = tid; j < C; j += kAttentionThreads)
+      row_at[j] = j >= jlo && j <= jhi ? kv_entry_offset(a.kv, slot_pages, ring_entry(e_lo, j - jlo, ring)) : kNotStaged;
+    __syncthreads();
+    for (int i = tid; i < C * kPieces; i += kAttentionThreads) {
+      const int j = i / kPieces, piece = i % kPieces;
+      __nv_bfloat16* kd = ks + j * kPitch + piece * 8;
+      __nv_bfloat16* vd = vs + j * kPitch + piece * 8;
+      const size_t at = row_at[j];
+      if (at != kNotStaged) {
+        tc::cp_async16(kd, kbase + at + piece * 8, true);
+        tc::cp_async16(vd, vbase + at + piece * 8, true);
+      } else {
+        *reinterpret_cast<uint4*>(kd) = uint4{0, 0, 0, 0};
+        *reinterpret_cast<uint4*>(vd) = uint4{0, 0, 0, 0};
+      }
+    }
+    tc::cp_async_commit();
+  }
+
+  // This lane's queries as the scores' B fragments (query g; zeros past Q or past the heads),
+  // loaded while the copies travel: elements 16 s + 2 t (+ 1) and 16 s + 2 t + 8 (+ 1) of each step s.
+  Split3 qb[kSteps][2];
+  {
+    const int i = g / G, hg = g % G;
+    const bool real = g < Q && hg < gcount && r0 + i < a.n_rows;
+    const float* qrow = a.q + static_cast<size_t>(r0 + i) * a.ldq + static_cast<size_t>(h0 + hg) * HD;
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int d = 16 * s + 2 * t + 8 * h;
+        qb[s][h] = split3(real ? qrow[d] : 0.f, real ? qrow[d + 1] : 0.f);
+      }
+  }
+  // The key range of this lane's score columns, queries 2t and 2t + 1 (empty where not real).
+  long long kf[2], kl[2];
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    const int q = 2 * t + e;
+    if (q >= Q || !row_keys(q / G, kf[e], kl[e])) kf[e] = 1, kl[e] = 0;
+  }
+  tc::cp_async_wait<0>();
+  __syncthreads();
+
+  // 1. Scores, a 16-key tile a warp at a time: sc[q][j] = (q . k_j) * scale, -inf outside q's keys.
+  for (int kt = warp; kt < C / 16; kt += kWarps) {
+    float acc[4] = {0, 0, 0, 0};
+    const __nv_bfloat16* tile = ks + (kt * 16 + (lane / 8) % 2 * 8 + lane % 8) * kPitch + lane / 16 * 8;
+#pragma unroll
+    for (int s = 0; s < kSteps; ++s) {
+      uint32_t ka[4];
+      ldmatrix_x4<false>(ka, tile + 16 * s);
+      mma3(acc, ka, qb[s][0], qb[s][1]);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int q = 2 * t + (e & 1), j = kt * 16 + g + (e & 2 ? 8 : 0);
+      const long long at = c_lo + j;
+      if (q < Q) sc[q * SP + j] = at >= kf[e & 1] && at <= kl[e & 1] ? acc[e] * a.scale : -INFINITY;
+    }
+  }
+  __syncthreads();
+
+  // 2. Each query's softmax statistics over the chunk, a warp a query; scores become exp(s - max).
+  // A query without keys here (or a padding head) gets zeros, and no partial result.
+  for (int q = warp; q < Q; q += kWarps) {
+    float* s = sc + q * SP;
+    long long f, l;
+    const bool real = row_keys(q / G, f, l) && q % G < gcount;
+    float m = -INFINITY;
+    for (int j = lane; j < C; j += 32) m = fmaxf(m, s[j]);
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float sum = 0;
+    for (int j = lane; j < C; j += 32) {
+      const float e = real ? expf(s[j] - m) : 0.f;
+      s[j] = e;
+      sum += e;
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (real && lane == 0) {
+      const int r = r0 + q / G;
+      const size_t cell = (static_cast<size_t>(r) * a.n_heads + h0 + q % G) * p.nsplit + (c - f / C);
+      a.scratch[cell * 2] = m;
+      a.scratch[cell * 2 + 1] = sum;
+    }
+  }
+  for (int q = Q + warp; q < kMaxQueries; q += kWarps)  // padding queries: zero probabilities
+    for (int j = lane; j < C; j += 32) sc[q * SP + j] = 0.f;
+  __syncthreads();
+
+  // 3. Values, a 16-wide slice of the head a warp at a time: O^T[d][q] = sum_j V[j][d] P[q][j].
+  const size_t acc0 = ml_floats(a.n_rows, a.n_heads, p.nsplit);
+  for (int dt = warp; dt < kSteps; dt += kWarps) {
+    float acc[4] = {0, 0, 0, 0};
+    const __nv_bfloat16* slice = vs + (lane / 16 * 8 + lane % 8) * kPitch + dt * 16 + (lane / 8) % 2 * 8;
+    const float* pq = sc + g * SP + 2 * t;
+    for (int kk = 0; kk < C / 16; ++kk) {
+      uint32_t va[4];
+      ldmatrix_x4<true>(va, slice + kk * 16 * kPitch);
+      const float2 p0 = *reinterpret_cast<const float2*>(pq + kk * 16);
+      const float2 p1 = *reinterpret_cast<const float2*>(pq + kk * 16 + 8);
+      mma3(acc, va, split3(p0.x, p0.y), split3(p1.x, p1.y));
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int q = 2 * t + (e & 1), d = dt * 16 + g + (e & 2 ? 8 : 0);
+      if (q >= Q || q % G >= gcount || kf[e & 1] > kl[e & 1]) continue;
+      const int r = r0 + q / G;
+      const size_t cell = (static_cast<size_t>(r) * a.n_heads + h0 + q % G) * p.nsplit + (c - kf[e & 1] / C);
+      a.scratch[acc0 + cell * HD + d] = acc[e];
+    }
+  }
+}
+
+template <int HD, int G, int R>
+void launch_shape(const SplitParams& sp, int n_kv_heads, Stream s) {
+  const size_t bytes = attention_mma_smem_bytes(HD, sp.chunk);
+  check(bytes <= kAttentionMaxSmemBytes, "cuda attention", "chunk too large for shared memory");
+  allow_dynamic_smem(reinterpret_cast<const void*>(attention_mma_kernel<HD, G, R>), kAttentionMaxSmemBytes,
+                     "attention_mma shared memory");
+  const dim3 grid = chunk_grid(sp);
+  launch_kernel("attention_mma", attention_mma_kernel<HD, G, R>, grid, dim3(kAttentionThreads), bytes, s, sp);
+}
+
+template <int HD>
+void launch_head_dim(const SplitParams& sp, int n_kv_heads, Stream s) {
+  const int g = sp.heads_per_block, r = sp.rows_per_block;
+  if (g == 1 && r == 4) launch_shape<HD, 1, 4>(sp, n_kv_heads, s);
+  else if (g == 2 && r == 2) launch_shape<HD, 2, 2>(sp, n_kv_heads, s);
+  else if (r != 1) throw Error("cuda attention: " + std::to_string(r) + " rows per block unsupported for " +
+                               std::to_string(g) + " heads per block");
+  else if (g == 1) launch_shape<HD, 1, 1>(sp, n_kv_heads, s);
+  else if (g == 2) launch_shape<HD, 2, 1>(sp, n_kv_heads, s);
+  else if (g == 4) launch_shape<HD, 4, 1>(sp, n_kv_heads, s);
+  else launch_shape<HD, 8, 1>(sp, n_kv_heads, s);
+}
+
+}  // namespace
+
+bool attention_mma_head_dim(int head_dim) { return head_dim == 64 || head_dim == 128; }
+
+size_t attention_mma_smem_bytes(int head_dim, int chunk) {
+  // K and V, the probabilities, each staged row's cache offset.
+  return 2 * static_cast<size_t>(chunk) * row_pitch(head_dim) * sizeof(__nv_bfloat16) +
+         static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(float) + static_cast<size_t>(chunk) * sizeof(size_t);
+}
+
+void launch_attention_mma(const SplitParams& sp, int n_kv_heads, Stream s) {
+  check(sp.aligned && sp.a.kv.bf16 && sp.chunk % 16 == 0, "cuda attention", "the tensor-core kernel needs an aligned bf16 plan");
+  switch (sp.a.kv.head_dim) {
+    case 64: launch_head_dim<64>(sp, n_kv_heads, s); break;
+    case 128: launch_head_dim<128>(sp, n_kv_heads, s); break;
+    default: throw Error("cuda attention (tensor cores): head_dim " + std::to_string(sp.a.kv.head_dim) + " unsupported");
+  }
+}
+
+}  // namespace voxrt::cuda
