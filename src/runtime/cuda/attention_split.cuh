@@ -29,6 +29,7 @@ struct SplitParams {
   int heads_per_block;  // the kernel's G: min(group, 8) rounded up to a power of two
   int rows_per_block;   // the kernel's R: 1, or rows grouped by attention_rows_per_block
   bool aligned;         // chunks at multiples of `chunk` in absolute positions (top comment)
+  int chunk_shift;      // log2(chunk): chunks are powers of two
 };
 
 __host__ __device__ constexpr int attention_cdiv(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
@@ -52,7 +53,7 @@ __device__ __forceinline__ int row_chunks(const SplitParams& p, int r) {
   int n;
   key_range(p, r, first, n);
   if (!p.aligned) return attention_cdiv(n, p.chunk);
-  return static_cast<int>((first + n - 1) / p.chunk - first / p.chunk + 1);
+  return static_cast<int>(((first + n - 1) >> p.chunk_shift) - (first >> p.chunk_shift) + 1);
 }
 
 // The ring entry of the key j places after ring entry e0 < ring: no more than a ring's worth of

@@ -532,7 +532,10 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
 
 void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream s) {
   if (a.n_rows <= 0 || a.n_heads <= 0) return;
-  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0, plan.rows_per_block, plan.aligned};
+  check(plan.chunk > 0 && (plan.chunk & (plan.chunk - 1)) == 0, "cuda attention", "the key chunk must be a power of two");
+  int shift = 0;
+  while ((1 << shift) < plan.chunk) ++shift;
+  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0, plan.rows_per_block, plan.aligned, shift};
   sp.heads_per_block = heads_per_block(sp.group);
   sp.head_blocks = cdiv(sp.group, sp.heads_per_block);
   if (plan.aligned) {

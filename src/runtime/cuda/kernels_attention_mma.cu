@@ -97,6 +97,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   __nv_bfloat16* vs = ks + C * kPitch;
   float* sc = reinterpret_cast<float*>(vs + C * kPitch);  // [kMaxQueries][SP]
   size_t* row_at = reinterpret_cast<size_t*>(sc + kMaxQueries * SP);  // [C]
+  // The probabilities as the values' B operand: three bf16 planes, hi, mid, lo [kMaxQueries][SP].
+  __nv_bfloat16* pb = reinterpret_cast<__nv_bfloat16*>(row_at + C);
 
   const ChunkBlock block = chunk_block<R>(p);
   const int r0 = block.r0, split = block.split, kvh = block.kvh, hb = block.hb;
@@ -104,42 +106,50 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
 
   // The block's chunk: the first row's first chunk plus the split. Rows are consecutive positions
-  // of one slot (attention_rows_per_block), so later rows start no earlier.
+  // of one slot (attention_rows_per_block), so later rows start no earlier. From here on a row's
+  // keys are staged rows jf .. jl of the chunk (none: jf > jl), and its partial result is cell
+  // `cell` of its own chunks; positions are 64-bit, these are not (a 64-bit division costs
+  // dozens of instructions, and there were several per output).
   long long first0;
   int n0;
   key_range(p, r0, first0, n0);
-  const long long c = first0 / C + split, c_lo = c * C, c_hi = c_lo + C - 1;
-  // Row i's keys, [first, last]; "in" when some of them are in this chunk.
-  auto row_keys = [&](int i, long long& first, long long& last) {
-    if (r0 + i >= a.n_rows) return false;
-    int n;
-    key_range(p, r0 + i, first, n);
-    last = first + n - 1;
-    return first <= c_hi && last >= c_lo;
-  };
-  long long lo = 0, hi = -1;  // the positions staged: every row's keys in the chunk
-  bool any = false;
+  const long long c = (first0 >> p.chunk_shift) + split, c_lo = c << p.chunk_shift;
+  __shared__ int s_jf[R], s_jl[R], s_cell[R], s_entry;
+  int lo = C, hi = -1;  // the staged rows holding keys: every row's keys in the chunk
 #pragma unroll
   for (int i = 0; i < R; ++i) {
-    long long f, l;
-    if (!row_keys(i, f, l)) continue;
-    lo = any ? min(lo, max(f, c_lo)) : max(f, c_lo);
-    hi = any ? max(hi, min(l, c_hi)) : min(l, c_hi);
-    any = true;
+    int jf = C, jl = -1, cell = 0;
+    if (r0 + i < a.n_rows) {
+      long long first;
+      int n;
+      key_range(p, r0 + i, first, n);
+      const long long from = first - c_lo, to = from + n - 1;
+      if (to >= 0 && from < C) {
+        jf = static_cast<int>(max(from, 0LL));
+        jl = static_cast<int>(min(to, static_cast<long long>(C - 1)));
+        cell = static_cast<int>(c - (first >> p.chunk_shift));
+      }
+    }
+    lo = min(lo, jf);
+    hi = max(hi, jl);
+    if (tid == i) s_jf[i] = jf, s_jl[i] = jl, s_cell[i] = cell;
   }
-  if (!any) return;
+  if (hi < 0) return;
+  const int ring = a.kv.ring;
+  if (tid == 0) s_entry = static_cast<int>((c_lo + lo) % ring);  // a 64-bit modulo: once a block
+  __syncthreads();
 
-  // 0. Stage the chunk: K and V rows of the positions lo .. hi (cp.async), zeros elsewhere.
+  // 0. Stage the chunk: K and V rows of the positions lo .. hi (cp.async); elsewhere V's rows are
+  // zeros (K's are left as they are: their scores become -inf).
   {
-    const int jlo = static_cast<int>(lo - c_lo), jhi = static_cast<int>(hi - c_lo), ring = a.kv.ring;
-    const int e_lo = static_cast<int>(lo % ring);
+    const int e_lo = s_entry;
     const int* slot_pages = kv_slot_pages(a.kv, a.rows[r0].slot);
     const __nv_bfloat16* kbase = static_cast<const __nv_bfloat16*>(a.kv.keys) + static_cast<size_t>(kvh) * HD;
     const __nv_bfloat16* vbase = static_cast<const __nv_bfloat16*>(a.kv.values) + static_cast<size_t>(kvh) * HD;
     // Each staged row's place in the cache, found once (a page-table read and a division), not
     // once per 16-byte piece.
     for (int j = tid; j < C; j += kAttentionThreads)
-      row_at[j] = j >= jlo && j <= jhi ? kv_entry_offset(a.kv, slot_pages, ring_entry(e_lo, j - jlo, ring)) : kNotStaged;
+      row_at[j] = j >= lo && j <= hi ? kv_entry_offset(a.kv, slot_pages, ring_entry(e_lo, j - lo, ring)) : kNotStaged;
     __syncthreads();
     for (int i = tid; i < C * kPieces; i += kAttentionThreads) {
       const int j = i / kPieces, piece = i % kPieces;
@@ -150,7 +160,6 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
         tc::cp_async16(kd, kbase + at + piece * 8, true);
         tc::cp_async16(vd, vbase + at + piece * 8, true);
       } else {
-        *reinterpret_cast<uint4*>(kd) = uint4{0, 0, 0, 0};
         *reinterpret_cast<uint4*>(vd) = uint4{0, 0, 0, 0};
       }
     }
@@ -172,15 +181,16 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
         qb[s][h] = split3(real ? qrow[d] : 0.f, real ? qrow[d + 1] : 0.f);
       }
   }
-  // The key range of this lane's score columns, queries 2t and 2t + 1 (empty where not real).
-  long long kf[2], kl[2];
+  tc::cp_async_wait<0>();
+  __syncthreads();  // the staged rows, and s_jf, s_jl, s_cell
+  // The keys of this lane's score columns, queries 2t and 2t + 1 (none past Q).
+  int kf[2], kl[2];
 #pragma unroll
   for (int e = 0; e < 2; ++e) {
     const int q = 2 * t + e;
-    if (q >= Q || !row_keys(q / G, kf[e], kl[e])) kf[e] = 1, kl[e] = 0;
+    kf[e] = q < Q ? s_jf[q / G] : C;
+    kl[e] = q < Q ? s_jl[q / G] : -1;
   }
-  tc::cp_async_wait<0>();
-  __syncthreads();
 
   // 1. Scores, a 16-key tile a warp at a time: sc[q][j] = (q . k_j) * scale, -inf outside q's keys.
   for (int kt = warp; kt < C / 16; kt += kWarps) {
@@ -195,8 +205,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int q = 2 * t + (e & 1), j = kt * 16 + g + (e & 2 ? 8 : 0);
-      const long long at = c_lo + j;
-      if (q < Q) sc[q * SP + j] = at >= kf[e & 1] && at <= kl[e & 1] ? acc[e] * a.scale : -INFINITY;
+      if (q < Q) sc[q * SP + j] = j >= kf[e & 1] && j <= kl[e & 1] ? acc[e] * a.scale : -INFINITY;
     }
   }
   __syncthreads();
@@ -205,27 +214,30 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   // A query without keys here (or a padding head) gets zeros, and no partial result.
   for (int q = warp; q < Q; q += kWarps) {
     float* s = sc + q * SP;
-    long long f, l;
-    const bool real = row_keys(q / G, f, l) && q % G < gcount;
+    const int row = q / G;
+    const bool real = s_jf[row] <= s_jl[row] && q % G < gcount;
     float m = -INFINITY;
     for (int j = lane; j < C; j += 32) m = fmaxf(m, s[j]);
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
     float sum = 0;
     for (int j = lane; j < C; j += 32) {
       const float e = real ? expf(s[j] - m) : 0.f;
-      s[j] = e;
       sum += e;
+      // Split once here, not by every warp that multiplies the values.
+      const __nv_bfloat16 hi = __float2bfloat16_rn(e);
+      const float r = e - __bfloat162float(hi);
+      const __nv_bfloat16 mid = __float2bfloat16_rn(r);
+      pb[q * SP + j] = hi;
+      pb[(kMaxQueries + q) * SP + j] = mid;
+      pb[(2 * kMaxQueries + q) * SP + j] = __float2bfloat16_rn(r - __bfloat162float(mid));
     }
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
     if (real && lane == 0) {
-      const int r = r0 + q / G;
-      const size_t cell = (static_cast<size_t>(r) * a.n_heads + h0 + q % G) * p.nsplit + (c - f / C);
+      const size_t cell = (static_cast<size_t>(r0 + row) * a.n_heads + h0 + q % G) * p.nsplit + s_cell[row];
       a.scratch[cell * 2] = m;
       a.scratch[cell * 2 + 1] = sum;
     }
   }
-  for (int q = Q + warp; q < kMaxQueries; q += kWarps)  // padding queries: zero probabilities
-    for (int j = lane; j < C; j += 32) sc[q * SP + j] = 0.f;
   __syncthreads();
 
   // 3. Values, a 16-wide slice of the head a warp at a time: O^T[d][q] = sum_j V[j][d] P[q][j].
@@ -233,20 +245,23 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   for (int dt = warp; dt < kSteps; dt += kWarps) {
     float acc[4] = {0, 0, 0, 0};
     const __nv_bfloat16* slice = vs + (lane / 16 * 8 + lane % 8) * kPitch + dt * 16 + (lane / 8) % 2 * 8;
-    const float* pq = sc + g * SP + 2 * t;
+    const __nv_bfloat16* pq = pb + g * SP + 2 * t;
+    // Lanes of queries past Q give zeros (their planes are never written).
+    auto pair = [&](int plane, int j) {
+      return g < Q ? *reinterpret_cast<const uint32_t*>(pq + plane * kMaxQueries * SP + j) : 0u;
+    };
     for (int kk = 0; kk < C / 16; ++kk) {
       uint32_t va[4];
       ldmatrix_x4<true>(va, slice + kk * 16 * kPitch);
-      const float2 p0 = *reinterpret_cast<const float2*>(pq + kk * 16);
-      const float2 p1 = *reinterpret_cast<const float2*>(pq + kk * 16 + 8);
-      mma3(acc, va, split3(p0.x, p0.y), split3(p1.x, p1.y));
+      const int j = kk * 16;
+      mma3(acc, va, Split3{pair(0, j), pair(1, j), pair(2, j)}, Split3{pair(0, j + 8), pair(1, j + 8), pair(2, j + 8)});
     }
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int q = 2 * t + (e & 1), d = dt * 16 + g + (e & 2 ? 8 : 0);
       if (q >= Q || q % G >= gcount || kf[e & 1] > kl[e & 1]) continue;
-      const int r = r0 + q / G;
-      const size_t cell = (static_cast<size_t>(r) * a.n_heads + h0 + q % G) * p.nsplit + (c - kf[e & 1] / C);
+      const int row = q / G;
+      const size_t cell = (static_cast<size_t>(r0 + row) * a.n_heads + h0 + q % G) * p.nsplit + s_cell[row];
       a.scratch[acc0 + cell * HD + d] = acc[e];
     }
   }
@@ -280,9 +295,10 @@ void launch_head_dim(const SplitParams& sp, int n_kv_heads, Stream s) {
 bool attention_mma_head_dim(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
 size_t attention_mma_smem_bytes(int head_dim, int chunk) {
-  // K and V, the probabilities, each staged row's cache offset.
+  // K and V, the scores, each staged row's cache offset, the probabilities' three bf16 planes.
   return 2 * static_cast<size_t>(chunk) * row_pitch(head_dim) * sizeof(__nv_bfloat16) +
-         static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(float) + static_cast<size_t>(chunk) * sizeof(size_t);
+         static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(float) + static_cast<size_t>(chunk) * sizeof(size_t) +
+         3 * static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(__nv_bfloat16);
 }
 
 void launch_attention_mma(const SplitParams& sp, int n_kv_heads, Stream s) {
