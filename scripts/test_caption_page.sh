@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The live-caption page (GET /, src/server/web/captions.html) in Debian's chromium, driven headless
 # by playwright-core (npm) with a fake microphone playing a WAV: the captions it shows must be
-# `voxrt transcribe`'s transcript of the audio the page sent, for two delays. Keeps the last
+# `voxrt transcribe`'s transcript of the audio the page sent, for two delays, and with --api-key (the
+# page asks for the key and sends it as a WebSocket subprotocol, a wrong one refused). Keeps the last
 # screenshot (docs/caption-page.png with --screenshot).
 #   scripts/test_caption_page.sh [BUILD_DIR] [--screenshot]      (default build/cpu; built already)
 set -euo pipefail
@@ -32,23 +33,35 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/voxrt-page-XXXXXX")
 server=
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-"$voxrt" serve --model "$model" --device cpu --threads 1 --port 0 2> "$tmp/serve.log" &
-server=$!
-for _ in $(seq 100); do grep -q "voxrt: ready" "$tmp/serve.log" && break; sleep 0.1; done
-grep -q "voxrt: ready" "$tmp/serve.log" || fail "the server did not start: $(cat "$tmp/serve.log")"
-port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\).*|\1|p' "$tmp/serve.log")
-for delay in 480 960; do
-  out=$tmp/page-$delay
+start_server() {  # start_server [SERVE_FLAGS...]: a server on a free port ($port, its log $tmp/serve.log)
+  "$voxrt" serve --model "$model" --device cpu --threads 1 --port 0 "$@" 2> "$tmp/serve.log" &
+  server=$!
+  for _ in $(seq 100); do grep -q "voxrt: ready" "$tmp/serve.log" && break; sleep 0.1; done
+  grep -q "voxrt: ready" "$tmp/serve.log" || fail "the server did not start: $(cat "$tmp/serve.log")"
+  port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\).*|\1|p' "$tmp/serve.log")
+}
+stop_server() {
+  kill -TERM "$server"
+  wait "$server" || fail "the server did not exit 0 on SIGTERM"
+  server=
+}
+check_page() {  # check_page NAME DELAY: the page's captions against voxrt transcribe of what it sent
+  local out=$tmp/page-$1
   mkdir -p "$out"
-  node tests/clients/caption_page.cjs "$clients" "http://127.0.0.1:$port/" tests/data/audio/jfk.wav 6 "$delay" "$out" ||
-    fail "the page at delay $delay (server log: $(tail -5 "$tmp/serve.log"))"
-  "$voxrt" transcribe -q --model "$model" --device cpu --threads 1 --delay-ms "$delay" -f json --output-dir "$out" "$out/sent.wav"
+  node tests/clients/caption_page.cjs "$clients" "http://127.0.0.1:$port/" tests/data/audio/jfk.wav 6 "$2" "$out" ||
+    fail "the page ($1, delay $2; server log: $(tail -5 "$tmp/serve.log"))"
+  "$voxrt" transcribe -q --model "$model" --device cpu --threads 1 --delay-ms "$2" -f json --output-dir "$out" "$out/sent.wav"
   want=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).text)' "$out/sent.json")
   got=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).text)' "$out/captions.json")
-  [ "$got" = "$want" ] || fail "delay $delay: the page showed \"$got\", voxrt transcribe of what it sent gives \"$want\""
-  echo "caption page (chromium, fake microphone) at $delay ms: the captions are voxrt transcribe's of the audio sent" >&2
-done
-if [ "${2:-}" = "--screenshot" ]; then cp "$tmp/page-960/screenshot.png" docs/caption-page.png; fi
-kill -TERM "$server"
-wait "$server" || fail "the server did not exit 0 on SIGTERM"
-server=
+  [ "$got" = "$want" ] || fail "$1, delay $2: the page showed \"$got\", voxrt transcribe of what it sent gives \"$want\""
+  echo "caption page (chromium, fake microphone), $1 at $2 ms: the captions are voxrt transcribe's of the audio sent" >&2
+}
+start_server
+check_page open-480 480
+check_page open-960 960
+stop_server
+# With --api-key the page asks for the key and passes it as a WebSocket subprotocol.
+start_server --api-key page-test-key
+PAGE_API_KEY=page-test-key check_page key-480 480
+stop_server
+if [ "${2:-}" = "--screenshot" ]; then cp "$tmp/page-open-960/screenshot.png" docs/caption-page.png; fi

@@ -145,7 +145,8 @@ void add_serve_command(CLI::App& app) {
   add_capacity_options(cmd, args->engine, "Requests transcribing at once (more wait their turn)");
   cmd->add_option("--host", args->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port,-p", args->port, "Port to listen on (0: any free one, printed)")->capture_default_str();
-  cmd->add_option("--api-key", args->api_key, "Require 'Authorization: Bearer KEY' (also --api-key-file, $VOXRT_API_KEY)");
+  cmd->add_option("--api-key", args->api_key, "Require 'Authorization: Bearer KEY' (WebSockets may send the subprotocol openai-insecure-api-key.KEY "
+                  "instead, as browsers must; also --api-key-file, $VOXRT_API_KEY)");
   cmd->add_option("--api-key-file", args->api_key_file, "Read the API key from the first line of FILE");
   cmd->add_option("--max-upload-mb", args->max_upload_mb, "Largest request body taken (MB); larger: 413")
       ->capture_default_str();

@@ -274,8 +274,14 @@ void ApiService::check_headers(const Request& h) const {
   if (!options_.api_key.empty()) {
     const std::string_view auth = h[http::field::authorization];
     const std::string_view scheme = "Bearer ";
-    if (auth.substr(0, scheme.size()) != scheme || !same_secret(auth.substr(scheme.size()), options_.api_key))
-      throw RequestError(401, "a valid API key is needed: Authorization: Bearer <key>");
+    const bool bearer = auth.substr(0, scheme.size()) == scheme && same_secret(auth.substr(scheme.size()), options_.api_key);
+    // A browser's WebSocket (the caption page, OpenAI's browser clients) carries it as a subprotocol.
+    const std::optional<std::string_view> offered = upgrade ? subprotocol_api_key(h[http::field::sec_websocket_protocol])
+                                                             : std::nullopt;
+    if (!bearer && !(offered && same_secret(*offered, options_.api_key)))
+      throw RequestError(401, upgrade ? "a valid API key is needed: Authorization: Bearer <key>, or the subprotocol "
+                                        "openai-insecure-api-key.<key>"
+                                      : "a valid API key is needed: Authorization: Bearer <key>");
   }
   if (path != "/v1/models" && !engine()) throw RequestError(503, "the model is still loading");
 }
@@ -284,7 +290,9 @@ void ApiService::answer(Request request, Reply reply) {
   const std::string path = path_of(request);
   if (path == "/health") {
     Engine* e = engine();
-    json j = {{"status", e ? "ok" : "loading"}, {"requests_in_progress", in_progress_.load()}};
+    json j = {{"status", e ? "ok" : "loading"},
+              {"requests_in_progress", in_progress_.load()},
+              {"api_key_required", !options_.api_key.empty()}};  // the caption page asks for one then
     if (e) j["model"] = {{"id", options_.model_id}, {"backend", e->info().backend}, {"layout", e->info().layout}};
     return reply.send(make_response(request, e ? 200 : 503, j.dump(), "application/json"));
   }

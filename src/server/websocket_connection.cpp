@@ -10,6 +10,39 @@
 namespace voxrt::server {
 
 namespace beast = boost::beast;
+
+namespace {
+constexpr std::string_view kKeyProtocol = "openai-insecure-api-key.";
+}
+
+std::vector<std::string_view> offered_subprotocols(std::string_view header) {
+  std::vector<std::string_view> out;
+  while (!header.empty()) {
+    const size_t comma = header.find(',');
+    std::string_view item = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view{} : header.substr(comma + 1);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::optional<std::string_view> subprotocol_api_key(std::string_view header) {
+  for (const std::string_view p : offered_subprotocols(header))
+    if (p.substr(0, kKeyProtocol.size()) == kKeyProtocol) return p.substr(kKeyProtocol.size());
+  return std::nullopt;
+}
+
+std::optional<std::string> chosen_subprotocol(std::string_view header) {
+  std::optional<std::string> first;
+  for (const std::string_view p : offered_subprotocols(header)) {
+    if (p == "realtime") return std::string(p);
+    if (!first && p.substr(0, kKeyProtocol.size()) != kKeyProtocol) first = std::string(p);
+  }
+  return first;
+}
+
 namespace websocket = beast::websocket;
 namespace net = boost::asio;
 
@@ -24,11 +57,14 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     timeout.idle_timeout = limits.idle_timeout;
     timeout.keep_alive_pings = true;
     ws_.set_option(timeout);
-    ws_.set_option(websocket::stream_base::decorator(
-        [](websocket::response_type& r) { r.set(beast::http::field::server, "voxrt"); }));
   }
 
   void start(Request request) {
+    ws_.set_option(websocket::stream_base::decorator(
+        [protocol = chosen_subprotocol(request[beast::http::field::sec_websocket_protocol])](websocket::response_type& r) {
+          r.set(beast::http::field::server, "voxrt");
+          if (protocol) r.set(beast::http::field::sec_websocket_protocol, *protocol);
+        }));
     beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts take over
     ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return self->finish();

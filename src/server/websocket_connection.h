@@ -7,7 +7,10 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "server/http_server.h"
 
@@ -43,6 +46,16 @@ struct WebSocketLimits {
   // libraries do it on their own), so a live session may stay silent for any time and resume.
   std::chrono::milliseconds idle_timeout{60'000};
 };
+
+// The subprotocols a client offers (Sec-WebSocket-Protocol: a comma-separated list).
+std::vector<std::string_view> offered_subprotocols(std::string_view header);
+// Browsers cannot set headers on a WebSocket, so OpenAI's browser clients carry their key as a
+// subprotocol, "openai-insecure-api-key.<key>", beside "realtime": that key, if offered.
+std::optional<std::string_view> subprotocol_api_key(std::string_view header);
+// The subprotocol the handshake answers with: "realtime" if offered, else the first one offered
+// that carries no key; none when nothing is offered. (A browser that offered subprotocols fails a
+// handshake that selects none.)
+std::optional<std::string> chosen_subprotocol(std::string_view header);
 
 // Accepts the upgrade `request` on `stream` and runs the connection until it closes.
 void start_websocket(boost::beast::tcp_stream stream, Request request, std::shared_ptr<WebSocketHandler> handler,

@@ -3,7 +3,7 @@
 // captions must be the engine's transcript of the audio the page sent (checked by the calling
 // script against `voxrt transcribe`). Writes that audio (sent.wav), what the page showed
 // (captions.json) and a screenshot into OUT_DIR.
-//   node caption_page.cjs CLIENTS_DIR PAGE_URL AUDIO_WAV SECONDS DELAY_MS OUT_DIR
+//   [PAGE_API_KEY=KEY] node caption_page.cjs CLIENTS_DIR PAGE_URL AUDIO_WAV SECONDS DELAY_MS OUT_DIR
 const fs = require('fs');
 const path = require('path');
 const assert = require('assert/strict');
@@ -34,6 +34,18 @@ async function main() {
     const page = await browser.newPage({ viewport: { width: 1100, height: 520 } });
     page.on('pageerror', (e) => { throw e; });
     await page.goto(pageUrl);
+    const key = process.env.PAGE_API_KEY;
+    if (key) {
+      // A server with --api-key: the page asks for the key (from /health) and sends it as a
+      // subprotocol; a wrong one is refused and said so, then the right one is taken.
+      await page.waitForSelector('#key-label', { state: 'visible', timeout: 10000 });
+      await page.fill('#key', 'wrong-' + key);
+      await page.click('#start');
+      await page.waitForFunction(() => /refused/.test(document.getElementById('status').textContent), null, { timeout: 20000 });
+      await page.fill('#key', key);
+    } else {
+      assert.equal(await page.isHidden('#key-label'), true, 'no key field when the server needs none');
+    }
     await page.selectOption('#delay', String(delay));
     await page.click('#start');
     await page.waitForFunction(() => document.getElementById('status').textContent === 'listening', null, { timeout: 20000 });

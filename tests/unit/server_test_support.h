@@ -71,12 +71,20 @@ class RunningServer {
 // the test instead of hanging it. `target` picks the dialect (vLLM's by default).
 class RealtimeClient {
  public:
-  explicit RealtimeClient(uint16_t port, const std::string& target = "/v1/realtime") : ws_(io_) {
+  // `headers` go on the upgrade request (Authorization, Sec-WebSocket-Protocol); the server's
+  // answer to it is kept (handshake_response()). A refused upgrade throws.
+  explicit RealtimeClient(uint16_t port, const std::string& target = "/v1/realtime",
+                          const std::vector<std::pair<std::string, std::string>>& headers = {})
+      : ws_(io_) {
     ws_.next_layer().connect({boost::asio::ip::make_address("127.0.0.1"), port});
     timeval tv{60, 0};
     setsockopt(ws_.next_layer().native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ws_.handshake("127.0.0.1", target);
+    ws_.set_option(boost::beast::websocket::stream_base::decorator([headers](boost::beast::websocket::request_type& r) {
+      for (const auto& [name, value] : headers) r.set(name, value);
+    }));
+    ws_.handshake(response_, "127.0.0.1", target);
   }
+  const boost::beast::websocket::response_type& handshake_response() const { return response_; }
   void send(const nlohmann::json& event) { ws_.write(boost::asio::buffer(event.dump())); }
   void send_text(const std::string& text) { ws_.write(boost::asio::buffer(text)); }
   void send_binary(const std::string& bytes) {
@@ -108,6 +116,7 @@ class RealtimeClient {
  private:
   boost::asio::io_context io_;
   boost::beast::websocket::stream<boost::asio::ip::tcp::socket> ws_;
+  boost::beast::websocket::response_type response_;
 };
 
 // Audio as a realtime client sends it: PCM16 at some rate, and the floats the model hears from that

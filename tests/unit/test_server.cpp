@@ -30,6 +30,7 @@
 #include "server/multipart_form.h"
 #include "server/openai_transcriptions.h"
 #include "server/request_error.h"
+#include "server/websocket_connection.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt::test {
@@ -342,6 +343,44 @@ TEST(Server, AnApiKeyIsRequiredWhenOneIsSet) {
   EXPECT_EQ(c.request(http::verb::get, "/v1/models", {}, {{"Authorization", "Bearer sk-test-0123456789"}}).status, 200);
   // A refused upload is refused from its header.
   expect_error(post_form(c, {{"file", "a.wav", "RIFF"}}), 401, "API key");
+}
+
+TEST(Server, RealtimeConnectionsTakeTheKeyAsAHeaderOrABrowserSubprotocol) {
+  server::ServiceOptions o;
+  o.api_key = "sk-test-0123456789";
+  RunningServer s(o);
+  // /health tells a page whether to ask for a key.
+  EXPECT_TRUE(json::parse(s.client().request(http::verb::get, "/health").body)["api_key_required"].get<bool>());
+  auto refused = [&](const std::vector<std::pair<std::string, std::string>>& headers) {
+    try {
+      RealtimeClient c(s.port(), "/v1/audio/transcriptions/realtime", headers);
+      return false;
+    } catch (const boost::system::system_error&) {
+      return true;  // the upgrade was answered 401
+    }
+  };
+  EXPECT_TRUE(refused({}));
+  EXPECT_TRUE(refused({{"Sec-WebSocket-Protocol", "realtime, openai-insecure-api-key.sk-test-012345678"}}));
+  EXPECT_TRUE(refused({{"Sec-WebSocket-Protocol", "realtime"}}));
+  // OpenAI's browser convention: the key as a subprotocol beside "realtime", which the handshake
+  // selects (a browser fails a handshake that selects none of what it offered), never the key.
+  RealtimeClient browser(s.port(), "/v1/audio/transcriptions/realtime",
+                         {{"Sec-WebSocket-Protocol", "openai-insecure-api-key.sk-test-0123456789, realtime"}});
+  EXPECT_EQ(browser.handshake_response()[http::field::sec_websocket_protocol], "realtime");
+  EXPECT_EQ(browser.receive()["type"], "session.created");
+  RealtimeClient header(s.port(), "/v1/realtime", {{"Authorization", "Bearer sk-test-0123456789"}});
+  EXPECT_EQ(header.handshake_response()[http::field::sec_websocket_protocol], "");
+  EXPECT_EQ(header.receive()["type"], "session.created");
+}
+
+TEST(WebSocketSubprotocols, TheKeyAndTheAnswerAreFoundInTheOfferedList) {
+  EXPECT_EQ(server::offered_subprotocols(" a ,b,, c\t"), (std::vector<std::string_view>{"a", "b", "c"}));
+  EXPECT_EQ(server::subprotocol_api_key("realtime, openai-insecure-api-key.k1"), "k1");
+  EXPECT_FALSE(server::subprotocol_api_key("realtime").has_value());
+  EXPECT_EQ(server::chosen_subprotocol("openai-insecure-api-key.k1, realtime"), "realtime");
+  EXPECT_EQ(server::chosen_subprotocol("openai-insecure-api-key.k1, x, y"), "x");
+  EXPECT_FALSE(server::chosen_subprotocol("openai-insecure-api-key.k1").has_value());
+  EXPECT_FALSE(server::chosen_subprotocol("").has_value());
 }
 
 TEST(Server, ConcurrentRequestsEachGetTheirSoloResult) {
