@@ -41,7 +41,8 @@ struct StreamEvent {
     // A word is complete: `text` (no whitespace), `start`, `end` as in Transcript::words. Sent as
     // soon as the word is known to be over: at the step whose text begins with whitespace (Tekken
     // tokens carry their leading space, so usually the next word's first token), at a segment
-    // boundary, at EOS, or in flush(). `step` is that step, not the word's own.
+    // boundary, at EOS, or in flush(); before that step's Text event. `step` is that step, not the
+    // word's own.
     Word,
   };
   Kind kind = Kind::Text;

@@ -48,6 +48,12 @@ nlohmann::json words_json(const std::vector<Word>& words) {
   return out;
 }
 
+void DeltaWords::attach(nlohmann::json& delta) {
+  if (pending_.empty()) return;
+  delta["words"] = words_json(pending_);
+  pending_.clear();
+}
+
 nlohmann::json segments_json(const std::vector<Segment>& segments) {
   nlohmann::json out = nlohmann::json::array();
   for (const Segment& s : segments)

@@ -86,4 +86,19 @@ nlohmann::json words_json(const std::vector<Word>& words);
 // Segments as the dialects' done events carry them: [{text, start, end, words}].
 nlohmann::json segments_json(const std::vector<Segment>& segments);
 
+// Word timestamps on the text deltas (voxrt's extension, "words": [{word, start, end}]). A word is
+// known to be over at the step whose text begins the next one (its Word event comes just before
+// that step's text), so a delta carries the words its own text ended, and those a segment's end
+// closed since the delta before; the last word, ended by the end of input, is in the done event's
+// words only.
+class DeltaWords {
+ public:
+  void add(const StreamEvent& word) { pending_.push_back({word.start, word.end, word.text}); }
+  void attach(nlohmann::json& delta);  // adds "words" when some are pending, and forgets them
+  void clear() { pending_.clear(); }
+
+ private:
+  std::vector<Word> pending_;
+};
+
 }  // namespace voxrt::server

@@ -125,10 +125,15 @@ void MistralRealtime::end() {
 void MistralRealtime::on_model_event(const StreamEvent& e) {
   switch (e.kind) {
     case StreamEvent::Kind::Text:
-      if (!e.text.empty()) send({{"type", "transcription.text.delta"}, {"text", e.text}});
+      if (!e.text.empty()) {
+        json delta = {{"type", "transcription.text.delta"}, {"text", e.text}};
+        delta_words_.attach(delta);
+        send(delta);
+      }
       return;
     case StreamEvent::Kind::Word:
       segment_words_.push_back({e.start, e.end, e.text});
+      delta_words_.add(e);
       return;
     case StreamEvent::Kind::SegmentEnd: {
       json segment = {{"type", "transcription.segment"}, {"text", e.text}, {"start", e.start}, {"end", e.end},
@@ -142,6 +147,7 @@ void MistralRealtime::on_model_event(const StreamEvent& e) {
 }
 
 void MistralRealtime::on_utterance_done(const Transcript& t, const SessionStats& stats) {
+  delta_words_.clear();
   json segments = segments_json(t.segments);
   for (json& s : segments) s["type"] = "transcription_segment";  // the SDK's literal for a done event's segment
   send({{"type", "transcription.done"},

@@ -70,13 +70,21 @@ void VllmRealtime::commit(bool final) {
 }
 
 void VllmRealtime::on_model_event(const StreamEvent& e) {
-  if (e.kind == StreamEvent::Kind::Text && !e.text.empty()) send({{"type", "transcription.delta"}, {"delta", e.text}});
+  if (e.kind == StreamEvent::Kind::Word) return delta_words_.add(e);
+  if (e.kind != StreamEvent::Kind::Text || e.text.empty()) return;
+  nlohmann::json delta = {{"type", "transcription.delta"}, {"delta", e.text}};
+  delta_words_.attach(delta);
+  send(delta);
 }
 
 void VllmRealtime::on_utterance_done(const Transcript& t, const SessionStats& stats) {
+  delta_words_.clear();
+  // segments and words: voxrt's extension (vLLM's done event has neither).
   send({{"type", "transcription.done"},
         {"text", t.text},
-        {"usage", {{"prompt_tokens", 0}, {"completion_tokens", stats.steps}, {"total_tokens", stats.steps}}}});
+        {"usage", {{"prompt_tokens", 0}, {"completion_tokens", stats.steps}, {"total_tokens", stats.steps}}},
+        {"segments", segments_json(t.segments)},
+        {"words", words_json(t.words)}});
 }
 
 void VllmRealtime::on_failure(Failure kind, const std::string& message) {

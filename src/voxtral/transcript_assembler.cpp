@@ -115,16 +115,18 @@ void TranscriptAssembler::push(int32_t id, std::vector<StreamEvent>& events) {
   const std::string delta = text_utf8_.push(bytes);
   text_ += delta;
   last_text_step_ = step;
+  const bool continues = segment_utf8_.pending();
+  const int64_t first_step = continues ? pending_step_ : step;
+  const std::string chars = segment_utf8_.push(bytes);
+  if (segment_utf8_.pending() && (!continues || !chars.empty())) pending_step_ = step;
+  // The words this step's text closes first, then the text: a consumer holding word times for the
+  // next text it sends (the server's deltas) then sends them with the text that ended them.
+  add_chars(chars, first_step, step, step, events);
   if (!delta.empty()) {
     StreamEvent e = event(StreamEvent::Kind::Text, step);
     e.text = delta;
     events.push_back(std::move(e));
   }
-  const bool continues = segment_utf8_.pending();
-  const int64_t first_step = continues ? pending_step_ : step;
-  const std::string chars = segment_utf8_.push(bytes);
-  if (segment_utf8_.pending() && (!continues || !chars.empty())) pending_step_ = step;
-  add_chars(chars, first_step, step, step, events);
 }
 
 void TranscriptAssembler::finish(double duration, std::vector<StreamEvent>& events) {

@@ -97,10 +97,13 @@ class RealtimeClient {
     ws_.read(b);
     return nlohmann::json::parse(boost::beast::buffers_to_string(b.data()));
   }
-  // vLLM's dialect: reads events until transcription.done (returned); the deltas' text goes to `deltas`.
-  nlohmann::json until_done(std::string& deltas) {
+  // vLLM's dialect: reads events until transcription.done (returned); the deltas' text goes to
+  // `deltas`, the words they carry (voxrt's extension) to `delta_words` if given.
+  nlohmann::json until_done(std::string& deltas, nlohmann::json* delta_words = nullptr) {
     for (;;) {
       nlohmann::json e = receive();
+      if (e["type"] == "transcription.delta" && delta_words && e.contains("words"))
+        for (const nlohmann::json& w : e["words"]) delta_words->push_back(w);
       if (e["type"] == "transcription.delta") deltas += e["delta"].get<std::string>();
       else if (e["type"] == "transcription.done") return e;
       else ADD_FAILURE() << "unexpected event " << e.dump();
@@ -135,6 +138,38 @@ inline Pcm16Audio pcm16_of(const std::filesystem::path& file, int rate = 16000) 
   }
   a.heard = rate == 16000 ? sent : resample(sent, rate, 16000);
   return a;
+}
+
+// The realtime dialects' words and segments against the engine's transcript.
+inline void expect_words(const nlohmann::json& words, const std::vector<Word>& want) {
+  ASSERT_EQ(words.size(), want.size()) << words.dump();
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(words[i]["word"], want[i].text);
+    EXPECT_DOUBLE_EQ(words[i]["start"].get<double>(), want[i].start);
+    EXPECT_DOUBLE_EQ(words[i]["end"].get<double>(), want[i].end);
+  }
+}
+
+inline void expect_segments(const nlohmann::json& segments, const std::vector<Segment>& want) {
+  ASSERT_EQ(segments.size(), want.size()) << segments.dump();
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(segments[i]["text"], want[i].text);
+    EXPECT_DOUBLE_EQ(segments[i]["start"].get<double>(), want[i].start);
+    EXPECT_DOUBLE_EQ(segments[i]["end"].get<double>(), want[i].end);
+    expect_words(segments[i]["words"], want[i].words);
+  }
+}
+
+// The words the text deltas carried (voxrt's extension): the transcript's words in order, all but at
+// most the last (ended by the end of input, after the last delta; the done event has it).
+inline void expect_delta_words(const nlohmann::json& words, const std::vector<Word>& want) {
+  ASSERT_LE(words.size(), want.size()) << words.dump();
+  EXPECT_GE(words.size() + 1, want.size()) << words.dump();
+  expect_words(words, std::vector<Word>(want.begin(), want.begin() + static_cast<ptrdiff_t>(words.size())));
+}
+inline void collect_words(const nlohmann::json& delta, nlohmann::json& into) {
+  if (delta.contains("words"))
+    for (const nlohmann::json& w : delta["words"]) into.push_back(w);
 }
 
 }  // namespace voxrt::test

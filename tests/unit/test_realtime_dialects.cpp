@@ -35,30 +35,12 @@ Transcript transcribe_heard(const std::vector<float>& heard, int delay_ms) {
 
 std::string trim_front(const std::string& s) { return s.substr(std::min(s.find_first_not_of(' '), s.size())); }
 
-void expect_words(const json& words, const std::vector<Word>& want) {
-  ASSERT_EQ(words.size(), want.size()) << words.dump();
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(words[i]["word"], want[i].text);
-    EXPECT_DOUBLE_EQ(words[i]["start"].get<double>(), want[i].start);
-    EXPECT_DOUBLE_EQ(words[i]["end"].get<double>(), want[i].end);
-  }
-}
-
-void expect_segments(const json& segments, const std::vector<Segment>& want) {
-  ASSERT_EQ(segments.size(), want.size()) << segments.dump();
-  for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(segments[i]["text"], want[i].text);
-    EXPECT_DOUBLE_EQ(segments[i]["start"].get<double>(), want[i].start);
-    EXPECT_DOUBLE_EQ(segments[i]["end"].get<double>(), want[i].end);
-    expect_words(segments[i]["words"], want[i].words);
-  }
-}
-
 // ---- Mistral ----
 
 // What a Mistral client sees of one stream: the deltas' text, the segment events, and the done event.
 struct MistralResult {
   std::string deltas;
+  json delta_words = json::array();
   json segments = json::array();
   json done;
 };
@@ -67,8 +49,12 @@ MistralResult mistral_until_done(RealtimeClient& c) {
   MistralResult r;
   for (;;) {
     const json e = c.receive();
-    if (e["type"] == "transcription.text.delta") r.deltas += e["text"].get<std::string>();
-    else if (e["type"] == "transcription.segment") r.segments.push_back(e);
+    if (e["type"] == "transcription.text.delta") {
+      r.deltas += e["text"].get<std::string>();
+      collect_words(e, r.delta_words);
+    } else if (e["type"] == "transcription.segment") {
+      r.segments.push_back(e);
+    }
     else if (e["type"] == "transcription.done") {
       r.done = e;
       return r;
@@ -116,6 +102,7 @@ TEST(MistralRealtime, StreamsEqualTheEnginesTranscriptsAtTwoDelaysAndRates) {
     expect_segments(r.done["segments"], want.segments);
     for (const json& seg : r.done["segments"]) EXPECT_EQ(seg["type"], "transcription_segment");
     expect_segments(r.segments, want.segments);  // the segment events, as each word group ended
+    expect_delta_words(r.delta_words, want.words);
     c.close();
   }
 }
@@ -166,6 +153,7 @@ TEST(MistralRealtime, BadEventsGetErrorsAndTheStreamGoesOn) {
 // OpenAI's events for one committed item.
 struct OpenAiItem {
   std::string item_id, deltas;
+  json delta_words = json::array();
   json completed;
 };
 
@@ -181,6 +169,7 @@ OpenAiItem openai_until_completed(RealtimeClient& c) {
       EXPECT_EQ(e["item"]["role"], "user");
     } else if (type == "conversation.item.input_audio_transcription.delta") {
       r.deltas += e["delta"].get<std::string>();
+      collect_words(e, r.delta_words);
     } else if (type == "conversation.item.input_audio_transcription.completed") {
       r.completed = e;
       return r;
@@ -257,6 +246,7 @@ TEST(OpenAiRealtime, ItemsEqualTheEnginesTranscriptsInPcm24kAndMuLaw) {
     EXPECT_DOUBLE_EQ(item.completed["usage"]["seconds"].get<double>(), want.duration);
     expect_segments(item.completed["segments"], want.segments);
     expect_words(item.completed["words"], want.words);
+    expect_delta_words(item.delta_words, want.words);
   }
 }
 

@@ -472,10 +472,16 @@ TEST(Server, VllmRealtimeUtterancesEqualTheEnginesTranscripts) {
       c.send({{"type", "input_audio_buffer.append"}, {"audio", base64_encode(audio.bytes.substr(at, piece))}});
     c.send({{"type", "input_audio_buffer.commit"}, {"final", true}});
     std::string deltas;
-    const json done = c.until_done(deltas);
+    json delta_words = json::array();
+    const json done = c.until_done(deltas, &delta_words);
     EXPECT_EQ(done["text"], want.text) << done.dump();
     EXPECT_EQ(deltas.substr(std::min(deltas.find_first_not_of(' '), deltas.size())), want.text);
     EXPECT_EQ(done["usage"]["completion_tokens"], static_cast<int64_t>(want.tokens.size()));
+    // voxrt's extensions: the done event's segments and words, and the words on the deltas.
+    expect_segments(done["segments"], want.segments);
+    expect_words(done["words"], want.words);
+    expect_delta_words(delta_words, want.words);
+    EXPECT_GT(want.words.size(), 3u);
   }
 }
 
