@@ -257,6 +257,29 @@ TEST(Cli, BenchProductRowsTimesEachProductAtEachRowCount) {
   }
 }
 
+// --attention-streams: one layer's attention of the encoder and the decoder for each stream count,
+// through each attention kernel the backend has (the CPU: its own), against the K/V bytes read.
+TEST(Cli, BenchAttentionFigureTimesEachShapeAtEachStreamCount) {
+  nlohmann::json j;
+  ASSERT_NO_FATAL_FAILURE(run_bench("--figures attention --attention-streams 1,3", "encoder step", j));
+  // The tiny model's decoder window (64 keys) is shorter than a minute: the encoder's full window
+  // and the decoder's, each at 1 and 3 streams.
+  ASSERT_EQ(j["attention"].size(), 4u) << j["attention"].dump();
+  for (size_t i = 0; i < j["attention"].size(); i += 2) {
+    const auto &one = j["attention"][i], three = j["attention"][i + 1];
+    EXPECT_EQ(one["name"], three["name"]);
+    EXPECT_EQ(one["streams"].get<int>(), 1);
+    EXPECT_EQ(three["streams"].get<int>(), 3);
+    EXPECT_EQ(three["rows"].get<int>(), 3 * one["rows"].get<int>());
+    EXPECT_DOUBLE_EQ(three["kv_bytes"].get<double>(), 3 * one["kv_bytes"].get<double>());
+    EXPECT_GT(three["floor_us"].get<double>(), 0);
+    EXPECT_GT(three["kernels"]["auto"]["p50_us"].get<double>(), 0) << three["name"];
+  }
+  EXPECT_EQ(j["attention"][0]["name"], "encoder step");
+  EXPECT_EQ(j["attention"][0]["rows"].get<int>(), 4);  // an encoder step's frames
+  EXPECT_FALSE(j.contains("encoder_step"));
+}
+
 TEST(Cli, BenchProductRowsOutOfRangeIsAUsageError) {
   const RunResult r = run_voxrt("bench --model " + model_dir() + " --product-rows 0");
   EXPECT_EQ(r.status, 2);

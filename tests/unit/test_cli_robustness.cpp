@@ -304,6 +304,7 @@ TEST(CliValues, EveryValueIsCheckedBeforeTheModelLoads) {
            {"bench --streams -1" + m, "--streams -1"},
            {"bench --streams 2 --stream-seconds 5 --measure-seconds 10" + m, "--stream-seconds"},
            {"bench --figures foo" + m, "--figures foo"},
+           {"bench --attention-streams 0" + m, "--attention-streams 0"},
            {"bench --steps 0" + m, "--steps 0"},
            {"pull --layout gguf --endpoint http://127.0.0.1:1", "--layout gguf"},
        }) {
