@@ -58,17 +58,17 @@ for delay in 480 960; do
     "$voxrt" transcribe -q --model "$model" --device cpu --threads 1 --delay-ms "$delay" -f json,srt,vtt \
         --output-dir "$expected" "$audio"
     node tests/clients/openai_transcriptions.cjs "$clients" "http://127.0.0.1:$port/v1" "$key" "$audio" \
-        "$expected" "$delay" || fail "the openai client on $audio at $delay ms (server log: $tmp/serve.log)"
+        "$expected" "$delay" || fail "the openai client on $audio at $delay ms (server log, last lines: $(tail -5 "$tmp/serve.log"))"
     node tests/clients/vllm_realtime.cjs "$clients" "ws://127.0.0.1:$port/v1/realtime" "$key" "$audio" \
-        "$expected" "$delay" || fail "the vLLM realtime client on $audio at $delay ms (server log: $tmp/serve.log)"
+        "$expected" "$delay" || fail "the vLLM realtime client on $audio at $delay ms (server log, last lines: $(tail -5 "$tmp/serve.log"))"
     node tests/clients/mistral_realtime.mjs "$clients" "http://127.0.0.1:$port" "$key" "$audio" \
-        "$expected" "$delay" || fail "the Mistral realtime client on $audio at $delay ms (server log: $tmp/serve.log)"
+        "$expected" "$delay" || fail "the Mistral realtime client on $audio at $delay ms (server log, last lines: $(tail -5 "$tmp/serve.log"))"
     audio24k=$tmp/24k/$(basename "$audio")
     expected24k=$tmp/expected-24k-$delay
     "$voxrt" transcribe -q --model "$model" --device cpu --threads 1 --delay-ms "$delay" -f json \
         --output-dir "$expected24k" "$audio24k"
     node tests/clients/openai_realtime.cjs "$clients" "http://127.0.0.1:$port/v1" "$key" "$audio24k" \
-        "$expected24k" "$delay" || fail "the openai realtime client on $audio24k at $delay ms (server log: $tmp/serve.log)"
+        "$expected24k" "$delay" || fail "the openai realtime client on $audio24k at $delay ms (server log, last lines: $(tail -5 "$tmp/serve.log"))"
   done
 done
 
