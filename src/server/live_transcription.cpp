@@ -109,7 +109,11 @@ void LiveTranscription::start_session(int delay_ms) {
   failed_ = false;
   SessionOptions so;
   so.delay_ms = delay_ms;
-  so.on_event = [this](const StreamEvent& e) { on_model_event(e); };
+  delta_words_.clear();
+  so.on_event = [this](const StreamEvent& e) {
+    if (e.kind == StreamEvent::Kind::Word) delta_words_.add(e);
+    on_model_event(e);
+  };
   try {
     session_ = engine_.open_session(so);
     std::vector<float> waiting = std::move(waiting_);

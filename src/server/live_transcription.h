@@ -20,6 +20,21 @@
 
 namespace voxrt::server {
 
+// Word timestamps on the text deltas (voxrt's extension, "words": [{word, start, end}]). A word is
+// known to be over at the step whose text begins the next one (its Word event comes just before
+// that step's text), so a delta carries the words its own text ended, and those a segment's end
+// closed since the delta before; the last word, ended by the end of input, is in the done event's
+// words only.
+class DeltaWords {
+ public:
+  void add(const StreamEvent& word) { pending_.push_back({word.start, word.end, word.text}); }
+  void attach(nlohmann::json& delta);  // adds "words" when some are pending, and forgets them
+  void clear() { pending_.clear(); }
+
+ private:
+  std::vector<Word> pending_;
+};
+
 class LiveTranscription : public WebSocketHandler, public std::enable_shared_from_this<LiveTranscription> {
  public:
   LiveTranscription(Engine& engine, boost::asio::thread_pool& workers);
@@ -48,6 +63,8 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   void after_queued(std::function<void()> task);
 
   void send(const nlohmann::json& event) const;  // a text frame, from any thread
+  // Adds the words ended since the last text delta to this one (worker strand; DeltaWords above).
+  void attach_delta_words(nlohmann::json& delta) { delta_words_.attach(delta); }
   const WebSocketSender& sender() const { return out_; }
   void set_sender(const WebSocketSender& out) { out_ = out; }
   Engine& engine() const { return engine_; }
@@ -70,6 +87,7 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   std::unique_ptr<Session> session_;
   std::vector<float> waiting_;  // audio fed before the utterance began: kept for it
   bool failed_ = false;         // the utterance failed: its audio is dropped until the next begins
+  DeltaWords delta_words_;      // the utterance's words not yet on a delta
 };
 
 // PCM16 little-endian samples as floats in [-1, 1) (x / 32768, as vLLM and libsndfile convert them).
@@ -86,19 +104,5 @@ nlohmann::json words_json(const std::vector<Word>& words);
 // Segments as the dialects' done events carry them: [{text, start, end, words}].
 nlohmann::json segments_json(const std::vector<Segment>& segments);
 
-// Word timestamps on the text deltas (voxrt's extension, "words": [{word, start, end}]). A word is
-// known to be over at the step whose text begins the next one (its Word event comes just before
-// that step's text), so a delta carries the words its own text ended, and those a segment's end
-// closed since the delta before; the last word, ended by the end of input, is in the done event's
-// words only.
-class DeltaWords {
- public:
-  void add(const StreamEvent& word) { pending_.push_back({word.start, word.end, word.text}); }
-  void attach(nlohmann::json& delta);  // adds "words" when some are pending, and forgets them
-  void clear() { pending_.clear(); }
-
- private:
-  std::vector<Word> pending_;
-};
 
 }  // namespace voxrt::server

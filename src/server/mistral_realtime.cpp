@@ -127,13 +127,12 @@ void MistralRealtime::on_model_event(const StreamEvent& e) {
     case StreamEvent::Kind::Text:
       if (!e.text.empty()) {
         json delta = {{"type", "transcription.text.delta"}, {"text", e.text}};
-        delta_words_.attach(delta);
+        attach_delta_words(delta);
         send(delta);
       }
       return;
     case StreamEvent::Kind::Word:
       segment_words_.push_back({e.start, e.end, e.text});
-      delta_words_.add(e);
       return;
     case StreamEvent::Kind::SegmentEnd: {
       json segment = {{"type", "transcription.segment"}, {"text", e.text}, {"start", e.start}, {"end", e.end},
@@ -147,7 +146,6 @@ void MistralRealtime::on_model_event(const StreamEvent& e) {
 }
 
 void MistralRealtime::on_utterance_done(const Transcript& t, const SessionStats& stats) {
-  delta_words_.clear();
   json segments = segments_json(t.segments);
   for (json& s : segments) s["type"] = "transcription_segment";  // the SDK's literal for a done event's segment
   send({{"type", "transcription.done"},

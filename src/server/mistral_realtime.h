@@ -44,7 +44,6 @@ class MistralRealtime final : public LiveTranscription {
   bool audio_started_ = false, ended_ = false;
   // On the worker strand: the words of the word group in progress (for its segment event).
   std::vector<Word> segment_words_;
-  DeltaWords delta_words_;
 };
 
 }  // namespace voxrt::server

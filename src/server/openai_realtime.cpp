@@ -202,18 +202,16 @@ void OpenAiRealtime::clear() {
 }
 
 void OpenAiRealtime::on_model_event(const StreamEvent& e) {
-  if (e.kind == StreamEvent::Kind::Word) return delta_words_.add(e);
   if (e.kind != StreamEvent::Kind::Text || e.text.empty()) return;
   json delta = {{"type", "conversation.item.input_audio_transcription.delta"},
                 {"item_id", working_item_},
                 {"content_index", 0},
                 {"delta", e.text}};
-  delta_words_.attach(delta);
+  attach_delta_words(delta);
   send_event(delta);
 }
 
 void OpenAiRealtime::on_utterance_done(const Transcript& t, const SessionStats&) {
-  delta_words_.clear();
   send_event({{"type", "conversation.item.input_audio_transcription.completed"},
               {"item_id", working_item_},
               {"content_index", 0},

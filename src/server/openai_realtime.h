@@ -57,7 +57,6 @@ class OpenAiRealtime final : public LiveTranscription {
   std::string previous_item_id_;  // the last item committed
   // On the worker strand: the item whose words the model is deciding.
   std::string working_item_;
-  DeltaWords delta_words_;  // on the worker strand, as the model events
 };
 
 }  // namespace voxrt::server

@@ -70,15 +70,13 @@ void VllmRealtime::commit(bool final) {
 }
 
 void VllmRealtime::on_model_event(const StreamEvent& e) {
-  if (e.kind == StreamEvent::Kind::Word) return delta_words_.add(e);
   if (e.kind != StreamEvent::Kind::Text || e.text.empty()) return;
   nlohmann::json delta = {{"type", "transcription.delta"}, {"delta", e.text}};
-  delta_words_.attach(delta);
+  attach_delta_words(delta);
   send(delta);
 }
 
 void VllmRealtime::on_utterance_done(const Transcript& t, const SessionStats& stats) {
-  delta_words_.clear();
   // segments and words: voxrt's extension (vLLM's done event has neither).
   send({{"type", "transcription.done"},
         {"text", t.text},

@@ -38,7 +38,6 @@ class VllmRealtime final : public LiveTranscription {
   // sees it closed, so a client can retry with a commit, and a final commit gets an error, not silence.
   std::atomic<bool> utterance_failed_{false};
   int delay_ms_ = 0;
-  DeltaWords delta_words_;  // on the worker strand, as the model events
 };
 
 }  // namespace voxrt::server
