@@ -14,7 +14,10 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <type_traits>
 
+#include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
 
 namespace voxrt::cuda {
@@ -82,11 +85,28 @@ __device__ __forceinline__ ChunkBlock chunk_block(const SplitParams& p) {
 // exceeds the 65535 of a second dimension with long rows).
 dim3 chunk_grid(const SplitParams& sp);
 
+// The (heads per block G, rows per block R) pairs both chunk kernels are built for: calls f(G, R),
+// each a std::integral_constant, for the plan's pair. R > 1 only where R * G <= 4
+// (attention_rows_per_block groups no more).
+template <typename F>
+void dispatch_block_shape(const SplitParams& sp, F&& f) {
+  using std::integral_constant;
+  const int g = sp.heads_per_block, r = sp.rows_per_block;
+  if (g == 1 && r == 4) f(integral_constant<int, 1>{}, integral_constant<int, 4>{});
+  else if (g == 2 && r == 2) f(integral_constant<int, 2>{}, integral_constant<int, 2>{});
+  else if (r != 1) throw Error("cuda attention: " + std::to_string(r) + " rows per block unsupported for " +
+                               std::to_string(g) + " heads per block");
+  else if (g == 1) f(integral_constant<int, 1>{}, integral_constant<int, 1>{});
+  else if (g == 2) f(integral_constant<int, 2>{}, integral_constant<int, 1>{});
+  else if (g == 4) f(integral_constant<int, 4>{}, integral_constant<int, 1>{});
+  else f(integral_constant<int, 8>{}, integral_constant<int, 1>{});
+}
+
 // ---- kernels_attention_mma.cu ----
 // Whether the tensor-core kernel takes this head size, and its shared memory for a chunk.
 bool attention_mma_head_dim(int head_dim);
 size_t attention_mma_smem_bytes(int head_dim, int chunk);
 // The chunk blocks of an aligned plan on a bf16 cache (the combine pass is the caller's).
-void launch_attention_mma(const SplitParams& sp, int n_kv_heads, Stream s);
+void launch_attention_mma(const SplitParams& sp, Stream s);
 
 }  // namespace voxrt::cuda

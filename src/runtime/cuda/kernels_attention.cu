@@ -414,7 +414,7 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
 }
 
 template <int HD, typename T, int G, int R>
-void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, Stream s) {
+void launch_chunks_grouped(const SplitParams& sp, Stream s) {
   const size_t bytes = chunk_smem_bytes(HD, static_cast<int>(sizeof(T)), G, R, sp.chunk);
   check(bytes <= kAttentionMaxSmemBytes, "cuda attention", "chunk too large for shared memory");
   allow_dynamic_smem(reinterpret_cast<const void*>(attention_chunk_kernel<HD, T, G, R>), kAttentionMaxSmemBytes,
@@ -423,25 +423,16 @@ void launch_chunks_grouped(const SplitParams& sp, int n_kv_heads, Stream s) {
   launch_kernel("attention_chunk", attention_chunk_kernel<HD, T, G, R>, grid, dim3(kThreads), bytes, s, sp);
 }
 
-// (G, R) pairs: R > 1 only where R * G <= kMaxGroupedQueries.
 template <int HD, typename T>
-void launch_chunks_typed(const SplitParams& sp, int n_kv_heads, Stream s) {
-  const int g = sp.heads_per_block, r = sp.rows_per_block;
-  if (g == 1 && r == 4) launch_chunks_grouped<HD, T, 1, 4>(sp, n_kv_heads, s);
-  else if (g == 2 && r == 2) launch_chunks_grouped<HD, T, 2, 2>(sp, n_kv_heads, s);
-  else if (r != 1) throw Error("cuda attention: " + std::to_string(r) + " rows per block unsupported for " +
-                               std::to_string(g) + " heads per block");
-  else if (g == 1) launch_chunks_grouped<HD, T, 1, 1>(sp, n_kv_heads, s);
-  else if (g == 2) launch_chunks_grouped<HD, T, 2, 1>(sp, n_kv_heads, s);
-  else if (g == 4) launch_chunks_grouped<HD, T, 4, 1>(sp, n_kv_heads, s);
-  else launch_chunks_grouped<HD, T, kHeadsPerBlock, 1>(sp, n_kv_heads, s);
+void launch_chunks_typed(const SplitParams& sp, Stream s) {
+  dispatch_block_shape(sp, [&](auto g, auto r) { launch_chunks_grouped<HD, T, decltype(g)::value, decltype(r)::value>(sp, s); });
 }
 
 template <int HD>
-void launch_chunks(const SplitParams& sp, int n_kv_heads, Stream s) {
-  if (sp.a.kv.fp8) launch_chunks_typed<HD, __nv_fp8_e4m3>(sp, n_kv_heads, s);
-  else if (sp.a.kv.bf16) launch_chunks_typed<HD, __nv_bfloat16>(sp, n_kv_heads, s);
-  else launch_chunks_typed<HD, float>(sp, n_kv_heads, s);
+void launch_chunks(const SplitParams& sp, Stream s) {
+  if (sp.a.kv.fp8) launch_chunks_typed<HD, __nv_fp8_e4m3>(sp, s);
+  else if (sp.a.kv.bf16) launch_chunks_typed<HD, __nv_bfloat16>(sp, s);
+  else launch_chunks_typed<HD, float>(sp, s);
 }
 
 }  // namespace
@@ -456,10 +447,10 @@ namespace {
 
 void launch_chunk_kernel(const SplitParams& sp, Stream s) {
   switch (sp.a.kv.head_dim) {
-    case 32: launch_chunks<32>(sp, sp.a.kv.kv_heads, s); break;
-    case 64: launch_chunks<64>(sp, sp.a.kv.kv_heads, s); break;
-    case 128: launch_chunks<128>(sp, sp.a.kv.kv_heads, s); break;
-    case 256: launch_chunks<256>(sp, sp.a.kv.kv_heads, s); break;
+    case 32: launch_chunks<32>(sp, s); break;
+    case 64: launch_chunks<64>(sp, s); break;
+    case 128: launch_chunks<128>(sp, s); break;
+    case 256: launch_chunks<256>(sp, s); break;
     default: throw Error("cuda attention: head_dim " + std::to_string(sp.a.kv.head_dim) + " unsupported");
   }
 }
@@ -541,7 +532,7 @@ void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream 
   if (plan.aligned) {
     check(a.kv.bf16 && plan.smem_bytes == attention_mma_smem_bytes(a.kv.head_dim, plan.chunk) && plan.nsplit > 1,
           "cuda attention", "the plan was made for another head shape or cache element size");
-    launch_attention_mma(sp, a.kv.kv_heads, s);
+    launch_attention_mma(sp, s);
   } else {
     check(plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, a.kv.fp8 ? 1 : a.kv.bf16 ? 2 : 4, sp.heads_per_block,
                                               plan.rows_per_block, plan.chunk),

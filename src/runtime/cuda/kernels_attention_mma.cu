@@ -61,17 +61,24 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __nv_bfloat1
 
 __device__ __forceinline__ uint32_t bits(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
 
-// (x, y) as three bf16 pairs, hi + mid + lo = (x, y) to fp32's precision (top comment).
+// x as three bf16 terms, hi + mid + lo = x to fp32's precision (top comment).
+struct Bf16x3 {
+  __nv_bfloat16 hi, mid, lo;
+};
+__device__ __forceinline__ Bf16x3 split3(float x) {
+  const __nv_bfloat16 hi = __float2bfloat16_rn(x);
+  const float r = x - __bfloat162float(hi);
+  const __nv_bfloat16 mid = __float2bfloat16_rn(r);
+  return {hi, mid, __float2bfloat16_rn(r - __bfloat162float(mid))};
+}
+// (x, y) the same, as the three bf16 pairs an mma operand register holds (x in the low half).
 struct Split3 {
   uint32_t hi, mid, lo;
 };
 __device__ __forceinline__ Split3 split3(float x, float y) {
-  const __nv_bfloat162 hi = __floats2bfloat162_rn(x, y);
-  const float2 h = __bfloat1622float2(hi);
-  const float rx = x - h.x, ry = y - h.y;
-  const __nv_bfloat162 mid = __floats2bfloat162_rn(rx, ry);
-  const float2 m = __bfloat1622float2(mid);
-  return {bits(hi), bits(mid), bits(__floats2bfloat162_rn(rx - m.x, ry - m.y))};
+  const Bf16x3 a = split3(x), b = split3(y);
+  return {bits(__halves2bfloat162(a.hi, b.hi)), bits(__halves2bfloat162(a.mid, b.mid)),
+          bits(__halves2bfloat162(a.lo, b.lo))};
 }
 
 // acc += a b over the three terms of b, smallest first.
@@ -224,12 +231,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
       const float e = real ? expf(s[j] - m) : 0.f;
       sum += e;
       // Split once here, not by every warp that multiplies the values.
-      const __nv_bfloat16 hi = __float2bfloat16_rn(e);
-      const float r = e - __bfloat162float(hi);
-      const __nv_bfloat16 mid = __float2bfloat16_rn(r);
-      pb[q * SP + j] = hi;
-      pb[(kMaxQueries + q) * SP + j] = mid;
-      pb[(2 * kMaxQueries + q) * SP + j] = __float2bfloat16_rn(r - __bfloat162float(mid));
+      const Bf16x3 terms = split3(e);
+      pb[q * SP + j] = terms.hi;
+      pb[(kMaxQueries + q) * SP + j] = terms.mid;
+      pb[(2 * kMaxQueries + q) * SP + j] = terms.lo;
     }
     for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
     if (real && lane == 0) {
@@ -268,7 +273,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
 }
 
 template <int HD, int G, int R>
-void launch_shape(const SplitParams& sp, int n_kv_heads, Stream s) {
+void launch_shape(const SplitParams& sp, Stream s) {
   const size_t bytes = attention_mma_smem_bytes(HD, sp.chunk);
   check(bytes <= kAttentionMaxSmemBytes, "cuda attention", "chunk too large for shared memory");
   allow_dynamic_smem(reinterpret_cast<const void*>(attention_mma_kernel<HD, G, R>), kAttentionMaxSmemBytes,
@@ -278,16 +283,8 @@ void launch_shape(const SplitParams& sp, int n_kv_heads, Stream s) {
 }
 
 template <int HD>
-void launch_head_dim(const SplitParams& sp, int n_kv_heads, Stream s) {
-  const int g = sp.heads_per_block, r = sp.rows_per_block;
-  if (g == 1 && r == 4) launch_shape<HD, 1, 4>(sp, n_kv_heads, s);
-  else if (g == 2 && r == 2) launch_shape<HD, 2, 2>(sp, n_kv_heads, s);
-  else if (r != 1) throw Error("cuda attention: " + std::to_string(r) + " rows per block unsupported for " +
-                               std::to_string(g) + " heads per block");
-  else if (g == 1) launch_shape<HD, 1, 1>(sp, n_kv_heads, s);
-  else if (g == 2) launch_shape<HD, 2, 1>(sp, n_kv_heads, s);
-  else if (g == 4) launch_shape<HD, 4, 1>(sp, n_kv_heads, s);
-  else launch_shape<HD, 8, 1>(sp, n_kv_heads, s);
+void launch_head_dim(const SplitParams& sp, Stream s) {
+  dispatch_block_shape(sp, [&](auto g, auto r) { launch_shape<HD, decltype(g)::value, decltype(r)::value>(sp, s); });
 }
 
 }  // namespace
@@ -301,11 +298,11 @@ size_t attention_mma_smem_bytes(int head_dim, int chunk) {
          3 * static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(__nv_bfloat16);
 }
 
-void launch_attention_mma(const SplitParams& sp, int n_kv_heads, Stream s) {
+void launch_attention_mma(const SplitParams& sp, Stream s) {
   check(sp.aligned && sp.a.kv.bf16 && sp.chunk % 16 == 0, "cuda attention", "the tensor-core kernel needs an aligned bf16 plan");
   switch (sp.a.kv.head_dim) {
-    case 64: launch_head_dim<64>(sp, n_kv_heads, s); break;
-    case 128: launch_head_dim<128>(sp, n_kv_heads, s); break;
+    case 64: launch_head_dim<64>(sp, s); break;
+    case 128: launch_head_dim<128>(sp, s); break;
     default: throw Error("cuda attention (tensor cores): head_dim " + std::to_string(sp.a.kv.head_dim) + " unsupported");
   }
 }
