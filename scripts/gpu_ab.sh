@@ -11,19 +11,17 @@ set -uo pipefail
 source "$(dirname "$0")/gpu_machine.sh"
 [ $# -ge 1 ] || { echo "usage: scripts/gpu_ab.sh VARIANT [VARIANT...]" >&2; exit 2; }
 labels=()
-# Labels name result folders: letters, digits, _ . - only (the device tool returns no other names).
-for spec in "$@"; do labels+=("$(printf '%s' "$spec" | tr -c 'A-Za-z0-9_.-' '_')"); done
+for spec in "$@"; do
+  parse_variant "$spec"
+  labels+=("$variant_label")
+done
 # A warm machine keeps /tmp between calls: drop an earlier call's runs so the table has this one's.
 for label in "${labels[@]}"; do rm -rf "$out/ab-$label-1" "$out/ab-$label-2"; done
 for round in 1 2; do
   for i in "${!labels[@]}"; do
     spec=${@:i+1:1}
-    name=${spec%%:*}
-    envs=()
-    [ "$spec" != "$name" ] && IFS=':' read -ra envs <<<"${spec#*:}"
-    exe=voxrt_$name
-    [ "$name" = main ] && exe=voxrt
-    env "${envs[@]}" .carry/run "$exe" bench --device cuda --model "$full/mistral" --steps 100 \
+    parse_variant "$spec"
+    env "${variant_env[@]}" .carry/run "$variant_exe" bench --device cuda --model "$full/mistral" --steps 100 \
         --figures encoder,decoder --out "$out/ab-${labels[i]}-$round" >/dev/null 2>&1 ||
       echo "$spec round $round: bench failed" >&2
   done

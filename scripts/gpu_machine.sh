@@ -10,3 +10,17 @@ full=${VOXRT_FULL_WORK:-/tmp/voxrt-full}
 [ -f "$full/model_info.json" ] ||
   python3 tools/reference/voxtral_reference.py make-model --size full --out "$full" --seed 1234 --hf-dtype bf16 \
       --no-verify >/dev/null 2>&1
+
+# A carried variant NAME[:VAR=VALUE...] (scripts/gpu_ab.sh, gpu_streams_ab.sh): sets $variant_label
+# (a folder name: letters, digits, _ . - only, as the device tool returns no other names),
+# $variant_exe (voxrt for "main", else the voxrt_NAME that scripts/carry_variant.sh carried) and
+# the array variant_env (its VAR=VALUE settings, for `env`).
+parse_variant() {
+  variant_label=$(printf '%s' "$1" | tr -c 'A-Za-z0-9_.-' '_')
+  local name=${1%%:*}
+  variant_env=()
+  [ "$1" != "$name" ] && IFS=':' read -ra variant_env <<<"${1#*:}"
+  variant_exe=voxrt_$name
+  [ "$name" = main ] && variant_exe=voxrt
+  return 0
+}

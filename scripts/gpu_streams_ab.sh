@@ -14,16 +14,12 @@ streams=$1 seconds=$2
 shift 2
 labels=()
 for spec in "$@"; do
-  label=$(printf '%s' "$spec" | tr -c 'A-Za-z0-9_.-' '_')
+  parse_variant "$spec"
+  label=$variant_label
   labels+=("$label")
-  name=${spec%%:*}
-  envs=()
-  [ "$spec" != "$name" ] && IFS=':' read -ra envs <<<"${spec#*:}"
-  exe=voxrt_$name
-  [ "$name" = main ] && exe=voxrt
   rm -rf "$out/streams-$label"
   # shellcheck disable=SC2086  # BENCH_FLAGS is a list of flags
-  env "${envs[@]}" .carry/run "$exe" bench --device cuda --model "$full/mistral" --streams "$streams" \
+  env "${variant_env[@]}" .carry/run "$variant_exe" bench --device cuda --model "$full/mistral" --streams "$streams" \
       --stream-seconds "$seconds" --measure-seconds "${MEASURE_SECONDS:-5}" ${BENCH_FLAGS:-} \
       --out "$out/streams-$label" >"$out/streams-$label.log" 2>&1 || { echo "$spec: bench failed" >&2; tail -5 "$out/streams-$label.log" >&2; }
 done
