@@ -1,22 +1,15 @@
 #include "voxtral/bench_attention.h"
 
-#include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <utility>
 
 #include "voxtral/benchmark.h"
-#include "voxtral/decoder_step.h"
 
 namespace voxrt {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Kernels = Backend::AttentionKernels;
-
-constexpr int kRepeats = 10;  // launches per recorded step (launch overheads amortised as in a step)
-constexpr int kRuns = 20;     // timed steps (after 3 warm-up runs)
 
 struct Shape {
   std::string name;
@@ -52,20 +45,8 @@ double time_us(Backend& b, const Shape& s, KvCache& cache, int streams, const st
     for (int i = 0; i < s.rows_per_stream; ++i) refs.push_back({st, first + i});
   Buffer q(&b, rows, width), out(&b, rows, width);
   b.fill(q.data(), 0.01f, q.size());
-  const AttentionParams& p = s.p;
-  const std::string step = unique_step_key(key);
-  std::vector<double> us;
-  for (int i = 0; i < kRuns + 3; ++i) {
-    b.synchronize();
-    const auto t0 = Clock::now();
-    b.run_step(step, [&] {
-      for (int r = 0; r < kRepeats; ++r) b.attention(cache, 0, q.all(), refs, p, out.all());
-    });
-    b.synchronize();
-    if (i >= 3) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kRepeats);
-  }
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
+  // Fewer runs than the products: a launch over 256 full decoder windows takes milliseconds.
+  return median_op_us(b, key, OpTiming{3, 20, 10}, [&] { b.attention(cache, 0, q.all(), refs, s.p, out.all()); });
 }
 
 }  // namespace

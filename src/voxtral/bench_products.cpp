@@ -1,21 +1,15 @@
 #include "voxtral/bench_products.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <utility>
 
 #include "voxtral/benchmark.h"
-#include "voxtral/decoder_step.h"
 
 namespace voxrt {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Kernels = Backend::ProductKernels;
-
-constexpr int kRepeats = 10;  // products per recorded step (launch overheads amortised as in a step)
-constexpr int kRuns = 30;     // timed steps (after 5 warm-up runs)
 
 struct Product {
   std::string name;
@@ -59,19 +53,7 @@ double time_us(Backend& b, const Product& p, Prepared& d, int M, const std::stri
       b.linear(x, d.w[0], nullptr, d.y[0].view(0, M), p.accumulate);
     }
   };
-  const std::string step = unique_step_key(key);
-  std::vector<double> us;
-  for (int i = 0; i < kRuns + 5; ++i) {
-    b.synchronize();
-    const auto t0 = Clock::now();
-    b.run_step(step, [&] {
-      for (int r = 0; r < kRepeats; ++r) run();
-    });
-    b.synchronize();
-    if (i >= 5) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kRepeats);
-  }
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
+  return median_op_us(b, key, OpTiming{}, run);
 }
 
 std::vector<Product> step_products(const ModelConfig& c) {

@@ -29,6 +29,22 @@ double layer_params(int dim, int heads, int kv_heads, int head_dim, int hidden) 
 
 }  // namespace
 
+double median_op_us(Backend& b, const std::string& what, const OpTiming& t, const std::function<void()>& op) {
+  const std::string step = unique_step_key(what);
+  std::vector<double> us;
+  for (int i = 0; i < t.warmup + t.runs; ++i) {
+    b.synchronize();
+    const auto t0 = Clock::now();
+    b.run_step(step, [&] {
+      for (int r = 0; r < t.repeats; ++r) op();
+    });
+    b.synchronize();
+    if (i >= t.warmup) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / t.repeats);
+  }
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
 nlohmann::json ceilings_json(const Ceilings& c) {
   return {{"copy_GBps", c.copy_gbps}, {"matmul_TFLOPs", c.matmul_tflops}, {"matmul", c.matmul_what}};
 }

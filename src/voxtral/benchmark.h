@@ -48,6 +48,14 @@ StepCosts step_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes)
 // The measured ceilings as every benchmark result records them.
 nlohmann::json ceilings_json(const Ceilings& c);
 
+// One operation timed alone (the products and attention figures): `op` launched `repeats` times
+// back to back inside a recorded step (launch overheads amortised as in a step), the median over
+// `runs` such steps after `warmup` more, in microseconds per launch.
+struct OpTiming {
+  int warmup = 5, runs = 30, repeats = 10;
+};
+double median_op_us(Backend& backend, const std::string& what, const OpTiming& timing, const std::function<void()>& op);
+
 // rows x cols standard-normal values from a fixed seed: the benchmarks' inputs and test weights.
 std::vector<float> random_rows(int rows, int cols, unsigned seed);
 
