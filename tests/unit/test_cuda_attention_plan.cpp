@@ -5,6 +5,7 @@
 // scores and staged keys and values) must fit the kernel's limit for every supported shape.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ std::string describe(const HeadShape& s, int kv_bytes) {
          " head_dim=" + std::to_string(s.head_dim) + " window=" + std::to_string(s.window) +
          " step_rows=" + std::to_string(s.step_rows) + " kv_bytes=" + std::to_string(kv_bytes);
 }
+// Shapes of the tensor-core kernel (bf16 caches, 64- or 128-wide heads): Voxtral's encoder and
+// decoder, and a short window.
+const std::vector<HeadShape> kTensorCoreShapes = {{32, 32, 64, 750, 4}, {32, 8, 128, 8192, 1}, {8, 8, 64, 100, 1}};
+// The most rows a block of these shapes groups: 4 queries a block, 4 rows of one head or 4 heads.
+int most_rows(const HeadShape& s) { return s.heads == s.kv_heads ? 4 : 1; }
 #endif
 
 TEST(CudaAttentionPlan, ChunkDependsOnTheModelNotTheLaunch) {
@@ -98,10 +104,8 @@ TEST(CudaAttentionPlan, TensorCoreChunksAreAlignedAndIndependentOfTheLaunch) {
 #else
   // bf16 caches with 64- or 128-wide heads go to the tensor-core kernel; its chunks sit at
   // multiples of the chunk size, so a block of rows can touch one chunk more than its keys fill.
-  const std::vector<HeadShape> shapes = {{32, 32, 64, 750, 4}, {32, 8, 128, 8192, 1}, {8, 8, 64, 100, 1}};
-  for (const HeadShape& s : shapes) {
+  for (const HeadShape& s : kTensorCoreShapes) {
     SCOPED_TRACE(describe(s, 2));
-    const int most_rows = s.heads == s.kv_heads ? 4 : 1;  // 4 queries a block: 4 rows of one head, or 4 heads
     const cuda::AttentionPlan live = cuda::plan_attention(1, s.heads, s.kv_heads, s.head_dim, 2, s.window, s.window,
                                                           s.step_rows, kH200Sms, kBlocksPerSm, 1, true);
     EXPECT_TRUE(live.aligned);
@@ -112,7 +116,7 @@ TEST(CudaAttentionPlan, TensorCoreChunksAreAlignedAndIndependentOfTheLaunch) {
         EXPECT_EQ(p.chunk, live.chunk);
         EXPECT_EQ(p.smem_bytes, live.smem_bytes);
         // Keys first .. first + max_keys + most_rows - 2 cover at most this many aligned chunks.
-        EXPECT_EQ(p.nsplit, (max_keys + most_rows - 2) / p.chunk + 2) << rows << " rows, " << max_keys << " keys";
+        EXPECT_EQ(p.nsplit, (max_keys + most_rows(s) - 2) / p.chunk + 2) << rows << " rows, " << max_keys << " keys";
         EXPECT_GE(p.scratch_floats, static_cast<size_t>(rows) * s.heads * p.nsplit * (s.head_dim + 2));
       }
     }
@@ -156,6 +160,73 @@ TEST(CudaAttentionPlan, StagedChunkFitsSharedMemoryForEverySupportedShape) {
       }
     }
   }
+#endif
+}
+
+TEST(CudaAttentionPlan, SeveralChunksPerBlockKeepTheChunkAndFitSharedMemory) {
+#ifndef VOXRT_WITH_CUDA
+  GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
+#else
+  // CudaOptions::attention_chunks_per_block: a tensor-core block takes that many chunks with two
+  // stage buffers. The chunk (which 16 keys share an instruction) and the splits must be those of
+  // one chunk a block, or the bits would change; where two buffers do not fit, one chunk a block.
+  for (const HeadShape& s : kTensorCoreShapes) {
+    const int rows = most_rows(s);
+    for (const double blocks_per_sm : {kBlocksPerSm, 0.0, 2.0}) {
+      const cuda::AttentionPlan one = cuda::plan_attention(rows, s.heads, s.kv_heads, s.head_dim, 2, s.window, s.window,
+                                                           s.step_rows, kH200Sms, blocks_per_sm, rows, true, 1);
+      EXPECT_EQ(one.chunks_per_block, 1);
+      for (const int cpb : {2, 3, 5, 16, 40}) {
+        SCOPED_TRACE(describe(s, 2) + " blocks_per_sm=" + std::to_string(blocks_per_sm) + " cpb=" + std::to_string(cpb));
+        const cuda::AttentionPlan p = cuda::plan_attention(rows, s.heads, s.kv_heads, s.head_dim, 2, s.window, s.window,
+                                                           s.step_rows, kH200Sms, blocks_per_sm, rows, true, cpb);
+        EXPECT_EQ(p.chunk, one.chunk);
+        EXPECT_EQ(p.nsplit, one.nsplit);
+        EXPECT_EQ(p.scratch_floats, one.scratch_floats);
+        EXPECT_LE(p.smem_bytes, cuda::kAttentionMaxSmemBytes);
+        if (p.chunks_per_block > 1) {
+          EXPECT_EQ(p.chunks_per_block, std::min(cpb, cuda::kAttentionMaxChunksPerBlock));
+          EXPECT_EQ(p.smem_bytes, one.smem_bytes + 2u * p.chunk * (s.head_dim + 8) * 2);  // the second K and V
+        } else {
+          EXPECT_EQ(p.smem_bytes, one.smem_bytes);
+        }
+      }
+    }
+  }
+  // Voxtral's shapes at the default 64-key chunks: both take the second buffer (43136 and 75904
+  // bytes, the decoder's 3 blocks an SM).
+  const cuda::AttentionPlan enc = cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm, 4, true, 4);
+  const cuda::AttentionPlan dec = cuda::plan_attention(1, 32, 8, 128, 2, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, true, 4);
+  EXPECT_EQ(enc.chunks_per_block, 4);
+  EXPECT_EQ(enc.smem_bytes, 43136u);
+  EXPECT_EQ(dec.chunks_per_block, 4);
+  EXPECT_EQ(dec.smem_bytes, 75904u);
+  // The CUDA-core kernel takes one chunk a block whatever the option.
+  EXPECT_EQ(cuda::plan_attention(1, 32, 8, 128, 4, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, true, 4).chunks_per_block, 1);
+  EXPECT_EQ(cuda::plan_attention(1, 32, 8, 128, 2, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, false, 4).chunks_per_block, 1);
+#endif
+}
+
+TEST(CudaAttentionPlan, OneWarpCombineForAtMost32ChunksWhenAsked) {
+#ifndef VOXRT_WITH_CUDA
+  GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
+#else
+  // The encoder's rows have 13 chunks: the one-warp combine (the default); the decoder's 129: the
+  // block combine. The choice is the plan's, for the model's full window, not the launch's keys.
+  const cuda::AttentionPlan enc = cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm, 4, true);
+  EXPECT_EQ(enc.nsplit, 13);
+  EXPECT_TRUE(enc.combine_warp);
+  EXPECT_FALSE(cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm, 4, true, 1, false).combine_warp);
+  EXPECT_FALSE(cuda::plan_attention(1, 32, 8, 128, 2, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, true).combine_warp);
+  // 32 chunks exactly (window 1950 on 64-key aligned chunks, 4 rows a block), and 33.
+  const cuda::AttentionPlan at32 = cuda::plan_attention(1, 4, 4, 64, 2, 1950, 1950, 1, kH200Sms, kBlocksPerSm, 1, true);
+  EXPECT_EQ(at32.nsplit, 32);
+  EXPECT_TRUE(at32.combine_warp);
+  const cuda::AttentionPlan at33 = cuda::plan_attention(1, 4, 4, 64, 2, 2100, 2100, 1, kH200Sms, kBlocksPerSm, 1, true);
+  EXPECT_GT(at33.nsplit, 32);
+  EXPECT_FALSE(at33.combine_warp);
+  // One chunk a row: no combine at all.
+  EXPECT_FALSE(cuda::plan_attention(1, 32, 32, 64, 2, 50, 50, 1, kH200Sms, kBlocksPerSm, 1, false).combine_warp);
 #endif
 }
 

@@ -143,8 +143,9 @@ class CudaBackendTest : public ::testing::Test {
 
   // What the GPU's K/V cache holds for these values: bf16-rounded when it stores bf16 (the CPU
   // reference then gets the same rounded K/V, so attention tolerances stay those of fp32 sums).
-  std::vector<float> as_stored_kv(std::vector<float> v) {
-    return gpu().kv_element_bytes() == 2 ? bf16_round(std::move(v)) : v;
+  std::vector<float> as_stored_kv(std::vector<float> v) { return as_stored_kv(std::move(v), gpu()); }
+  static std::vector<float> as_stored_kv(std::vector<float> v, const Backend& b) {
+    return b.kv_element_bytes() == 2 ? bf16_round(std::move(v)) : v;
   }
   struct KvContents {
     std::vector<float> keys, values;
@@ -172,7 +173,16 @@ class CudaBackendTest : public ::testing::Test {
     std::vector<RowRef> rows;
     int step_rows = 1;  // AttentionParams::step_rows (the GPU's key split)
   };
-  void check_attention(const AttentionCase& c);
+  void check_attention(const AttentionCase& c) { check_attention(c, gpu()); }
+  void check_attention(const AttentionCase& c, Backend& g);
+  // Attention on backend b over a cache of shape s holding keys k and values v (a paged shape's
+  // pages mapped the same way on every backend, the slots' pages interleaved), as floats.
+  static std::vector<float> attention_on(Backend& b, const KvCacheShape& s, const std::vector<float>& k,
+                                         const std::vector<float>& v, int layer, const std::vector<float>& q,
+                                         const std::vector<RowRef>& rows, const AttentionParams& p);
+  // Each of rows, launched alone on b, computes the bits it computes launched with the others.
+  void check_rows_alone_as_together(Backend& b, const KvCacheShape& s, const std::vector<RowRef>& rows,
+                                    const AttentionParams& p);
 
   std::unique_ptr<Backend> cpu_, gpu_;
   unsigned seed_ = 0;
@@ -539,27 +549,59 @@ TEST_F(CudaBackendTest, ShiftCachedKeysMatchesCpu) {
   EXPECT_THROW(gpu().shift_cached_keys(gc, 2, shift, inv_freq), Error);
 }
 
-void CudaBackendTest::check_attention(const AttentionCase& c) {
+void CudaBackendTest::check_attention(const AttentionCase& c, Backend& g) {
   const KvCacheShape& s = c.shape;
   SCOPED_TRACE("attention heads=" + std::to_string(c.n_heads) + " kv_heads=" + std::to_string(s.kv_heads) +
                " head_dim=" + std::to_string(s.head_dim) + " window=" + std::to_string(c.window) +
                " ring=" + std::to_string(s.ring) + " rows=" + std::to_string(c.rows.size()));
   // Random everywhere in the cache, so reading a wrong entry shows.
-  KvCache gc(&gpu(), s), cc(&cpu(), s);
+  KvCache gc(&g, s), cc(&cpu(), s);
   const size_t total = s.elements();
-  const auto k = as_stored_kv(random(total)), v = as_stored_kv(random(total));
-  gpu().upload_kv(gc, k.data(), v.data());
+  const auto k = as_stored_kv(random(total), g), v = as_stored_kv(random(total), g);
+  g.upload_kv(gc, k.data(), v.data());
   cpu().upload_kv(cc, k.data(), v.data());
   const int rows = static_cast<int>(c.rows.size()), qw = c.n_heads * s.head_dim;
   const auto q = random(static_cast<size_t>(rows) * qw, -c.q_scale, c.q_scale);
   const AttentionParams p{c.n_heads, s.kv_heads, s.head_dim, c.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim)),
                           c.step_rows};
-  Buffer gq = put(gpu(), q, rows, qw), go(&gpu(), rows, qw), cq = put(cpu(), q, rows, qw), co(&cpu(), rows, qw);
-  poison(gpu(), go.all());
+  Buffer gq = put(g, q, rows, qw), go(&g, rows, qw), cq = put(cpu(), q, rows, qw), co(&cpu(), rows, qw);
+  poison(g, go.all());
   poison(cpu(), co.all());
-  gpu().attention(gc, c.layer, gq.all(), c.rows, p, go.all());
+  g.attention(gc, c.layer, gq.all(), c.rows, p, go.all());
   cpu().attention(cc, c.layer, cq.all(), c.rows, p, co.all());
-  EXPECT_TRUE(close(get(gpu(), go.all()), get(cpu(), co.all()), 1e-5, 2e-6 * max_abs(v)));
+  EXPECT_TRUE(close(get(g, go.all()), get(cpu(), co.all()), 1e-5, 2e-6 * max_abs(v)));
+}
+
+std::vector<float> CudaBackendTest::attention_on(Backend& b, const KvCacheShape& s, const std::vector<float>& k,
+                                                 const std::vector<float>& v, int layer, const std::vector<float>& q,
+                                                 const std::vector<RowRef>& rows, const AttentionParams& p) {
+  KvCache cache(&b, s);
+  for (int e = 0; e < s.pages_per_slot(); ++e)
+    for (int slot = s.slots - 1; slot >= 0; --slot) cache.map(slot, static_cast<int64_t>(e) * s.page_len(), 1);
+  b.upload_kv(cache, k.data(), v.data());
+  const int n = static_cast<int>(rows.size()), qw = p.n_heads * s.head_dim;
+  Buffer gq = put(b, q, n, qw), go(&b, n, qw);
+  poison(b, go.all());
+  b.attention(cache, layer, gq.all(), rows, p, go.all());
+  return get(b, go.all());
+}
+
+void CudaBackendTest::check_rows_alone_as_together(Backend& b, const KvCacheShape& s, const std::vector<RowRef>& rows,
+                                                   const AttentionParams& p) {
+  KvCache cache(&b, s);
+  const auto k = as_stored_kv(random(s.elements()), b), v = as_stored_kv(random(s.elements()), b);
+  b.upload_kv(cache, k.data(), v.data());
+  const int n = static_cast<int>(rows.size()), qw = p.n_heads * s.head_dim;
+  const auto q = random(static_cast<size_t>(n) * qw);
+  Buffer gq = put(b, q, n, qw), together(&b, n, qw), alone(&b, 1, qw);
+  b.attention(cache, 0, gq.all(), rows, p, together.all());
+  const auto grouped = get(b, together.all());
+  for (int i = 0; i < n; ++i) {
+    b.attention(cache, 0, gq.view(i, 1), std::span<const RowRef>(rows).subspan(i, 1), p, alone.all());
+    EXPECT_TRUE(exact(get(b, alone.all()), std::vector<float>(grouped.begin() + static_cast<ptrdiff_t>(i) * qw,
+                                                                grouped.begin() + static_cast<ptrdiff_t>(i + 1) * qw)))
+        << "row " << i << " (slot " << rows[i].slot << ", position " << rows[i].pos << ")";
+  }
 }
 
 TEST_F(CudaBackendTest, AttentionEncoderLikeWithRingWrapAround) {
@@ -625,6 +667,88 @@ TEST_F(CudaBackendTest, AttentionOtherHeadShapes) {
   check_attention({{1, 3, 80, 2, 256}, 2, 4, 64, 2.0f, {{0, 0}, {0, 63}, {0, 64}, {0, 200}}});
   // Window wider than 1024 keys on MHA rows (several chunks per row with many rows).
   check_attention({{1, 1, 4096, 4, 64}, 0, 4, 3000, 1.0f, {{0, 2999}, {0, 3000}, {0, 4500}, {0, 10}}});
+}
+
+TEST_F(CudaBackendTest, AttentionSeveralChunksPerBlockComputeTheSameBits) {
+  // A tensor-core block taking several consecutive key chunks, double-buffered
+  // (CudaOptions::attention_chunks_per_block), computes each chunk as a block of one does: every
+  // output bit equal to one chunk a block, on the same caches and rows. Encoder-like (head_dim
+  // 64, MHA: 4 rows a block) and decoder-like (head_dim 128, GQA 4, window 8192: 129 chunks, so
+  // the last group of 2, 3 or 5 is cut short), unpaged and paged (pages not aligned to the
+  // chunks, the slots' pages interleaved); rows whose keys start mid-chunk and mid-group, rows of
+  // a few keys, a ring that wraps.
+#ifdef VOXRT_WITH_CUDA
+  struct Case {
+    const char* what;
+    KvCacheShape shape;
+    int heads, window;
+    std::vector<RowRef> rows;
+    int step_rows;
+  };
+  std::vector<RowRef> frames, early;
+  for (int i = 0; i < 8; ++i) frames.push_back({1, 1000 + i});  // past the ring's end
+  for (int i = 0; i < 7; ++i) early.push_back({0, 745 + i});    // the window fills at 749; a group cut short
+  const std::vector<RowRef> decode = {{0, 20000}, {1, 8191}, {1, 100}, {0, 0},   {1, 3},
+                                      {1, 8192 + 15}, {0, 8192 + 40}, {1, 12345}, {0, 64}};
+  const KvCacheShape enc{2, 1, 768, 32, 64}, enc_paged{2, 1, 768, 32, 64, 96, 16};
+  const KvCacheShape dec{2, 1, 8192 + 64, 8, 128}, dec_paged{2, 1, 8192 + 64, 8, 128, 344, 48};
+  const std::vector<Case> cases = {
+      {"encoder frames", enc, 32, 750, frames, 4},
+      {"encoder early frames", enc, 32, 750, early, 4},
+      {"encoder scattered rows", enc, 32, 750, {{0, 0}, {1, 5}, {0, 749}, {1, 1500}, {0, 1000}}, 1},
+      {"encoder paged", enc_paged, 32, 750, frames, 4},
+      {"decoder", dec, 32, 8192, decode, 1},
+      {"decoder paged", dec_paged, 32, 8192, decode, 1},
+  };
+  CudaOptions one;  // the defaults but for the chunks a block: the engine's kernels, not the environment's
+  one.attention_chunks_per_block = 1;
+  const std::unique_ptr<Backend> base = make_cuda_backend(0, one);
+  const std::vector<int> chunks_per_block = {2, 3, 5};
+  std::vector<std::unique_ptr<Backend>> several;
+  for (const int cpb : chunks_per_block) {
+    CudaOptions o = one;
+    o.attention_chunks_per_block = cpb;
+    several.push_back(make_cuda_backend(0, o));
+  }
+  for (const Case& c : cases) {
+    const KvCacheShape& s = c.shape;
+    const auto k = bf16_round(random(s.elements())), v = bf16_round(random(s.elements()));
+    const int n = static_cast<int>(c.rows.size());
+    const auto q = random(static_cast<size_t>(n) * c.heads * s.head_dim);
+    const AttentionParams p{c.heads, s.kv_heads, s.head_dim, c.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim)),
+                            c.step_rows};
+    const auto want = attention_on(*base, s, k, v, 0, q, c.rows, p);
+    for (size_t i = 0; i < several.size(); ++i) {
+      SCOPED_TRACE(std::string(c.what) + ", " + std::to_string(chunks_per_block[i]) + " chunks a block");
+      EXPECT_TRUE(exact(attention_on(*several[i], s, k, v, 0, q, c.rows, p), want));
+    }
+  }
+#endif
+}
+
+TEST_F(CudaBackendTest, AttentionOneWarpCombineMatchesTheReferenceAndIsBatchInvariant) {
+  // Plans of at most 32 chunks a row (the encoder's 13) merge them one warp per (row, head)
+  // (CudaOptions::attention_combine_warp, the default); the block combine otherwise. Both within
+  // the attention tolerance of the CPU's reference, 32 chunks exactly included (window 1950, 4 rows
+  // a block: (1950 + 2) / 64 + 2), and a row's bits the same alone as with others.
+#ifdef VOXRT_WITH_CUDA
+  for (const bool warp : {true, false}) {
+    SCOPED_TRACE(warp ? "one-warp combine" : "block combine");
+    CudaOptions o;
+    o.attention_combine_warp = warp;
+    const std::unique_ptr<Backend> b = make_cuda_backend(0, o);
+    AttentionCase enc{{2, 2, 768, 32, 64}, 1, 32, 750, 1.0f, {}, 4};
+    for (int i = 0; i < 8; ++i) enc.rows.push_back({1, 1000 + i});
+    for (int64_t pos : {0, 1, 63, 64, 749, 750}) enc.rows.push_back({0, pos});
+    check_attention(enc, *b);
+    check_attention({{1, 1, 2048, 4, 64}, 0, 4, 1950, 1.0f, {{0, 1949}, {0, 2000}, {0, 3000}, {0, 17}}}, *b);
+    const KvCacheShape s{2, 1, 768, 32, 64};
+    std::vector<RowRef> rows;
+    for (int i = 0; i < 8; ++i) rows.push_back({1, 1000 + i});
+    check_rows_alone_as_together(*b, s, rows, {32, s.kv_heads, s.head_dim, 750, 0.125f, 4});
+    check_rows_alone_as_together(*b, s, {{0, 3}, {1, 900}, {0, 749}, {1, 64}}, {32, s.kv_heads, s.head_dim, 750, 0.125f, 1});
+  }
+#endif
 }
 
 // ---- Gathers and the sampler ----

@@ -33,6 +33,7 @@ struct SplitParams {
   int rows_per_block;   // the kernel's R: 1, or rows grouped by attention_rows_per_block
   bool aligned;         // chunks at multiples of `chunk` in absolute positions (top comment)
   int chunk_shift;      // log2(chunk): chunks are powers of two
+  int chunks_per_block;  // consecutive splits a block takes (the tensor-core kernel; 1 elsewhere)
 };
 
 __host__ __device__ constexpr int attention_cdiv(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
@@ -67,19 +68,25 @@ __device__ __forceinline__ int ring_entry(int e0, int j, int ring) {
   return e >= ring ? e - ring : e;
 }
 
-// A chunk block's rows (the first, r0), key chunk (split) and heads (kv head kvh, head block hb).
-// Blocks are numbered heads first, then chunks, then rows: the blocks resident at once then read
-// every kv head of the same cache entries (an entry's heads lie side by side), not one head's
-// slice of entries far apart, which DRAM serves at a fraction of its rate.
+// A chunk block's rows (the first, r0), key chunks (splits split .. split + chunks_per_block - 1,
+// a split group: one split, except in the tensor-core kernel) and heads (kv head kvh, head block
+// hb). Blocks are numbered heads first, then split groups, then rows: the blocks resident at once
+// then read every kv head of the same cache entries (an entry's heads lie side by side), not one
+// head's slice of entries far apart, which DRAM serves at a fraction of its rate.
 struct ChunkBlock {
   int r0, split, kvh, hb;
 };
+// (32-bit, and no division at all for one chunk a block: it runs at the start of every block.)
+__host__ __device__ inline int split_groups(const SplitParams& p) {
+  return p.chunks_per_block == 1 ? p.nsplit : (p.nsplit + p.chunks_per_block - 1) / p.chunks_per_block;
+}
 template <int R>
 __device__ __forceinline__ ChunkBlock chunk_block(const SplitParams& p) {
-  const int heads = p.a.kv.kv_heads * p.head_blocks;
+  const int heads = p.a.kv.kv_heads * p.head_blocks, groups = split_groups(p);
   const int h = static_cast<int>(blockIdx.x % heads);
   const unsigned rest = blockIdx.x / heads;
-  return {static_cast<int>(rest / p.nsplit) * R, static_cast<int>(rest % p.nsplit), h / p.head_blocks, h % p.head_blocks};
+  return {static_cast<int>(rest / groups) * R, static_cast<int>(rest % groups) * p.chunks_per_block, h / p.head_blocks,
+          h % p.head_blocks};
 }
 // The grid of chunk blocks for rows_per_block rows a block (a one-dimensional grid: the product
 // exceeds the 65535 of a second dimension with long rows).
@@ -103,9 +110,11 @@ void dispatch_block_shape(const SplitParams& sp, F&& f) {
 }
 
 // ---- kernels_attention_mma.cu ----
-// Whether the tensor-core kernel takes this head size, and its shared memory for a chunk.
+// Whether the tensor-core kernel takes this head size, and its shared memory for a chunk: one
+// stage buffer, or two (double_buffered) for blocks of several chunks, staging the next while
+// they compute one.
 bool attention_mma_head_dim(int head_dim);
-size_t attention_mma_smem_bytes(int head_dim, int chunk);
+size_t attention_mma_smem_bytes(int head_dim, int chunk, bool double_buffered);
 // The chunk blocks of an aligned plan on a bf16 cache (the combine pass is the caller's).
 void launch_attention_mma(const SplitParams& sp, Stream s);
 

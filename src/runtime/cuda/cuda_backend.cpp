@@ -507,7 +507,8 @@ class CudaBackend final : public Backend {
                              p.window, p.window, p.step_rows, sm_count_, options_.attention_blocks_per_sm,
                              rows_per_block,
                              attention_kernels_ == AttentionKernels::Automatic ? options_.tensor_core_attention
-                                                                               : attention_kernels_ == AttentionKernels::TensorCores);
+                                                                               : attention_kernels_ == AttentionKernels::TensorCores,
+                             options_.attention_chunks_per_block, options_.attention_combine_warp);
     const auto d = upload_args({{rows.data(), q.rows * sizeof(RowRef)}});
     cuda::AttentionArgs a;
     a.kv = layout(cache, layer);

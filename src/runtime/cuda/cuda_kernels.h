@@ -101,16 +101,28 @@ struct AttentionPlan {
   size_t smem_bytes = 0;      // a block's dynamic shared memory (queries, scores, the staged K and V)
   int rows_per_block = 1;     // rows sharing a block's staged keys and values
   bool aligned = false;       // the tensor-core kernel's chunks, at multiples of `chunk` (attention_split.cuh)
+  // Consecutive chunks a tensor-core block takes, staging the next while it computes one
+  // (CudaOptions::attention_chunks_per_block; 1 where the two stage buffers would not fit, and
+  // always on the CUDA-core kernel). The same bits whatever it is.
+  int chunks_per_block = 1;
+  // The combine as one warp per (row, head), lane s holding chunk s (nsplit <= 32 and
+  // CudaOptions::attention_combine_warp): a constant of the model and the options, never of the
+  // batch, so a row's bits do not depend on the rows launched with it.
+  bool combine_warp = false;
 };
 // The most dynamic shared memory a chunk block may take (the H200 allows 227 KiB a block).
 constexpr size_t kAttentionMaxSmemBytes = 200 * 1024;
+// The most chunks a tensor-core block takes (its chunks' row ranges sit in static shared memory).
+constexpr int kAttentionMaxChunksPerBlock = 16;
 // Chooses the key split (flash-decoding style) so that a live step (step_rows rows over a full
 // window) fills the GPU; the chunk size depends on the model, not on the batch (kernels_attention.cu).
 // rows_per_block: 1, or what attention_rows_per_block gives for the launch's rows. tensor_cores:
 // bf16 caches of the head sizes it takes go to the tensor-core kernel (kernels_attention_mma.cu).
+// chunks_per_block and combine_warp: CudaOptions::attention_chunks_per_block (clamped to 1 ..
+// kAttentionMaxChunksPerBlock) and attention_combine_warp.
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
                              int window, int step_rows, int sm_count, double blocks_per_sm, int rows_per_block = 1,
-                             bool tensor_cores = false);
+                             bool tensor_cores = false, int chunks_per_block = 1, bool combine_warp = true);
 // How many of a launch's rows a block may take together (their keys and values read once): more
 // than 1 when every group of that many consecutive rows holds consecutive positions of one slot
 // (an encoder step's frames, an offline pass's chunk) and the group's queries fit a block. Results

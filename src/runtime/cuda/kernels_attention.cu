@@ -413,6 +413,50 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
   }
 }
 
+// The combine for plans of at most 32 chunks a row (the encoder's window): one warp per (row,
+// head), lane s holding chunk s's maximum, sum and weight, the head's dimensions summed over the
+// chunks in chunk order. The block kernel above, for longer rows, spends most of its instructions
+// on block-wide reductions and idle threads when a row has a dozen chunks. Which of the two runs
+// is the plan's (AttentionPlan::combine_warp: its chunk count, a constant of the model, and the
+// options), so a row's bits never depend on its batch.
+constexpr int kCombineWarpChunks = 32;
+constexpr int kCombineWarpsPerBlock = 4;
+__global__ void attention_combine_warp_kernel(SplitParams p, int head_dim) {
+  pdl_trigger();
+  pdl_wait();
+  const AttentionArgs& a = p.a;
+  const int lane = threadIdx.x % 32;
+  const long long pair = static_cast<long long>(blockIdx.x) * kCombineWarpsPerBlock + threadIdx.x / 32;
+  if (pair >= static_cast<long long>(a.n_rows) * a.n_heads) return;
+  const int r = static_cast<int>(pair / a.n_heads), h = static_cast<int>(pair % a.n_heads);
+  const int ns = row_chunks(p, r);
+  const size_t cell0 = (static_cast<size_t>(r) * a.n_heads + h) * p.nsplit;
+  const float* ml = a.scratch + cell0 * 2;
+  const float* acc = a.scratch + ml_floats(a.n_rows, a.n_heads, p.nsplit) + cell0 * head_dim;
+  const float mine = lane < ns ? ml[2 * lane] : -INFINITY;
+  float m = mine;
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  const float w = lane < ns ? expf(mine - m) : 0.f;
+  float l = lane < ns ? ml[2 * lane + 1] * w : 0.f;
+  for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+  float o[kMaxHeadDim / 32];
+  const int per_lane = head_dim / 32;
+#pragma unroll
+  for (int i = 0; i < kMaxHeadDim / 32; ++i) o[i] = 0;
+#pragma unroll 4
+  for (int s = 0; s < ns; ++s) {
+    const float ws = __shfl_sync(0xffffffffu, w, s);
+    const float* as = acc + static_cast<size_t>(s) * head_dim;
+#pragma unroll
+    for (int i = 0; i < kMaxHeadDim / 32; ++i)
+      if (i < per_lane) o[i] = fmaf(as[lane + 32 * i], ws, o[i]);
+  }
+  float* out = a.out + static_cast<size_t>(r) * a.ldo + static_cast<size_t>(h) * head_dim;
+#pragma unroll
+  for (int i = 0; i < kMaxHeadDim / 32; ++i)
+    if (i < per_lane) out[lane + 32 * i] = o[i] / l;
+}
+
 template <int HD, typename T, int G, int R>
 void launch_chunks_grouped(const SplitParams& sp, Stream s) {
   const size_t bytes = chunk_smem_bytes(HD, static_cast<int>(sizeof(T)), G, R, sp.chunk);
@@ -438,7 +482,8 @@ void launch_chunks(const SplitParams& sp, Stream s) {
 }  // namespace
 
 dim3 chunk_grid(const SplitParams& sp) {
-  const size_t blocks = static_cast<size_t>(cdiv(sp.a.n_rows, sp.rows_per_block)) * sp.nsplit * sp.a.kv.kv_heads * sp.head_blocks;
+  const size_t blocks =
+      static_cast<size_t>(cdiv(sp.a.n_rows, sp.rows_per_block)) * split_groups(sp) * sp.a.kv.kv_heads * sp.head_blocks;
   check(blocks <= 0x7fffffffu, "cuda attention", "too many rows for one launch");
   return dim3(static_cast<unsigned>(blocks));
 }
@@ -481,13 +526,14 @@ int attention_rows_per_block(const DevRowRef* rows, int n_rows, int n_heads, int
 
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
                              int window, int step_rows, int sm_count, double blocks_per_sm, int rows_per_block,
-                             bool tensor_cores) {
+                             bool tensor_cores, int chunks_per_block, bool combine_warp) {
   AttentionPlan plan;
   const int group = n_heads / n_kv_heads;
   // bf16 caches go to the tensor-core kernel where it takes the head size (kernels_attention_mma.cu).
   plan.aligned = tensor_cores && kv_bytes == 2 && attention_mma_head_dim(head_dim);
   auto smem_bytes = [&](int rows, int c) {
-    return plan.aligned ? attention_mma_smem_bytes(head_dim, c) : chunk_smem_bytes(head_dim, kv_bytes, heads_per_block(group), rows, c);
+    return plan.aligned ? attention_mma_smem_bytes(head_dim, c, plan.chunks_per_block > 1)
+                        : chunk_smem_bytes(head_dim, kv_bytes, heads_per_block(group), rows, c);
   };
   // The chunk size depends on the model alone (one row over a full window), never on the batch:
   // a row's result then does not depend on which other rows share the launch, so a live session
@@ -510,6 +556,14 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   check(rows_per_block == 1 || rows_per_block == most_rows, "cuda attention", "unsupported rows per block");
   plan.chunk = chunk;
   plan.rows_per_block = rows_per_block;
+  // Several chunks a tensor-core block, two stage buffers. The chunk above was chosen for one
+  // buffer, whatever chunks_per_block is: a chunk's size sets which 16 keys share an instruction,
+  // so it must not change with an option that exists to be measured against its default with the
+  // same bits. Where the second buffer does not fit, the block takes one chunk instead.
+  if (plan.aligned) {
+    plan.chunks_per_block = std::clamp(chunks_per_block, 1, kAttentionMaxChunksPerBlock);
+    if (smem_bytes(rows_per_block, chunk) > kAttentionMaxSmemBytes) plan.chunks_per_block = 1;
+  }
   plan.smem_bytes = smem_bytes(rows_per_block, chunk);
   // Aligned chunks: a block's rows (up to most_rows consecutive positions) reach from the first
   // row's first key to the last row's last, max_keys + most_rows - 1 keys, which may touch one
@@ -518,6 +572,7 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   if (plan.nsplit > 1)
     plan.scratch_floats = ml_floats(n_rows, n_heads, plan.nsplit) +
                           static_cast<size_t>(n_rows) * n_heads * plan.nsplit * head_dim;
+  plan.combine_warp = combine_warp && plan.nsplit > 1 && plan.nsplit <= kCombineWarpChunks;
   return plan;
 }
 
@@ -526,20 +581,29 @@ void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream 
   check(plan.chunk > 0 && (plan.chunk & (plan.chunk - 1)) == 0, "cuda attention", "the key chunk must be a power of two");
   int shift = 0;
   while ((1 << shift) < plan.chunk) ++shift;
-  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0, plan.rows_per_block, plan.aligned, shift};
+  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0, plan.rows_per_block, plan.aligned, shift,
+                 plan.chunks_per_block};
   sp.heads_per_block = heads_per_block(sp.group);
   sp.head_blocks = cdiv(sp.group, sp.heads_per_block);
   if (plan.aligned) {
-    check(a.kv.bf16 && plan.smem_bytes == attention_mma_smem_bytes(a.kv.head_dim, plan.chunk) && plan.nsplit > 1,
+    check(a.kv.bf16 && plan.smem_bytes == attention_mma_smem_bytes(a.kv.head_dim, plan.chunk, plan.chunks_per_block > 1) &&
+              plan.nsplit > 1,
           "cuda attention", "the plan was made for another head shape or cache element size");
     launch_attention_mma(sp, s);
   } else {
-    check(plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, a.kv.fp8 ? 1 : a.kv.bf16 ? 2 : 4, sp.heads_per_block,
-                                              plan.rows_per_block, plan.chunk),
+    check(plan.chunks_per_block == 1 &&
+              plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, a.kv.fp8 ? 1 : a.kv.bf16 ? 2 : 4, sp.heads_per_block,
+                                                  plan.rows_per_block, plan.chunk),
           "cuda attention", "the plan was made for another head shape or cache element size");
     launch_chunk_kernel(sp, s);
   }
-  if (plan.nsplit > 1) {
+  if (plan.nsplit > 1 && plan.combine_warp) {
+    check(plan.nsplit <= kCombineWarpChunks, "cuda attention", "too many chunks for the one-warp combine");
+    const long long pairs = static_cast<long long>(a.n_rows) * a.n_heads;
+    const dim3 grid(static_cast<unsigned>(cdiv(pairs, kCombineWarpsPerBlock)));
+    launch_kernel("attention_combine_warp", attention_combine_warp_kernel, grid, dim3(32 * kCombineWarpsPerBlock), 0, s,
+                  sp, a.kv.head_dim);
+  } else if (plan.nsplit > 1) {
     const dim3 grid(static_cast<unsigned>(a.n_rows), static_cast<unsigned>(a.n_heads));
     const int threads = kCombineThreads;
     launch_kernel("attention_combine", attention_combine_kernel, grid, dim3(threads), plan.nsplit * sizeof(float), s, sp,

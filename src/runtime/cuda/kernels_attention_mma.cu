@@ -1,6 +1,7 @@
 // Attention chunks on the tensor cores, for bf16 caches: the same blocks as kernels_attention.cu's
 // CUDA-core kernel (one per rows, kv head, key chunk; partial results merged by its combine pass),
-// with both products as bf16 mma.sync and the chunks aligned (attention_split.cuh).
+// with both products as bf16 mma.sync and the chunks aligned (attention_split.cuh). A block may
+// take several consecutive chunks, double-buffered (AttentionPlan::chunks_per_block).
 //
 // Why. With several queries per block (an encoder step's 4 frames, the decoder's 4 heads per kv
 // head) the CUDA-core kernel spends two fp32 FMAs per byte of K/V plus the conversions and shared
@@ -45,6 +46,11 @@ constexpr size_t kNotStaged = ~size_t{0};
 __host__ __device__ constexpr int row_pitch(int head_dim) { return head_dim + 8; }
 // The probabilities' row: chunk + 8 floats, so that a B fragment's 8-byte reads take two phases.
 __host__ __device__ constexpr int score_pitch(int chunk) { return chunk + 8; }
+// A stage buffer: a chunk's K and V rows (a multiple of 16 bytes, chunks being multiples of 16,
+// so that the second buffer's rows stay aligned for cp.async and ldmatrix).
+__host__ __device__ constexpr size_t stage_bytes(int head_dim, int chunk) {
+  return 2 * static_cast<size_t>(chunk) * row_pitch(head_dim) * sizeof(__nv_bfloat16);
+}
 
 // Four 8x8 bf16 matrices from shared memory, each lane giving one row's address; kTrans hands
 // each one over transposed.
@@ -89,9 +95,21 @@ __device__ __forceinline__ void mma3(float (&acc)[4], const uint32_t (&a)[4], co
 }
 
 // HD the head dimension, G the query heads per block, R the rows per block (G * R <= 8); query
-// i * G + g is row r0 + i, head h0 + g.
-template <int HD, int G, int R>
+// i * G + g is row r0 + i, head h0 + g. kMulti: blocks of several chunks (p.chunks_per_block > 1).
+//
+// A block takes up to p.chunks_per_block consecutive chunks of its rows (splits s0, s0 + 1, ...;
+// attention_split.cuh's chunk_block), staging chunk k + 1 into the other of two buffers (cp.async)
+// while it computes chunk k: each chunk's round trip to memory then hides behind the previous
+// chunk's arithmetic, and the prologue (key ranges, ring and page-table lookups) is paid once for
+// several chunks. Each chunk is computed exactly as a block of one chunk computes it (the same
+// staged rows, the same mma instructions over the same 16-key groups in the same order, the same
+// partial result in the same cell), so the number of chunks a block takes never changes a bit.
+// Blocks of one chunk are a build of their own (kMulti false: the loop runs once), so that the
+// queries' fragments, live across the loop, do not take the registers of the single-chunk build
+// (77 to 80 registers a thread at HD 128; 120 to 127 with them live throughout).
+template <int HD, int G, int R, bool kMulti>
 __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitParams p) {
+  constexpr int kChunks = kMulti ? kAttentionMaxChunksPerBlock : 1;
   constexpr int Q = G * R;
   static_assert(Q <= kMaxQueries && HD % 16 == 0, "unsupported block shape");
   constexpr int kPitch = row_pitch(HD), kPieces = HD / 8, kSteps = HD / 16;
@@ -100,64 +118,90 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   const AttentionArgs& a = p.a;
   const int C = p.chunk, SP = score_pitch(C);
   extern __shared__ float4 smem4[];
-  __nv_bfloat16* ks = reinterpret_cast<__nv_bfloat16*>(smem4);
-  __nv_bfloat16* vs = ks + C * kPitch;
-  float* sc = reinterpret_cast<float*>(vs + C * kPitch);  // [kMaxQueries][SP]
-  size_t* row_at = reinterpret_cast<size_t*>(sc + kMaxQueries * SP);  // [C]
+  float* sc = reinterpret_cast<float*>(smem4);  // [kMaxQueries][SP]
   // The probabilities as the values' B operand: three bf16 planes, hi, mid, lo [kMaxQueries][SP].
-  __nv_bfloat16* pb = reinterpret_cast<__nv_bfloat16*>(row_at + C);
+  __nv_bfloat16* pb = reinterpret_cast<__nv_bfloat16*>(sc + kMaxQueries * SP);
+  // Each staged row's cache offset [C] (one array: a chunk's are found after the previous chunk's
+  // copies were issued), then the stage buffers, one or two (kMulti): K and V [C][kPitch].
+  size_t* row_at = reinterpret_cast<size_t*>(pb + 3 * kMaxQueries * SP);
+  __nv_bfloat16* stages = reinterpret_cast<__nv_bfloat16*>(row_at + C);
+  auto keys_of = [&](int b) { return stages + b * 2 * C * kPitch; };
+  auto values_of = [&](int b) { return keys_of(b) + C * kPitch; };
 
   const ChunkBlock block = chunk_block<R>(p);
-  const int r0 = block.r0, split = block.split, kvh = block.kvh, hb = block.hb;
+  const int r0 = block.r0, kvh = block.kvh, hb = block.hb;
   const int h0 = kvh * p.group + hb * G, gcount = min(G, p.group - hb * G);
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
 
-  // The block's chunk: the first row's first chunk plus the split. Rows are consecutive positions
-  // of one slot (attention_rows_per_block), so later rows start no earlier. From here on a row's
-  // keys are staged rows jf .. jl of the chunk (none: jf > jl), and its partial result is cell
-  // `cell` of its own chunks; positions are 64-bit, these are not (a 64-bit division costs
-  // dozens of instructions, and there were several per output).
+  // The block's chunks: the first row's first chunk plus the splits s0 ..., n of them. The rows are
+  // consecutive positions of one slot (attention_rows_per_block), so together they attend one
+  // range of keys, from the first row's first to the last row's position: its chunks are the
+  // block's, up to the plan's splits (a chunk of the group past that range holds no keys of any
+  // row, and a block of no such chunk returns at once). Positions are 64-bit; from here on the
+  // chunk's offsets are not (a 64-bit division costs dozens of instructions, and there were several
+  // per output).
   long long first0;
   int n0;
   key_range(p, r0, first0, n0);
-  const long long c = (first0 >> p.chunk_shift) + split, c_lo = c << p.chunk_shift;
-  __shared__ int s_jf[R], s_jl[R], s_cell[R], s_entry;
-  int lo = C, hi = -1;  // the staged rows holding keys: every row's keys in the chunk
+  long long last = first0 + n0 - 1;
 #pragma unroll
-  for (int i = 0; i < R; ++i) {
-    int jf = C, jl = -1, cell = 0;
-    if (r0 + i < a.n_rows) {
-      long long first;
-      int n;
-      key_range(p, r0 + i, first, n);
-      const long long from = first - c_lo, to = from + n - 1;
-      if (to >= 0 && from < C) {
-        jf = static_cast<int>(max(from, 0LL));
-        jl = static_cast<int>(min(to, static_cast<long long>(C - 1)));
-        cell = static_cast<int>(c - (first >> p.chunk_shift));
-      }
-    }
-    lo = min(lo, jf);
-    hi = max(hi, jl);
-    if (tid == i) s_jf[i] = jf, s_jl[i] = jl, s_cell[i] = cell;
-  }
-  if (hi < 0) return;
+  for (int i = 1; i < R; ++i)
+    if (r0 + i < a.n_rows) last = max(last, a.rows[r0 + i].pos);
+  const long long c0 = (first0 >> p.chunk_shift) + block.split;
+  const int n = static_cast<int>(min(static_cast<long long>(min(kMulti ? p.chunks_per_block : 1, p.nsplit - block.split)),
+                                     (last >> p.chunk_shift) - c0 + 1));
+  if (n <= 0) return;
+
+  // Each chunk's rows: row i's keys are staged rows s_jf .. s_jl of the chunk (none: jf > jl), its
+  // partial result cell s_cell of its own chunks; the chunk stages rows s_lo .. s_hi (every row's
+  // keys), the first of them from ring entry s_entry. Thread k finds chunk k's, as a one-chunk
+  // block's threads find theirs.
+  __shared__ int s_jf[kChunks][R], s_jl[kChunks][R], s_cell[kChunks][R];
+  __shared__ int s_lo[kChunks], s_hi[kChunks], s_entry[kChunks];
   const int ring = a.kv.ring;
-  if (tid == 0) s_entry = static_cast<int>((c_lo + lo) % ring);  // a 64-bit modulo: once a block
+  if (tid < n) {
+    const long long c = c0 + tid, c_lo = c << p.chunk_shift;
+    int lo = C, hi = -1;
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      int jf = C, jl = -1, cell = 0;
+      if (r0 + i < a.n_rows) {
+        long long first;
+        int nk;
+        key_range(p, r0 + i, first, nk);
+        const long long from = first - c_lo, to = from + nk - 1;
+        if (to >= 0 && from < C) {
+          jf = static_cast<int>(max(from, 0LL));
+          jl = static_cast<int>(min(to, static_cast<long long>(C - 1)));
+          cell = static_cast<int>(c - (first >> p.chunk_shift));
+        }
+      }
+      lo = min(lo, jf);
+      hi = max(hi, jl);
+      s_jf[tid][i] = jf, s_jl[tid][i] = jl, s_cell[tid][i] = cell;
+    }
+    s_lo[tid] = lo;
+    s_hi[tid] = hi;
+    s_entry[tid] = hi < 0 ? 0 : static_cast<int>((c_lo + lo) % ring);  // a 64-bit modulo: once a chunk
+  }
   __syncthreads();
 
-  // 0. Stage the chunk: K and V rows of the positions lo .. hi (cp.async); elsewhere V's rows are
-  // zeros (K's are left as they are: their scores become -inf).
-  {
-    const int e_lo = s_entry;
-    const int* slot_pages = kv_slot_pages(a.kv, a.rows[r0].slot);
-    const __nv_bfloat16* kbase = static_cast<const __nv_bfloat16*>(a.kv.keys) + static_cast<size_t>(kvh) * HD;
-    const __nv_bfloat16* vbase = static_cast<const __nv_bfloat16*>(a.kv.values) + static_cast<size_t>(kvh) * HD;
-    // Each staged row's place in the cache, found once (a page-table read and a division), not
-    // once per 16-byte piece.
+  // Each staged row's place in the cache, found once (a page-table read and a division), not once
+  // per 16-byte piece: chunk k's, once every thread has issued the previous chunk's copies.
+  const int* slot_pages = kv_slot_pages(a.kv, a.rows[r0].slot);
+  auto locate = [&](int k) {
+    const int lo = s_lo[k], hi = s_hi[k], e_lo = s_entry[k];
     for (int j = tid; j < C; j += kAttentionThreads)
       row_at[j] = j >= lo && j <= hi ? kv_entry_offset(a.kv, slot_pages, ring_entry(e_lo, j - lo, ring)) : kNotStaged;
-    __syncthreads();
+  };
+  // Stage a chunk into buffer b (its rows located, and the locations seen by every thread): K and
+  // V rows of the positions lo .. hi (cp.async, one commit group); elsewhere V's rows are zeros
+  // (K's are left as they are: their scores become -inf).
+  const __nv_bfloat16* kbase = static_cast<const __nv_bfloat16*>(a.kv.keys) + static_cast<size_t>(kvh) * HD;
+  const __nv_bfloat16* vbase = static_cast<const __nv_bfloat16*>(a.kv.values) + static_cast<size_t>(kvh) * HD;
+  auto stage = [&](int b) {
+    __nv_bfloat16* ks = keys_of(b);
+    __nv_bfloat16* vs = values_of(b);
     for (int i = tid; i < C * kPieces; i += kAttentionThreads) {
       const int j = i / kPieces, piece = i % kPieces;
       __nv_bfloat16* kd = ks + j * kPitch + piece * 8;
@@ -171,10 +215,20 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
       }
     }
     tc::cp_async_commit();
+  };
+
+  // 0. Stage the first chunk, and locate the second's rows while its copies travel.
+  locate(0);
+  __syncthreads();
+  stage(0);
+  if (kMulti && n > 1) {
+    __syncthreads();  // every thread's reads of the first chunk's locations
+    locate(1);
   }
 
   // This lane's queries as the scores' B fragments (query g; zeros past Q or past the heads),
-  // loaded while the copies travel: elements 16 s + 2 t (+ 1) and 16 s + 2 t + 8 (+ 1) of each step s.
+  // loaded while the copies travel, once for all the block's chunks: elements 16 s + 2 t (+ 1) and
+  // 16 s + 2 t + 8 (+ 1) of each step s.
   Split3 qb[kSteps][2];
   {
     const int i = g / G, hg = g % G;
@@ -188,98 +242,121 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
         qb[s][h] = split3(real ? qrow[d] : 0.f, real ? qrow[d + 1] : 0.f);
       }
   }
-  tc::cp_async_wait<0>();
-  __syncthreads();  // the staged rows, and s_jf, s_jl, s_cell
-  // The keys of this lane's score columns, queries 2t and 2t + 1 (none past Q).
-  int kf[2], kl[2];
-#pragma unroll
-  for (int e = 0; e < 2; ++e) {
-    const int q = 2 * t + e;
-    kf[e] = q < Q ? s_jf[q / G] : C;
-    kl[e] = q < Q ? s_jl[q / G] : -1;
-  }
-
-  // 1. Scores, a 16-key tile a warp at a time: sc[q][j] = (q . k_j) * scale, -inf outside q's keys.
-  for (int kt = warp; kt < C / 16; kt += kWarps) {
-    float acc[4] = {0, 0, 0, 0};
-    const __nv_bfloat16* tile = ks + (kt * 16 + (lane / 8) % 2 * 8 + lane % 8) * kPitch + lane / 16 * 8;
-#pragma unroll
-    for (int s = 0; s < kSteps; ++s) {
-      uint32_t ka[4];
-      ldmatrix_x4<false>(ka, tile + 16 * s);
-      mma3(acc, ka, qb[s][0], qb[s][1]);
-    }
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int q = 2 * t + (e & 1), j = kt * 16 + g + (e & 2 ? 8 : 0);
-      if (q < Q) sc[q * SP + j] = j >= kf[e & 1] && j <= kl[e & 1] ? acc[e] * a.scale : -INFINITY;
-    }
-  }
-  __syncthreads();
-
-  // 2. Each query's softmax statistics over the chunk, a warp a query; scores become exp(s - max).
-  // A query without keys here (or a padding head) gets zeros, and no partial result.
-  for (int q = warp; q < Q; q += kWarps) {
-    float* s = sc + q * SP;
-    const int row = q / G;
-    const bool real = s_jf[row] <= s_jl[row] && q % G < gcount;
-    float m = -INFINITY;
-    for (int j = lane; j < C; j += 32) m = fmaxf(m, s[j]);
-    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    float sum = 0;
-    for (int j = lane; j < C; j += 32) {
-      const float e = real ? expf(s[j] - m) : 0.f;
-      sum += e;
-      // Split once here, not by every warp that multiplies the values.
-      const Bf16x3 terms = split3(e);
-      pb[q * SP + j] = terms.hi;
-      pb[(kMaxQueries + q) * SP + j] = terms.mid;
-      pb[(2 * kMaxQueries + q) * SP + j] = terms.lo;
-    }
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (real && lane == 0) {
-      const size_t cell = (static_cast<size_t>(r0 + row) * a.n_heads + h0 + q % G) * p.nsplit + s_cell[row];
-      a.scratch[cell * 2] = m;
-      a.scratch[cell * 2 + 1] = sum;
-    }
-  }
-  __syncthreads();
-
-  // 3. Values, a 16-wide slice of the head a warp at a time: O^T[d][q] = sum_j V[j][d] P[q][j].
   const size_t acc0 = ml_floats(a.n_rows, a.n_heads, p.nsplit);
-  for (int dt = warp; dt < kSteps; dt += kWarps) {
-    float acc[4] = {0, 0, 0, 0};
-    const __nv_bfloat16* slice = vs + (lane / 16 * 8 + lane % 8) * kPitch + dt * 16 + (lane / 8) % 2 * 8;
-    const __nv_bfloat16* pq = pb + g * SP + 2 * t;
-    // Lanes of queries past Q give zeros (their planes are never written).
-    auto pair = [&](int plane, int j) {
-      return g < Q ? *reinterpret_cast<const uint32_t*>(pq + plane * kMaxQueries * SP + j) : 0u;
-    };
-    for (int kk = 0; kk < C / 16; ++kk) {
-      uint32_t va[4];
-      ldmatrix_x4<true>(va, slice + kk * 16 * kPitch);
-      const int j = kk * 16;
-      mma3(acc, va, Split3{pair(0, j), pair(1, j), pair(2, j)}, Split3{pair(0, j + 8), pair(1, j + 8), pair(2, j + 8)});
-    }
+
+  for (int k = 0; k < (kMulti ? n : 1); ++k) {
+    const int b = kMulti ? k & 1 : 0;
+    const __nv_bfloat16* ks = keys_of(b);
+    const __nv_bfloat16* vs = values_of(b);
+    const int* jf = s_jf[k];
+    const int* jl = s_jl[k];
+    const int* cells = s_cell[k];
+    tc::cp_async_wait<0>();  // chunk k's copies, the only ones in flight
+    // Chunk k's staged rows; chunk k + 1's locations; and every warp past chunk k - 1's values, so
+    // that its buffer may be overwritten.
+    __syncthreads();
+    if (kMulti && k + 1 < n) stage(b ^ 1);
+
+    // The keys of this lane's score columns, queries 2t and 2t + 1 (none past Q).
+    int kf[2], kl[2];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int q = 2 * t + (e & 1), d = dt * 16 + g + (e & 2 ? 8 : 0);
-      if (q >= Q || q % G >= gcount || kf[e & 1] > kl[e & 1]) continue;
+    for (int e = 0; e < 2; ++e) {
+      const int q = 2 * t + e;
+      kf[e] = q < Q ? jf[q / G] : C;
+      kl[e] = q < Q ? jl[q / G] : -1;
+    }
+
+    // 1. Scores, a 16-key tile a warp at a time: sc[q][j] = (q . k_j) * scale, -inf outside q's keys.
+    for (int kt = warp; kt < C / 16; kt += kWarps) {
+      float acc[4] = {0, 0, 0, 0};
+      const __nv_bfloat16* tile = ks + (kt * 16 + (lane / 8) % 2 * 8 + lane % 8) * kPitch + lane / 16 * 8;
+#pragma unroll
+      for (int s = 0; s < kSteps; ++s) {
+        uint32_t ka[4];
+        ldmatrix_x4<false>(ka, tile + 16 * s);
+        mma3(acc, ka, qb[s][0], qb[s][1]);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int q = 2 * t + (e & 1), j = kt * 16 + g + (e & 2 ? 8 : 0);
+        if (q < Q) sc[q * SP + j] = j >= kf[e & 1] && j <= kl[e & 1] ? acc[e] * a.scale : -INFINITY;
+      }
+    }
+    __syncthreads();
+
+    // 2. Each query's softmax statistics over the chunk, a warp a query; scores become exp(s - max).
+    // A query without keys here (or a padding head) gets zeros, and no partial result. Chunk
+    // k + 2's rows are located meanwhile (chunk k + 1's locations were read before the sync above).
+    if (kMulti && k + 2 < n) locate(k + 2);
+    for (int q = warp; q < Q; q += kWarps) {
+      float* s = sc + q * SP;
       const int row = q / G;
-      const size_t cell = (static_cast<size_t>(r0 + row) * a.n_heads + h0 + q % G) * p.nsplit + s_cell[row];
-      a.scratch[acc0 + cell * HD + d] = acc[e];
+      const bool real = jf[row] <= jl[row] && q % G < gcount;
+      float m = -INFINITY;
+      for (int j = lane; j < C; j += 32) m = fmaxf(m, s[j]);
+      for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+      float sum = 0;
+      for (int j = lane; j < C; j += 32) {
+        const float e = real ? expf(s[j] - m) : 0.f;
+        sum += e;
+        // Split once here, not by every warp that multiplies the values.
+        const Bf16x3 terms = split3(e);
+        pb[q * SP + j] = terms.hi;
+        pb[(kMaxQueries + q) * SP + j] = terms.mid;
+        pb[(2 * kMaxQueries + q) * SP + j] = terms.lo;
+      }
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      if (real && lane == 0) {
+        const size_t cell = (static_cast<size_t>(r0 + row) * a.n_heads + h0 + q % G) * p.nsplit + cells[row];
+        a.scratch[cell * 2] = m;
+        a.scratch[cell * 2 + 1] = sum;
+      }
+    }
+    __syncthreads();
+
+    // 3. Values, a 16-wide slice of the head a warp at a time: O^T[d][q] = sum_j V[j][d] P[q][j].
+    for (int dt = warp; dt < kSteps; dt += kWarps) {
+      float acc[4] = {0, 0, 0, 0};
+      const __nv_bfloat16* slice = vs + (lane / 16 * 8 + lane % 8) * kPitch + dt * 16 + (lane / 8) % 2 * 8;
+      const __nv_bfloat16* pq = pb + g * SP + 2 * t;
+      // Lanes of queries past Q give zeros (their planes are never written).
+      auto pair = [&](int plane, int j) {
+        return g < Q ? *reinterpret_cast<const uint32_t*>(pq + plane * kMaxQueries * SP + j) : 0u;
+      };
+      for (int kk = 0; kk < C / 16; ++kk) {
+        uint32_t va[4];
+        ldmatrix_x4<true>(va, slice + kk * 16 * kPitch);
+        const int j = kk * 16;
+        mma3(acc, va, Split3{pair(0, j), pair(1, j), pair(2, j)}, Split3{pair(0, j + 8), pair(1, j + 8), pair(2, j + 8)});
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int q = 2 * t + (e & 1), d = dt * 16 + g + (e & 2 ? 8 : 0);
+        if (q >= Q || q % G >= gcount || kf[e & 1] > kl[e & 1]) continue;
+        const int row = q / G;
+        const size_t cell = (static_cast<size_t>(r0 + row) * a.n_heads + h0 + q % G) * p.nsplit + cells[row];
+        a.scratch[acc0 + cell * HD + d] = acc[e];
+      }
     }
   }
 }
 
-template <int HD, int G, int R>
-void launch_shape(const SplitParams& sp, Stream s) {
-  const size_t bytes = attention_mma_smem_bytes(HD, sp.chunk);
+template <int HD, int G, int R, bool kMulti>
+void launch_chunks(const SplitParams& sp, Stream s) {
+  const size_t bytes = attention_mma_smem_bytes(HD, sp.chunk, kMulti);
   check(bytes <= kAttentionMaxSmemBytes, "cuda attention", "chunk too large for shared memory");
-  allow_dynamic_smem(reinterpret_cast<const void*>(attention_mma_kernel<HD, G, R>), kAttentionMaxSmemBytes,
+  allow_dynamic_smem(reinterpret_cast<const void*>(attention_mma_kernel<HD, G, R, kMulti>), kAttentionMaxSmemBytes,
                      "attention_mma shared memory");
   const dim3 grid = chunk_grid(sp);
-  launch_kernel("attention_mma", attention_mma_kernel<HD, G, R>, grid, dim3(kAttentionThreads), bytes, s, sp);
+  launch_kernel("attention_mma", attention_mma_kernel<HD, G, R, kMulti>, grid, dim3(kAttentionThreads), bytes, s, sp);
+}
+
+template <int HD, int G, int R>
+void launch_shape(const SplitParams& sp, Stream s) {
+  check(sp.chunks_per_block >= 1 && sp.chunks_per_block <= kAttentionMaxChunksPerBlock, "cuda attention",
+        "chunks per block out of range");
+  if (sp.chunks_per_block > 1) launch_chunks<HD, G, R, true>(sp, s);
+  else launch_chunks<HD, G, R, false>(sp, s);
 }
 
 template <int HD>
@@ -291,11 +368,12 @@ void launch_head_dim(const SplitParams& sp, Stream s) {
 
 bool attention_mma_head_dim(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
-size_t attention_mma_smem_bytes(int head_dim, int chunk) {
-  // K and V, the scores, each staged row's cache offset, the probabilities' three bf16 planes.
-  return 2 * static_cast<size_t>(chunk) * row_pitch(head_dim) * sizeof(__nv_bfloat16) +
-         static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(float) + static_cast<size_t>(chunk) * sizeof(size_t) +
-         3 * static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(__nv_bfloat16);
+size_t attention_mma_smem_bytes(int head_dim, int chunk, bool double_buffered) {
+  // The scores, the probabilities' three bf16 planes, each staged row's cache offset, then one or
+  // two stage buffers (K and V).
+  return static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(float) +
+         3 * static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(__nv_bfloat16) +
+         static_cast<size_t>(chunk) * sizeof(size_t) + (double_buffered ? 2 : 1) * stage_bytes(head_dim, chunk);
 }
 
 void launch_attention_mma(const SplitParams& sp, Stream s) {
