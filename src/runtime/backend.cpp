@@ -3,10 +3,12 @@
 #include "runtime/backend.h"
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "common/bf16.h"
+#include "common/error.h"
 
 namespace voxrt {
 
@@ -37,6 +39,13 @@ Weight Backend::upload_weight_bf16(std::vector<uint16_t>&& bits, int rows, int c
   bf16_to_float(bits.data(), values.data(), bits.size());
   std::vector<uint16_t>().swap(bits);
   return upload_weight(std::move(values), rows, cols);
+}
+
+void Backend::check_gather_rows(Mat x, std::span<const int32_t> rows, Mat y, const char* op) {
+  check(y.cols == x.cols && rows.size() >= static_cast<size_t>(y.rows), op, "shape mismatch");
+  for (int r = 0; r < y.rows; ++r)
+    check_with(rows[r] >= 0 && rows[r] < x.rows, op,
+               [&] { return "row " + std::to_string(rows[r]) + " outside the " + std::to_string(x.rows) + " rows"; });
 }
 
 void Backend::upload_kv(KvCache& cache, const float* keys, const float* values) {

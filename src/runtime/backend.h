@@ -308,6 +308,10 @@ class Backend {
                          const AttentionParams& p, Mat out) = 0;
   // Gathers embedding rows: y[r] = table[ids[r]].
   virtual void embed(const Weight& table, std::span<const int32_t> ids, Mat y) = 0;
+  // Gathers rows of a matrix: y[r] = x[rows[r]] (y.cols == x.cols; rows may repeat).
+  virtual void gather_rows(Mat x, std::span<const int32_t> rows, Mat y) = 0;
+  // The shape and bounds checks of gather_rows, for its implementations.
+  static void check_gather_rows(Mat x, std::span<const int32_t> rows, Mat y, const char* op);
   // 1-D convolution over time with kernel 3, no padding inside the op: y[t] = b + sum_k W_k x[s*t + k]
   // for t in [0, (x.rows - 3) / s + 1). Rows are time steps. The caller prepends the causal left
   // context (zeros at the start of a stream, the previous chunk's last rows when streaming).

@@ -32,17 +32,17 @@ Mat EncoderPass::run(std::span<const EncoderPart> parts, KvCache& cache) {
   if (contexts_.rows() < n) contexts_ = Buffer(&be, n, c.encoder.dim);
   for (int p = 0; p < n; ++p) be.copy(contexts_.row(p), parts[p].conv1_context.data, static_cast<size_t>(c.encoder.dim));
   const Mat frames = frames_.view(0, positions * factor), adapter = adapter_.view(0, positions);
+  // Every part's mel rows, each after its 2 context rows, in one upload and one conv stem.
+  mel_host_.clear();
+  part_rows_.clear();
+  for (const EncoderPart& p : parts) {
+    mel_host_.insert(mel_host_.end(), p.mel_context.begin(), p.mel_context.end());
+    mel_host_.insert(mel_host_.end(), p.mel.begin(), p.mel.end());
+    part_rows_.push_back(p.positions * 2 * factor);
+  }
   auto pass = [&] {
-    int mel_at = 0, frame_at = 0;
-    for (int i = 0; i < n; ++i) {
-      const EncoderPart& p = parts[i];
-      const int rows = p.positions * 2 * factor;
-      be.upload(mel_.row(mel_at), p.mel_context.data(), p.mel_context.size());
-      be.upload(mel_.row(mel_at + 2), p.mel.data(), p.mel.size());
-      model_.conv_stem(mel_.view(mel_at, rows + 2), contexts_.view(i, 1), frames_.view(frame_at, p.positions * factor));
-      mel_at += rows + 2;
-      frame_at += p.positions * factor;
-    }
+    be.upload(mel_.data(), mel_host_.data(), mel_host_.size());
+    model_.conv_stems(mel_.view(0, mel_rows), part_rows_, contexts_.view(0, n), frames);
     model_.encode(frames, refs, cache);
     model_.adapt(Mat{frames.data, positions, frames.cols * factor}, adapter);
   };

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "voxtral/model.h"
 
@@ -39,6 +40,8 @@ class EncoderPass {
   VoxtralModel& model_;
   std::string key_;
   Buffer mel_, contexts_, frames_, adapter_;
+  std::vector<float> mel_host_;  // the parts' mel rows side by side, as uploaded
+  std::vector<int> part_rows_;   // and each part's count of them
 };
 
 }  // namespace voxrt

@@ -101,6 +101,50 @@ void VoxtralModel::conv_stem(Mat mel, Mat conv1_context, Mat out) {
   backend_.gelu(out);
 }
 
+void VoxtralModel::conv_stems(Mat mel, std::span<const int> part_rows, Mat contexts, Mat out) {
+  const int D = cfg_.encoder.dim, n = static_cast<int>(part_rows.size());
+  int total = 0, frames = 0;
+  for (const int rows : part_rows) {
+    check(rows > 0 && rows % 2 == 0, "conv stem", "mel rows must be a positive even number");
+    total += rows + 2;
+    frames += rows / 2;
+  }
+  check(n > 0 && mel.rows == total && contexts.rows == n && contexts.cols == D && out.rows == frames && out.cols == D,
+        "conv stem", "shape mismatch");
+  if (n == 1) return conv_stem(mel, contexts, out);
+  // Part i's rows start at a_i = sum of (rows + 2) before it, an even row. conv1's window g is mel
+  // rows g .. g + 2: part i's t-th window is g = a_i + t (t < rows_i); the two windows straddling
+  // each boundary are computed and never read. They sit after the contexts in one matrix, so that
+  // one gather lays out conv2's input.
+  Buffer& conv1 = ensure(stems_conv1_, n + total - 2, D);
+  backend_.copy(conv1.row(0), contexts.data, static_cast<size_t>(n) * D);
+  const Mat windows1 = conv1.view(n, total - 2);
+  backend_.conv1d_k3(mel, w_.conv1_w, w_.conv1_b, 1, windows1);
+  backend_.gelu(windows1);
+  // conv2's input, each part laid out as conv_stem's: its context row, its conv1 rows, then one
+  // row of padding (its context again: any finite row) so that the next part starts at an even
+  // row, where conv2's stride-2 windows begin. Each part's last conv1 row is its next context.
+  stems_conv2_rows_.clear();
+  stems_context_rows_.clear();
+  stems_frame_rows_.clear();
+  for (int i = 0, a = 0; i < n; a += part_rows[i] + 2, ++i) {
+    stems_conv2_rows_.push_back(i);
+    for (int t = 0; t < part_rows[i]; ++t) stems_conv2_rows_.push_back(n + a + t);
+    stems_conv2_rows_.push_back(i);
+    stems_context_rows_.push_back(a + part_rows[i]);
+    // conv2's window p is rows 2p .. 2p + 2: part i's t-th is p = a_i / 2 + t (t < rows_i / 2).
+    for (int t = 0; t < part_rows[i] / 2; ++t) stems_frame_rows_.push_back(a / 2 + t);
+  }
+  const Mat conv2_in = ensure(stems_conv2_in_, total, D).view(0, total);
+  backend_.gather_rows(conv1.view(0, n + total - 2), stems_conv2_rows_, conv2_in);
+  backend_.gather_rows(conv2_in, stems_context_rows_, contexts);
+  const int windows2 = (total - 3) / 2 + 1;
+  const Mat conv2_out = ensure(stems_conv2_out_, windows2, D).view(0, windows2);
+  backend_.conv1d_k3(conv2_in, w_.conv2_w, w_.conv2_b, 2, conv2_out);
+  backend_.gather_rows(conv2_out, stems_frame_rows_, out);
+  backend_.gelu(out);
+}
+
 // Biases are optional (the decoder has none): an empty Weight means "no bias".
 static const Weight* bias(const Weight& b) { return b.empty() ? nullptr : &b; }
 

@@ -31,6 +31,13 @@ class VoxtralModel {
   // this chunk (zeros at the start); on return it holds this chunk's last conv1 row, the next
   // chunk's context. Writes (mel rows) / 2 frames to out [frames, enc_dim].
   void conv_stem(Mat mel_with_context, Mat conv1_context, Mat out);
+  // The conv stem of several streams' chunks at once (an encoder pass's parts), each as conv_stem
+  // computes it alone: mel holds part i's 2 context rows then its part_rows[i] mel rows (even), the
+  // parts one after another; contexts [parts, enc_dim] their conv1 contexts, updated as conv_stem
+  // updates its one; out [sum of part_rows / 2, enc_dim] their frames, in order. Each convolution
+  // is one product over every part (the weights read once, not once a part); one part is exactly
+  // conv_stem.
+  void conv_stems(Mat mel, std::span<const int> part_rows, Mat contexts, Mat out);
 
   // Encoder layers + final norm, in place on x [rows, enc_dim]. Rows' K/V go into `cache` (one
   // slot per session; ring >= window + rows - 1).
@@ -90,6 +97,8 @@ class VoxtralModel {
   Stack enc_stack_{}, dec_stack_{};
   LayerScratch enc_scratch_, dec_scratch_;
   Buffer conv1_out_;                      // conv stem: conv1 output with its context row
+  Buffer stems_conv1_, stems_conv2_in_, stems_conv2_out_;  // conv_stems: the parts' rows side by side
+  std::vector<int32_t> stems_conv2_rows_, stems_context_rows_, stems_frame_rows_;  // and the rows it gathers
   Buffer adapter_hidden_;                 // adapter: after the first product
   Buffer dec_x_, dec_final_, dec_logits_;  // decoder: hidden rows, normed logit rows, logits
   // Per decoder layer: rows n = 0..30 hold (1 + ada(t_cond(n))) for n delay tokens (docs/model.md §5).

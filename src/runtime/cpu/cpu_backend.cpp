@@ -265,6 +265,13 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void gather_rows(Mat x, std::span<const int32_t> rows, Mat y) override {
+    check_gather_rows(x, rows, y, "cpu gather_rows");
+    for (int r = 0; r < y.rows; ++r)
+      std::memcpy(y.data + static_cast<size_t>(r) * y.cols, x.data + static_cast<size_t>(rows[r]) * x.cols,
+                  x.cols * sizeof(float));
+  }
+
   void conv1d_k3(Mat x, const Weight& w, const Weight& bias, int stride, Mat y) override {
     // im2col: row t of the patch matrix is x[s*t], x[s*t+1], x[s*t+2] side by side, so the
     // convolution becomes one matrix product with w [out, 3*in].

@@ -542,6 +542,17 @@ class CudaBackend final : public Backend {
     cuda::launch_embed(t, table.cols, static_cast<const int32_t*>(d[0]), y.rows, y.data, y.cols, launch_);
   }
 
+  void gather_rows(Mat x, std::span<const int32_t> rows, Mat y) override {
+    check_gather_rows(x, rows, y, "cuda gather_rows");
+    if (y.rows == 0) return;
+    use_device();
+    const auto d = upload_args({{rows.data(), y.rows * sizeof(int32_t)}});
+    if (steps_->recorded(26, x.data, x.cols, d[0], y.rows, y.data)) return;
+    // The embedding gather, over an fp32 matrix as its table.
+    cuda::launch_embed(cuda::DevVec{x.data, false}, x.cols, static_cast<const int32_t*>(d[0]), y.rows, y.data, y.cols,
+                       launch_);
+  }
+
   void conv1d_k3(Mat x, const Weight& w, const Weight& bias, int stride, Mat y) override {
     const int cin = x.cols, t_out = y.rows;
     check(stride >= 1 && x.rows >= 3 && t_out == (x.rows - 3) / stride + 1 && w.cols == 3 * cin && y.cols == w.rows,
