@@ -207,12 +207,34 @@ TEST(CudaAttentionPlan, SeveralChunksPerBlockKeepTheChunkAndFitSharedMemory) {
 #endif
 }
 
+TEST(CudaAttentionPlan, SeveralChunksPerBlockByDefaultOnlyForLaunchesOfManyBlocks) {
+#ifndef VOXRT_WITH_CUDA
+  GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
+#else
+  // chunks_per_block 0 (CudaOptions' default): one stream's step (a few blocks an SM) takes one
+  // chunk a block, 64 or 256 streams' steps four. The chunk and splits stay the same.
+  for (const int streams : {1, 64, 256}) {
+    SCOPED_TRACE("streams=" + std::to_string(streams));
+    const int expected = streams == 1 ? 1 : 4;
+    const cuda::AttentionPlan enc =
+        cuda::plan_attention(4 * streams, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm, 4, true, 0);
+    const cuda::AttentionPlan dec =
+        cuda::plan_attention(streams, 32, 8, 128, 2, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, true, 0);
+    EXPECT_EQ(enc.chunks_per_block, expected);
+    EXPECT_EQ(dec.chunks_per_block, expected);
+    EXPECT_EQ(enc.nsplit, 13);
+    EXPECT_EQ(enc.chunk, 64);
+    EXPECT_EQ(dec.chunk, 64);
+  }
+#endif
+}
+
 TEST(CudaAttentionPlan, OneWarpCombineForAtMost32ChunksWhenAsked) {
 #ifndef VOXRT_WITH_CUDA
   GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
 #else
-  // The encoder's rows have 13 chunks: the one-warp combine (the default); the decoder's 129: the
-  // block combine. The choice is the plan's, for the model's full window, not the launch's keys.
+  // The encoder's rows have 13 chunks: the one-warp combine when asked (the plan's default
+  // argument; CudaOptions' default is the block combine); the decoder's 129: the block combine. The choice is the plan's, for the model's full window, not the launch's keys.
   const cuda::AttentionPlan enc = cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm, 4, true);
   EXPECT_EQ(enc.nsplit, 13);
   EXPECT_TRUE(enc.combine_warp);

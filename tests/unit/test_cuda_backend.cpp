@@ -728,7 +728,7 @@ TEST_F(CudaBackendTest, AttentionSeveralChunksPerBlockComputeTheSameBits) {
 
 TEST_F(CudaBackendTest, AttentionOneWarpCombineMatchesTheReferenceAndIsBatchInvariant) {
   // Plans of at most 32 chunks a row (the encoder's 13) merge them one warp per (row, head)
-  // (CudaOptions::attention_combine_warp, the default); the block combine otherwise. Both within
+  // (CudaOptions::attention_combine_warp, VOXRT_CUDA_ATTN_COMBINE=warp); the block combine otherwise (the default). Both within
   // the attention tolerance of the CPU's reference, 32 chunks exactly included (window 1950, 4 rows
   // a block: (1950 + 2) / 64 + 2), and a row's bits the same alone as with others.
 #ifdef VOXRT_WITH_CUDA

@@ -102,8 +102,9 @@ struct AttentionPlan {
   int rows_per_block = 1;     // rows sharing a block's staged keys and values
   bool aligned = false;       // the tensor-core kernel's chunks, at multiples of `chunk` (attention_split.cuh)
   // Consecutive chunks a tensor-core block takes, staging the next while it computes one
-  // (CudaOptions::attention_chunks_per_block; 1 where the two stage buffers would not fit, and
-  // always on the CUDA-core kernel). The same bits whatever it is.
+  // (CudaOptions::attention_chunks_per_block, by default 4 for launches of many blocks, else 1;
+  // 1 where the two stage buffers would not fit, and always on the CUDA-core kernel). The same
+  // bits whatever it is, so it may depend on the batch.
   int chunks_per_block = 1;
   // The combine as one warp per (row, head), lane s holding chunk s (nsplit <= 32 and
   // CudaOptions::attention_combine_warp): a constant of the model and the options, never of the
@@ -118,8 +119,8 @@ constexpr int kAttentionMaxChunksPerBlock = 16;
 // window) fills the GPU; the chunk size depends on the model, not on the batch (kernels_attention.cu).
 // rows_per_block: 1, or what attention_rows_per_block gives for the launch's rows. tensor_cores:
 // bf16 caches of the head sizes it takes go to the tensor-core kernel (kernels_attention_mma.cu).
-// chunks_per_block and combine_warp: CudaOptions::attention_chunks_per_block (clamped to 1 ..
-// kAttentionMaxChunksPerBlock) and attention_combine_warp.
+// chunks_per_block and combine_warp: CudaOptions::attention_chunks_per_block (0: chosen by the
+// launch's size; else clamped to 1 .. kAttentionMaxChunksPerBlock) and attention_combine_warp.
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
                              int window, int step_rows, int sm_count, double blocks_per_sm, int rows_per_block = 1,
                              bool tensor_cores = false, int chunks_per_block = 1, bool combine_warp = true);

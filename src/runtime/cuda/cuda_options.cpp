@@ -28,8 +28,8 @@ CudaOptions cuda_options_from_environment() {
   if (const char* v = env("VOXRT_CUDA_ATTN_GROUP_ROWS")) o.attention_group_rows = !is(v, "0");
   o.tensor_core_attention = !is(env("VOXRT_CUDA_ATTN"), "simt");
   // 16: kAttentionMaxChunksPerBlock (cuda/cuda_kernels.h), which this file does not include.
-  if (const char* v = env("VOXRT_CUDA_ATTN_CHUNKS_PER_BLOCK")) o.attention_chunks_per_block = clamped_int(v, 1, 16);
-  o.attention_combine_warp = !is(env("VOXRT_CUDA_ATTN_COMBINE"), "block");
+  if (const char* v = env("VOXRT_CUDA_ATTN_CHUNKS_PER_BLOCK")) o.attention_chunks_per_block = clamped_int(v, 0, 16);
+  o.attention_combine_warp = is(env("VOXRT_CUDA_ATTN_COMBINE"), "warp");
   if (const char* v = env("VOXRT_CUDA_REPEAT")) o.repeat = v;
   return o;
 }

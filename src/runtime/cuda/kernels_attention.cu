@@ -31,6 +31,8 @@ constexpr int kHeadsPerBlock = 8;  // query heads of one kv head handled togethe
 constexpr int kMaxChunk = 1024;
 constexpr int kMinChunk = 64;
 constexpr int kCombineThreads = 256;
+// One-chunk blocks per SM from which a tensor-core launch takes several chunks a block (plan_attention).
+constexpr int kAttentionManyBlocksPerSm = 32;
 constexpr int kMaxHeadDim = 256;
 
 constexpr auto cdiv = attention_cdiv;
@@ -560,15 +562,23 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   // buffer, whatever chunks_per_block is: a chunk's size sets which 16 keys share an instruction,
   // so it must not change with an option that exists to be measured against its default with the
   // same bits. Where the second buffer does not fit, the block takes one chunk instead.
-  if (plan.aligned) {
-    plan.chunks_per_block = std::clamp(chunks_per_block, 1, kAttentionMaxChunksPerBlock);
-    if (smem_bytes(rows_per_block, chunk) > kAttentionMaxSmemBytes) plan.chunks_per_block = 1;
-  }
-  plan.smem_bytes = smem_bytes(rows_per_block, chunk);
   // Aligned chunks: a block's rows (up to most_rows consecutive positions) reach from the first
   // row's first key to the last row's last, max_keys + most_rows - 1 keys, which may touch one
   // more chunk than they fill.
   plan.nsplit = plan.aligned ? std::max(1, max_keys + most_rows - 2) / chunk + 2 : std::max(1, cdiv(max_keys, chunk));
+  if (plan.aligned) {
+    // Automatic (0): several chunks a block only where one chunk a block would launch many waves
+    // of blocks. Since the bits are the same, this may depend on the batch. Measured on the H200
+    // (bench/results/2026-12-03-attention-chunks-per-block.txt): 4 chunks a block cut a layer's
+    // attention at 64-256 streams by 10-17 %, and slow a single stream's (a few blocks per SM) by
+    // half again.
+    const long long one_chunk_blocks = static_cast<long long>(cdiv(n_rows, rows_per_block)) * plan.nsplit * n_kv_heads *
+                                       cdiv(group, heads_per_block(group));
+    const int automatic = one_chunk_blocks >= kAttentionManyBlocksPerSm * static_cast<long long>(sm_count) ? 4 : 1;
+    plan.chunks_per_block = std::clamp(chunks_per_block > 0 ? chunks_per_block : automatic, 1, kAttentionMaxChunksPerBlock);
+    if (smem_bytes(rows_per_block, chunk) > kAttentionMaxSmemBytes) plan.chunks_per_block = 1;
+  }
+  plan.smem_bytes = smem_bytes(rows_per_block, chunk);
   if (plan.nsplit > 1)
     plan.scratch_floats = ml_floats(n_rows, n_heads, plan.nsplit) +
                           static_cast<size_t>(n_rows) * n_heads * plan.nsplit * head_dim;
