@@ -20,7 +20,7 @@ struct CudaOptions {
   bool fp8_kv = false;               // VOXRT_CUDA_KV=fp8 (EngineOptions::kv_cache): fp8 e4m3, a scale per head
   double attention_blocks_per_sm = 8;  // VOXRT_CUDA_ATTN_BLOCKS_PER_SM: sets the attention key chunk
   bool attention_group_rows = true;  // VOXRT_CUDA_ATTN_GROUP_ROWS=0: one row per attention block
-  bool tensor_core_attention = true;  // VOXRT_CUDA_ATTN=simt: bf16 caches' attention on the CUDA cores
+  bool tensor_core_attention = true;  // VOXRT_CUDA_ATTN=simt: bf16 and fp8 caches' attention on the CUDA cores
   int attention_chunks_per_block = 0;  // VOXRT_CUDA_ATTN_CHUNKS_PER_BLOCK (1..16; 0 automatic): key chunks a tensor-core block takes, double-buffered (same bits)
   bool attention_combine_warp = false;  // VOXRT_CUDA_ATTN_COMBINE=warp: one warp a (row, head) combines plans of <= 32 chunks
   std::string repeat;                // VOXRT_CUDA_REPEAT: operations launched twice (op_repeat.h)

@@ -124,9 +124,12 @@ TEST(CudaAttentionPlan, TensorCoreChunksAreAlignedAndIndependentOfTheLaunch) {
   // The same chunk as the CUDA-core kernel for Voxtral's two shapes: 64 keys.
   EXPECT_EQ(cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm, 4, true).chunk, 64);
   EXPECT_EQ(cuda::plan_attention(1, 32, 8, 128, 2, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, true).chunk, 64);
-  // Other caches and head sizes stay on the CUDA-core kernel.
+  // fp8 caches too, with the same chunk; fp32 caches and other head sizes stay on the CUDA-core kernel.
+  const cuda::AttentionPlan fp8 = cuda::plan_attention(1, 32, 8, 128, 1, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, true);
+  EXPECT_TRUE(fp8.aligned);
+  EXPECT_EQ(fp8.chunk, 64);
+  EXPECT_LE(fp8.smem_bytes, cuda::kAttentionMaxSmemBytes);
   EXPECT_FALSE(cuda::plan_attention(1, 32, 8, 128, 4, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, true).aligned);
-  EXPECT_FALSE(cuda::plan_attention(1, 32, 8, 128, 1, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, true).aligned);
   EXPECT_FALSE(cuda::plan_attention(1, 16, 1, 32, 2, 300, 300, 1, kH200Sms, kBlocksPerSm, 1, true).aligned);
   EXPECT_FALSE(cuda::plan_attention(1, 32, 8, 128, 2, 8192, 8192, 1, kH200Sms, kBlocksPerSm, 1, false).aligned);
 #endif

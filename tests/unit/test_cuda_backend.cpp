@@ -726,6 +726,57 @@ TEST_F(CudaBackendTest, AttentionSeveralChunksPerBlockComputeTheSameBits) {
 #endif
 }
 
+TEST_F(CudaBackendTest, AttentionOnFp8CachesOnTheTensorCoresMatchesTheCudaCores) {
+  // fp8 (e4m3) caches on the tensor cores: each chunk's rows widened to bf16 (exact), each score
+  // times its key's scale, each probability times its value's scale. Against the CUDA-core kernel
+  // on the same fp8 entries and scales (both fp32-exact products, summed in other orders): within
+  // the attention tolerance. Rows alone equal rows together bit for bit, and several chunks a
+  // block equal one. Encoder-like and decoder-like shapes, unpaged and paged.
+#ifdef VOXRT_WITH_CUDA
+  CudaOptions o;
+  o.fp8_kv = true;
+  o.attention_chunks_per_block = 1;
+  const std::unique_ptr<Backend> b8 = make_cuda_backend(0, o);
+  o.attention_chunks_per_block = 3;
+  const std::unique_ptr<Backend> b8_multi = make_cuda_backend(0, o);
+  ASSERT_EQ(b8->kv_element_bytes(), 1u);
+  std::vector<RowRef> frames;
+  for (int i = 0; i < 8; ++i) frames.push_back({1, 1000 + i});
+  frames.push_back({0, 3});
+  frames.push_back({0, 749});
+  const std::vector<RowRef> decode = {{0, 20000}, {1, 8191}, {1, 100}, {0, 0}, {1, 8192 + 15}, {0, 64}};
+  struct Case {
+    KvCacheShape shape;
+    int heads, window, step_rows;
+    std::vector<RowRef> rows;
+  };
+  const std::vector<Case> cases = {
+      {{2, 1, 768, 32, 64}, 32, 750, 4, frames},
+      {{2, 1, 768, 32, 64, 96, 16}, 32, 750, 4, frames},
+      {{2, 1, 8192 + 64, 8, 128}, 32, 8192, 1, decode},
+      {{2, 1, 8192 + 64, 8, 128, 344, 48}, 32, 8192, 1, decode},
+  };
+  for (const Case& c : cases) {
+    const KvCacheShape& s = c.shape;
+    SCOPED_TRACE("head_dim=" + std::to_string(s.head_dim) + (s.paged() ? " paged" : ""));
+    const auto k = random(s.elements()), v = random(s.elements());
+    const int n = static_cast<int>(c.rows.size());
+    const auto q = random(static_cast<size_t>(n) * c.heads * s.head_dim);
+    const AttentionParams p{c.heads, s.kv_heads, s.head_dim, c.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim)),
+                            c.step_rows};
+    ASSERT_TRUE(b8->set_attention_kernels(Backend::AttentionKernels::CudaCores));
+    const auto cores = attention_on(*b8, s, k, v, 0, q, c.rows, p);
+    ASSERT_TRUE(b8->set_attention_kernels(Backend::AttentionKernels::TensorCores));
+    const auto tensor = attention_on(*b8, s, k, v, 0, q, c.rows, p);
+    b8->set_attention_kernels(Backend::AttentionKernels::Automatic);
+    EXPECT_TRUE(close(tensor, cores, 1e-5, 2e-6 * max_abs(v)));
+    EXPECT_FALSE(exact(tensor, std::vector<float>(tensor.size(), 0.0f)));
+    EXPECT_TRUE(exact(attention_on(*b8_multi, s, k, v, 0, q, c.rows, p), tensor)) << "3 chunks a block";
+    check_rows_alone_as_together(*b8, s, c.rows, p);
+  }
+#endif
+}
+
 TEST_F(CudaBackendTest, AttentionOneWarpCombineMatchesTheReferenceAndIsBatchInvariant) {
   // Plans of at most 32 chunks a row (the encoder's 13) merge them one warp per (row, head)
   // (CudaOptions::attention_combine_warp, VOXRT_CUDA_ATTN_COMBINE=warp); the block combine otherwise (the default). Both within

@@ -193,7 +193,7 @@ class CudaBackend final : public Backend {
   }
 
   bool set_attention_kernels(AttentionKernels k) override {
-    if (k == AttentionKernels::TensorCores && kv_element_bytes() != 2) return false;  // bf16 caches only
+    if (k == AttentionKernels::TensorCores && kv_element_bytes() == 4) return false;  // bf16 and fp8 caches only
     attention_kernels_ = k;
     return true;
   }

@@ -531,10 +531,11 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
                              bool tensor_cores, int chunks_per_block, bool combine_warp) {
   AttentionPlan plan;
   const int group = n_heads / n_kv_heads;
-  // bf16 caches go to the tensor-core kernel where it takes the head size (kernels_attention_mma.cu).
-  plan.aligned = tensor_cores && kv_bytes == 2 && attention_mma_head_dim(head_dim);
+  // bf16 and fp8 caches go to the tensor-core kernel where it takes the head size
+  // (kernels_attention_mma.cu); fp32 caches, which it does not take, to the CUDA-core kernel.
+  plan.aligned = tensor_cores && attention_mma_elements(kv_bytes) && attention_mma_head_dim(head_dim);
   auto smem_bytes = [&](int rows, int c) {
-    return plan.aligned ? attention_mma_smem_bytes(head_dim, c, plan.chunks_per_block > 1)
+    return plan.aligned ? attention_mma_smem_bytes(head_dim, c, plan.chunks_per_block > 1, kv_bytes)
                         : chunk_smem_bytes(head_dim, kv_bytes, heads_per_block(group), rows, c);
   };
   // The chunk size depends on the model alone (one row over a full window), never on the batch:
@@ -595,14 +596,17 @@ void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream 
                  plan.chunks_per_block};
   sp.heads_per_block = heads_per_block(sp.group);
   sp.head_blocks = cdiv(sp.group, sp.heads_per_block);
+  const int elem_bytes = a.kv.fp8 ? 1 : a.kv.bf16 ? 2 : 4;
   if (plan.aligned) {
-    check(a.kv.bf16 && plan.smem_bytes == attention_mma_smem_bytes(a.kv.head_dim, plan.chunk, plan.chunks_per_block > 1) &&
+    check(attention_mma_elements(elem_bytes) &&
+              plan.smem_bytes ==
+                  attention_mma_smem_bytes(a.kv.head_dim, plan.chunk, plan.chunks_per_block > 1, elem_bytes) &&
               plan.nsplit > 1,
           "cuda attention", "the plan was made for another head shape or cache element size");
     launch_attention_mma(sp, s);
   } else {
     check(plan.chunks_per_block == 1 &&
-              plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, a.kv.fp8 ? 1 : a.kv.bf16 ? 2 : 4, sp.heads_per_block,
+              plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, elem_bytes, sp.heads_per_block,
                                                   plan.rows_per_block, plan.chunk),
           "cuda attention", "the plan was made for another head shape or cache element size");
     launch_chunk_kernel(sp, s);

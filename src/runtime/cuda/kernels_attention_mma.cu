@@ -1,4 +1,4 @@
-// Attention chunks on the tensor cores, for bf16 caches: the same blocks as kernels_attention.cu's
+// Attention chunks on the tensor cores, for bf16 and fp8 caches: the same blocks as kernels_attention.cu's
 // CUDA-core kernel (one per rows, kv head, key chunk; partial results merged by its combine pass),
 // with both products as bf16 mma.sync and the chunks aligned (attention_split.cuh). A block may
 // take several consecutive chunks, double-buffered (AttentionPlan::chunks_per_block).
@@ -8,6 +8,12 @@
 // loads around them: at a few hundred live streams its instructions, not its bytes, set its time
 // (bench/results/2026-12-03-profile-rounds.txt: 3x the bytes' floor). On the tensor cores the
 // arithmetic is nearly free, and a block's time is its copies.
+//
+// fp8 (e4m3) caches: a chunk's K and V are staged as stored, with each entry's scales, then widened
+// to bf16 in shared memory (exact: every e4m3 value is a bf16 value), and the rest is the bf16
+// kernel's, each score multiplied by its key's scale and each probability by its value's scale
+// before it is split (as the CUDA-core kernel multiplies them). Half the bytes of bf16 K/V for a
+// widening pass over shared memory.
 //
 // Exact as fp32. K and V are bf16 as stored, so they enter the mma as they are. The queries and the
 // probabilities are fp32: each is split into three bf16 terms, hi + mid + lo, which hold its 24
@@ -24,6 +30,8 @@
 // probability 0; positions of the chunk outside every row's range are not read, and their values
 // are zeros in shared memory (0 times a stale value that is not finite would not be 0).
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cmath>
 #include <string>
@@ -46,10 +54,38 @@ constexpr size_t kNotStaged = ~size_t{0};
 __host__ __device__ constexpr int row_pitch(int head_dim) { return head_dim + 8; }
 // The probabilities' row: chunk + 8 floats, so that a B fragment's 8-byte reads take two phases.
 __host__ __device__ constexpr int score_pitch(int chunk) { return chunk + 8; }
-// A stage buffer: a chunk's K and V rows (a multiple of 16 bytes, chunks being multiples of 16,
-// so that the second buffer's rows stay aligned for cp.async and ldmatrix).
-__host__ __device__ constexpr size_t stage_bytes(int head_dim, int chunk) {
+// A chunk's K and V rows as the mma reads them, bf16 with padded rows.
+__host__ __device__ constexpr size_t bf16_rows_bytes(int head_dim, int chunk) {
   return 2 * static_cast<size_t>(chunk) * row_pitch(head_dim) * sizeof(__nv_bfloat16);
+}
+// A stage buffer: a chunk's K and V rows as cp.async lands them. bf16: the mma's rows themselves;
+// fp8: the rows as stored (head_dim bytes each), then each row's key and value scale. A multiple of
+// 16 bytes (chunks being multiples of 16), so that the second buffer's rows stay aligned for
+// cp.async and ldmatrix.
+__host__ __device__ constexpr size_t stage_bytes(int head_dim, int chunk, int elem_bytes) {
+  return elem_bytes == 1 ? 2 * static_cast<size_t>(chunk) * head_dim + 2 * static_cast<size_t>(chunk) * sizeof(float)
+                         : bf16_rows_bytes(head_dim, chunk);
+}
+
+// Four bytes from global to shared memory, asynchronously (an fp8 entry's scale).
+__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(d), "l"(src) : "memory");
+}
+
+// 16 e4m3 values (one 16-byte piece of a stored row) as 16 bf16, exactly, into two 16-byte pieces.
+__device__ __forceinline__ void widen_fp8x16(uint4 in, uint4* out) {
+  const unsigned w[4] = {in.x, in.y, in.z, in.w};
+  uint32_t r[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i % 2))), __NV_E4M3);
+    const float2 f = __half22float2(__half2(h));
+    const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
+    r[i] = *reinterpret_cast<const uint32_t*>(&b);
+  }
+  out[0] = uint4{r[0], r[1], r[2], r[3]};
+  out[1] = uint4{r[4], r[5], r[6], r[7]};
 }
 
 // Four 8x8 bf16 matrices from shared memory, each lane giving one row's address; kTrans hands
@@ -107,9 +143,11 @@ __device__ __forceinline__ void mma3(float (&acc)[4], const uint32_t (&a)[4], co
 // Blocks of one chunk are a build of their own (kMulti false: the loop runs once), so that the
 // queries' fragments, live across the loop, do not take the registers of the single-chunk build
 // (77 to 80 registers a thread at HD 128; 120 to 127 with them live throughout).
-template <int HD, int G, int R, bool kMulti>
+template <int HD, typename T, int G, int R, bool kMulti>
 __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitParams p) {
   constexpr int kChunks = kMulti ? kAttentionMaxChunksPerBlock : 1;
+  constexpr int kEl = static_cast<int>(sizeof(T));
+  constexpr bool kFp8 = kEl == 1;  // fp8 caches: rows staged as stored, widened to bf16 (top comment)
   constexpr int Q = G * R;
   static_assert(Q <= kMaxQueries && HD % 16 == 0, "unsupported block shape");
   constexpr int kPitch = row_pitch(HD), kPieces = HD / 8, kSteps = HD / 16;
@@ -122,11 +160,18 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   // The probabilities as the values' B operand: three bf16 planes, hi, mid, lo [kMaxQueries][SP].
   __nv_bfloat16* pb = reinterpret_cast<__nv_bfloat16*>(sc + kMaxQueries * SP);
   // Each staged row's cache offset [C] (one array: a chunk's are found after the previous chunk's
-  // copies were issued), then the stage buffers, one or two (kMulti): K and V [C][kPitch].
+  // copies were issued); fp8: each staged row's scale index [C], and the chunk's K and V widened to
+  // bf16 [C][kPitch]; then the stage buffers, one or two (kMulti): bf16, K and V [C][kPitch]; fp8,
+  // K and V as stored [C][HD] bytes, the key scales [C], the value scales [C].
   size_t* row_at = reinterpret_cast<size_t*>(pb + 3 * kMaxQueries * SP);
-  __nv_bfloat16* stages = reinterpret_cast<__nv_bfloat16*>(row_at + C);
-  auto keys_of = [&](int b) { return stages + b * 2 * C * kPitch; };
+  size_t* scale_at = row_at + C;
+  __nv_bfloat16* widened = reinterpret_cast<__nv_bfloat16*>(scale_at + (kFp8 ? C : 0));
+  unsigned char* stages = reinterpret_cast<unsigned char*>(widened) + (kFp8 ? bf16_rows_bytes(HD, C) : 0);
+  auto stage_of = [&](int b) { return stages + b * stage_bytes(HD, C, kEl); };
+  auto keys_of = [&](int b) { return kFp8 ? widened : reinterpret_cast<__nv_bfloat16*>(stage_of(b)); };
   auto values_of = [&](int b) { return keys_of(b) + C * kPitch; };
+  auto key_scales_of = [&](int b) { return reinterpret_cast<float*>(stage_of(b) + 2 * C * HD); };  // fp8
+  auto value_scales_of = [&](int b) { return key_scales_of(b) + C; };
 
   const ChunkBlock block = chunk_block<R>(p);
   const int r0 = block.r0, kvh = block.kvh, hb = block.hb;
@@ -191,15 +236,46 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   const int* slot_pages = kv_slot_pages(a.kv, a.rows[r0].slot);
   auto locate = [&](int k) {
     const int lo = s_lo[k], hi = s_hi[k], e_lo = s_entry[k];
-    for (int j = tid; j < C; j += kAttentionThreads)
-      row_at[j] = j >= lo && j <= hi ? kv_entry_offset(a.kv, slot_pages, ring_entry(e_lo, j - lo, ring)) : kNotStaged;
+    for (int j = tid; j < C; j += kAttentionThreads) {
+      const bool staged = j >= lo && j <= hi;
+      const int entry = staged ? ring_entry(e_lo, j - lo, ring) : 0;
+      row_at[j] = staged ? kv_entry_offset(a.kv, slot_pages, entry) : kNotStaged;
+      if constexpr (kFp8) scale_at[j] = staged ? kv_scale_offset(a.kv, slot_pages, entry) + kvh : 0;
+    }
   };
   // Stage a chunk into buffer b (its rows located, and the locations seen by every thread): K and
   // V rows of the positions lo .. hi (cp.async, one commit group); elsewhere V's rows are zeros
   // (K's are left as they are: their scores become -inf).
-  const __nv_bfloat16* kbase = static_cast<const __nv_bfloat16*>(a.kv.keys) + static_cast<size_t>(kvh) * HD;
-  const __nv_bfloat16* vbase = static_cast<const __nv_bfloat16*>(a.kv.values) + static_cast<size_t>(kvh) * HD;
+  const T* kbase = static_cast<const T*>(a.kv.keys) + static_cast<size_t>(kvh) * HD;
+  const T* vbase = static_cast<const T*>(a.kv.values) + static_cast<size_t>(kvh) * HD;
   auto stage = [&](int b) {
+    if constexpr (kFp8) {
+      // The rows as stored, 16 elements a piece; the unstaged rows' values become zeros when the
+      // chunk is widened, and their scales zeros here (0 times a stale scale could be NaN).
+      constexpr int kRawPieces = HD / 16;
+      unsigned char* kd = stage_of(b);
+      unsigned char* vd = kd + C * HD;
+      for (int i = tid; i < C * kRawPieces; i += kAttentionThreads) {
+        const int j = i / kRawPieces, piece = i % kRawPieces;
+        const size_t at = row_at[j];
+        if (at != kNotStaged) {
+          tc::cp_async16(kd + j * HD + piece * 16, kbase + at + piece * 16, true);
+          tc::cp_async16(vd + j * HD + piece * 16, vbase + at + piece * 16, true);
+        }
+      }
+      float* kscale = key_scales_of(b);
+      float* vscale = value_scales_of(b);
+      for (int j = tid; j < C; j += kAttentionThreads) {
+        if (row_at[j] != kNotStaged) {
+          cp_async4(kscale + j, a.kv.key_scales + scale_at[j]);
+          cp_async4(vscale + j, a.kv.value_scales + scale_at[j]);
+        } else {
+          kscale[j] = vscale[j] = 0.f;
+        }
+      }
+      tc::cp_async_commit();
+      return;
+    }
     __nv_bfloat16* ks = keys_of(b);
     __nv_bfloat16* vs = values_of(b);
     for (int i = tid; i < C * kPieces; i += kAttentionThreads) {
@@ -256,6 +332,26 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
     // that its buffer may be overwritten.
     __syncthreads();
     if (kMulti && k + 1 < n) stage(b ^ 1);
+    if constexpr (kFp8) {
+      // Widen the chunk's rows to bf16 (the previous chunk's widened rows were last read before
+      // the barrier above); rows outside every row's keys get zero values.
+      constexpr int kRawPieces = HD / 16;
+      const int lo = s_lo[k], hi = s_hi[k];
+      const unsigned char* rk = stage_of(b);
+      const unsigned char* rv = rk + C * HD;
+      for (int i = tid; i < C * kRawPieces; i += kAttentionThreads) {
+        const int j = i / kRawPieces, piece = i % kRawPieces;
+        uint4* kd = reinterpret_cast<uint4*>(widened + j * kPitch + piece * 16);
+        uint4* vd = reinterpret_cast<uint4*>(widened + (C + j) * kPitch + piece * 16);
+        if (j >= lo && j <= hi) {
+          widen_fp8x16(*reinterpret_cast<const uint4*>(rk + j * HD + piece * 16), kd);
+          widen_fp8x16(*reinterpret_cast<const uint4*>(rv + j * HD + piece * 16), vd);
+        } else {
+          vd[0] = vd[1] = uint4{0, 0, 0, 0};
+        }
+      }
+      __syncthreads();
+    }
 
     // The keys of this lane's score columns, queries 2t and 2t + 1 (none past Q).
     int kf[2], kl[2];
@@ -279,7 +375,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int q = 2 * t + (e & 1), j = kt * 16 + g + (e & 2 ? 8 : 0);
-        if (q < Q) sc[q * SP + j] = j >= kf[e & 1] && j <= kl[e & 1] ? acc[e] * a.scale : -INFINITY;
+        const float scale = kFp8 ? key_scales_of(b)[j] * a.scale : a.scale;  // fp8: the key's scale too
+        if (q < Q) sc[q * SP + j] = j >= kf[e & 1] && j <= kl[e & 1] ? acc[e] * scale : -INFINITY;
       }
     }
     __syncthreads();
@@ -299,8 +396,9 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
       for (int j = lane; j < C; j += 32) {
         const float e = real ? expf(s[j] - m) : 0.f;
         sum += e;
-        // Split once here, not by every warp that multiplies the values.
-        const Bf16x3 terms = split3(e);
+        // Split once here, not by every warp that multiplies the values (fp8: the probability
+        // times the value's scale, as the CUDA-core kernel weighs each value).
+        const Bf16x3 terms = split3(kFp8 ? e * value_scales_of(b)[j] : e);
         pb[q * SP + j] = terms.hi;
         pb[(kMaxQueries + q) * SP + j] = terms.mid;
         pb[(2 * kMaxQueries + q) * SP + j] = terms.lo;
@@ -341,48 +439,59 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   }
 }
 
-template <int HD, int G, int R, bool kMulti>
+template <int HD, typename T, int G, int R, bool kMulti>
 void launch_chunks(const SplitParams& sp, Stream s) {
-  const size_t bytes = attention_mma_smem_bytes(HD, sp.chunk, kMulti);
+  const auto kernel = attention_mma_kernel<HD, T, G, R, kMulti>;
+  const size_t bytes = attention_mma_smem_bytes(HD, sp.chunk, kMulti, static_cast<int>(sizeof(T)));
   check(bytes <= kAttentionMaxSmemBytes, "cuda attention", "chunk too large for shared memory");
-  allow_dynamic_smem(reinterpret_cast<const void*>(attention_mma_kernel<HD, G, R, kMulti>), kAttentionMaxSmemBytes,
-                     "attention_mma shared memory");
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), kAttentionMaxSmemBytes, "attention_mma shared memory");
   const dim3 grid = chunk_grid(sp);
-  launch_kernel("attention_mma", attention_mma_kernel<HD, G, R, kMulti>, grid, dim3(kAttentionThreads), bytes, s, sp);
+  launch_kernel("attention_mma", kernel, grid, dim3(kAttentionThreads), bytes, s, sp);
 }
 
-template <int HD, int G, int R>
+template <int HD, typename T, int G, int R>
 void launch_shape(const SplitParams& sp, Stream s) {
   check(sp.chunks_per_block >= 1 && sp.chunks_per_block <= kAttentionMaxChunksPerBlock, "cuda attention",
         "chunks per block out of range");
-  if (sp.chunks_per_block > 1) launch_chunks<HD, G, R, true>(sp, s);
-  else launch_chunks<HD, G, R, false>(sp, s);
+  if (sp.chunks_per_block > 1) launch_chunks<HD, T, G, R, true>(sp, s);
+  else launch_chunks<HD, T, G, R, false>(sp, s);
 }
 
-template <int HD>
+template <int HD, typename T>
 void launch_head_dim(const SplitParams& sp, Stream s) {
-  dispatch_block_shape(sp, [&](auto g, auto r) { launch_shape<HD, decltype(g)::value, decltype(r)::value>(sp, s); });
+  dispatch_block_shape(sp, [&](auto g, auto r) { launch_shape<HD, T, decltype(g)::value, decltype(r)::value>(sp, s); });
+}
+
+template <typename T>
+void launch_typed(const SplitParams& sp, Stream s) {
+  switch (sp.a.kv.head_dim) {
+    case 64: launch_head_dim<64, T>(sp, s); break;
+    case 128: launch_head_dim<128, T>(sp, s); break;
+    default: throw Error("cuda attention (tensor cores): head_dim " + std::to_string(sp.a.kv.head_dim) + " unsupported");
+  }
 }
 
 }  // namespace
 
 bool attention_mma_head_dim(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
-size_t attention_mma_smem_bytes(int head_dim, int chunk, bool double_buffered) {
-  // The scores, the probabilities' three bf16 planes, each staged row's cache offset, then one or
-  // two stage buffers (K and V).
+size_t attention_mma_smem_bytes(int head_dim, int chunk, bool double_buffered, int elem_bytes) {
+  // The scores, the probabilities' three bf16 planes, each staged row's cache offset (fp8: and its
+  // scale index, and the widened rows), then one or two stage buffers (the kernel's layout).
+  const bool fp8 = elem_bytes == 1;
   return static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(float) +
          3 * static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(__nv_bfloat16) +
-         static_cast<size_t>(chunk) * sizeof(size_t) + (double_buffered ? 2 : 1) * stage_bytes(head_dim, chunk);
+         (fp8 ? 2 : 1) * static_cast<size_t>(chunk) * sizeof(size_t) + (fp8 ? bf16_rows_bytes(head_dim, chunk) : 0) +
+         (double_buffered ? 2 : 1) * stage_bytes(head_dim, chunk, elem_bytes);
 }
 
+bool attention_mma_elements(int elem_bytes) { return elem_bytes == 2 || elem_bytes == 1; }
+
 void launch_attention_mma(const SplitParams& sp, Stream s) {
-  check(sp.aligned && sp.a.kv.bf16 && sp.chunk % 16 == 0, "cuda attention", "the tensor-core kernel needs an aligned bf16 plan");
-  switch (sp.a.kv.head_dim) {
-    case 64: launch_head_dim<64>(sp, s); break;
-    case 128: launch_head_dim<128>(sp, s); break;
-    default: throw Error("cuda attention (tensor cores): head_dim " + std::to_string(sp.a.kv.head_dim) + " unsupported");
-  }
+  check(sp.aligned && (sp.a.kv.bf16 || sp.a.kv.fp8) && sp.chunk % 16 == 0, "cuda attention",
+        "the tensor-core kernel needs an aligned plan on a bf16 or fp8 cache");
+  if (sp.a.kv.fp8) launch_typed<__nv_fp8_e4m3>(sp, s);
+  else launch_typed<__nv_bfloat16>(sp, s);
 }
 
 }  // namespace voxrt::cuda
