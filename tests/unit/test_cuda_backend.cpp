@@ -731,7 +731,8 @@ TEST_F(CudaBackendTest, AttentionOnFp8CachesOnTheTensorCoresMatchesTheCudaCores)
   // times its key's scale, each probability times its value's scale. Against the CUDA-core kernel
   // on the same fp8 entries and scales (both fp32-exact products, summed in other orders): within
   // the attention tolerance. Rows alone equal rows together bit for bit, and several chunks a
-  // block equal one. Encoder-like and decoder-like shapes, unpaged and paged.
+  // block equal one. Encoder-like and decoder-like shapes, unpaged and paged. (fp8 caches are
+  // written by store_kv only, which picks each entry's scales: every ring entry is stored.)
 #ifdef VOXRT_WITH_CUDA
   CudaOptions o;
   o.fp8_kv = true;
@@ -759,20 +760,39 @@ TEST_F(CudaBackendTest, AttentionOnFp8CachesOnTheTensorCoresMatchesTheCudaCores)
   for (const Case& c : cases) {
     const KvCacheShape& s = c.shape;
     SCOPED_TRACE("head_dim=" + std::to_string(s.head_dim) + (s.paged() ? " paged" : ""));
-    const auto k = random(s.elements()), v = random(s.elements());
-    const int n = static_cast<int>(c.rows.size());
-    const auto q = random(static_cast<size_t>(n) * c.heads * s.head_dim);
+    std::vector<RowRef> entries;
+    for (int slot = 0; slot < s.slots; ++slot)
+      for (int e = 0; e < s.ring; ++e) entries.push_back({slot, e});
+    const int width = s.kv_heads * s.head_dim, n_entries = static_cast<int>(entries.size());
+    const auto k = random(static_cast<size_t>(n_entries) * width), v = random(static_cast<size_t>(n_entries) * width);
+    const int n = static_cast<int>(c.rows.size()), qw = c.heads * s.head_dim;
+    const auto q = random(static_cast<size_t>(n) * qw);
     const AttentionParams p{c.heads, s.kv_heads, s.head_dim, c.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim)),
                             c.step_rows};
+    // Attention of rows [first, first + count) on backend b, its cache holding every entry.
+    auto attend = [&](Backend& b, int first, int count) {
+      KvCache cache(&b, s);
+      for (int e = 0; e < s.pages_per_slot(); ++e)
+        for (int slot = s.slots - 1; slot >= 0; --slot) cache.map(slot, static_cast<int64_t>(e) * s.page_len(), 1);
+      Buffer kb = put(b, k, n_entries, width), vb = put(b, v, n_entries, width);
+      b.store_kv(cache, 0, kb.all(), vb.all(), entries);
+      Buffer bq = put(b, q, n, qw), out(&b, count, qw);
+      poison(b, out.all());
+      b.attention(cache, 0, bq.view(first, count), std::span<const RowRef>(c.rows).subspan(first, count), p, out.all());
+      return get(b, out.all());
+    };
     ASSERT_TRUE(b8->set_attention_kernels(Backend::AttentionKernels::CudaCores));
-    const auto cores = attention_on(*b8, s, k, v, 0, q, c.rows, p);
+    const auto cores = attend(*b8, 0, n);
     ASSERT_TRUE(b8->set_attention_kernels(Backend::AttentionKernels::TensorCores));
-    const auto tensor = attention_on(*b8, s, k, v, 0, q, c.rows, p);
-    b8->set_attention_kernels(Backend::AttentionKernels::Automatic);
+    const auto tensor = attend(*b8, 0, n);
     EXPECT_TRUE(close(tensor, cores, 1e-5, 2e-6 * max_abs(v)));
     EXPECT_FALSE(exact(tensor, std::vector<float>(tensor.size(), 0.0f)));
-    EXPECT_TRUE(exact(attention_on(*b8_multi, s, k, v, 0, q, c.rows, p), tensor)) << "3 chunks a block";
-    check_rows_alone_as_together(*b8, s, c.rows, p);
+    EXPECT_TRUE(exact(attend(*b8_multi, 0, n), tensor)) << "3 chunks a block";
+    for (int i = 0; i < n; ++i)
+      EXPECT_TRUE(exact(attend(*b8, i, 1), std::vector<float>(tensor.begin() + static_cast<ptrdiff_t>(i) * qw,
+                                                              tensor.begin() + static_cast<ptrdiff_t>(i + 1) * qw)))
+          << "row " << i << " alone";
+    b8->set_attention_kernels(Backend::AttentionKernels::Automatic);
   }
 #endif
 }
