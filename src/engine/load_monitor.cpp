@@ -18,16 +18,25 @@ void LoadMonitor::record(double wait_ms, Clock::time_point at) {
   drop_old(at);
 }
 
+LoadMonitor::Ticket LoadMonitor::begin(Clock::time_point at) { return pending_.insert(pending_.end(), at); }
+
+void LoadMonitor::finish(Ticket ticket, Clock::time_point at) {
+  const double wait_ms = std::chrono::duration<double, std::milli>(at - *ticket).count();
+  pending_.erase(ticket);
+  record(wait_ms, at);
+}
+
 void LoadMonitor::drop_old(Clock::time_point now) const {
   while (!samples_.empty() && now - samples_.front().at > window_) samples_.pop_front();
 }
 
 double LoadMonitor::p90_ms(Clock::time_point now) const {
   drop_old(now);
-  if (samples_.size() < min_samples_ || samples_.empty()) return 0.0;
   std::vector<double> waits;
-  waits.reserve(samples_.size());
+  waits.reserve(samples_.size() + pending_.size());
   for (const Sample& s : samples_) waits.push_back(s.wait_ms);
+  for (const Clock::time_point& began : pending_) waits.push_back(std::chrono::duration<double, std::milli>(now - began).count());
+  if (waits.size() < min_samples_ || waits.empty()) return 0.0;
   const size_t k = std::min(waits.size() - 1, waits.size() * 9 / 10);
   std::nth_element(waits.begin(), waits.begin() + static_cast<std::ptrdiff_t>(k), waits.end());
   return waits[k];

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <deque>
+#include <list>
 
 namespace voxrt {
 
@@ -24,7 +25,14 @@ class LoadMonitor {
                        size_t min_samples = 20);
 
   void record(double wait_ms, Clock::time_point at);
-  // The window's 90th percentile of waits (0 with fewer than min_samples) and whether it passes the budget.
+  // A hand-over under way: its wait so far counts as a sample until it ends, so that an engine
+  // whose steps stall (no hand-over finishing, none recorded) reads as overloaded, not idle.
+  using Ticket = std::list<Clock::time_point>::iterator;
+  Ticket begin(Clock::time_point at);
+  // It ended: its wait is recorded.
+  void finish(Ticket ticket, Clock::time_point at);
+  // The 90th percentile of the window's waits and of the hand-overs under way (0 with fewer than
+  // min_samples of both) and whether it passes the budget.
   double p90_ms(Clock::time_point now) const;
   bool overloaded(Clock::time_point now) const { return p90_ms(now) > budget_ms_; }
   double budget_ms() const { return budget_ms_; }
@@ -40,6 +48,7 @@ class LoadMonitor {
   std::chrono::milliseconds window_;
   size_t min_samples_;
   mutable std::deque<Sample> samples_;  // oldest first
+  std::list<Clock::time_point> pending_;  // when each hand-over under way began
 };
 
 }  // namespace voxrt

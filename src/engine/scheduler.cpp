@@ -340,12 +340,14 @@ std::vector<StreamState::Step> Scheduler::Stream::run(std::vector<float> frames,
   if (final_positions >= 0) e.final_positions = final_positions;
   e.wanted = true;
   owner_.work_.notify_one();
+  const bool measured = e.live && paced && final_positions < 0;
+  // Under way, the wait counts for the load already (a stalled loop reads as overloaded).
+  const LoadMonitor::Ticket ticket = measured ? owner_.load_.begin(t0) : LoadMonitor::Ticket{};
   e.done.wait(lock, [&] { return !e.wanted; });
-  if (e.live && paced && final_positions < 0) {
+  if (measured) {
     const auto now = LoadMonitor::Clock::now();
-    const double wait_ms = std::chrono::duration<double, std::milli>(now - t0).count();
-    owner_.load_.record(wait_ms, now);
-    owner_.counters_.live_wait(wait_ms);
+    owner_.load_.finish(ticket, now);
+    owner_.counters_.live_wait(std::chrono::duration<double, std::milli>(now - t0).count());
   }
   std::vector<StreamState::Step> steps;
   steps.swap(e.outbox);

@@ -38,6 +38,22 @@ TEST(LoadMonitor, OverloadedOnlyWhileTheWindowsP90PassesTheBudget) {
   EXPECT_FALSE(m.overloaded(t0 + 2200ms)) << "samples older than the window are forgotten";
 }
 
+TEST(LoadMonitor, HandOversUnderWayCountSoAStalledEngineReadsOverloaded) {
+  LoadMonitor m(80.0, 2000ms, 10);
+  const Clock::time_point t0 = Clock::now();
+  // Ten sessions handed their audio over and none has had its steps: no wait has finished, yet
+  // each has waited longer than a step's audio.
+  std::vector<LoadMonitor::Ticket> under_way;
+  for (int i = 0; i < 10; ++i) under_way.push_back(m.begin(t0 + i * 1ms));
+  EXPECT_FALSE(m.overloaded(t0 + 40ms)) << "waits of 31-40 ms so far are within the budget";
+  EXPECT_TRUE(m.overloaded(t0 + 200ms)) << "a stalled loop must not read as idle";
+  EXPECT_NEAR(m.p90_ms(t0 + 200ms), 200.0, 1e-6);  // waits so far of 191-200 ms
+  // Had the loop served each of them 20 ms after it began, the window would hold ten waits of 20 ms.
+  for (int i = 0; i < 10; ++i) m.finish(under_way[i], t0 + 20ms + i * 1ms);
+  EXPECT_FALSE(m.overloaded(t0 + 300ms)) << "finished waits of 20 ms, none under way";
+  EXPECT_NEAR(m.p90_ms(t0 + 300ms), 20.0, 1e-6);
+}
+
 // Through the engine: sessions fed at real time on an engine that keeps up are never refused.
 TEST(LoadMonitor, PacedSessionsOnAnEngineThatKeepsUpAreAdmitted) {
   auto engine = Engine::load(test_data() / "tiny" / "mistral",
