@@ -559,15 +559,15 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   check(rows_per_block == 1 || rows_per_block == most_rows, "cuda attention", "unsupported rows per block");
   plan.chunk = chunk;
   plan.rows_per_block = rows_per_block;
-  // Several chunks a tensor-core block, two stage buffers. The chunk above was chosen for one
-  // buffer, whatever chunks_per_block is: a chunk's size sets which 16 keys share an instruction,
-  // so it must not change with an option that exists to be measured against its default with the
-  // same bits. Where the second buffer does not fit, the block takes one chunk instead.
   // Aligned chunks: a block's rows (up to most_rows consecutive positions) reach from the first
   // row's first key to the last row's last, max_keys + most_rows - 1 keys, which may touch one
   // more chunk than they fill.
   plan.nsplit = plan.aligned ? std::max(1, max_keys + most_rows - 2) / chunk + 2 : std::max(1, cdiv(max_keys, chunk));
   if (plan.aligned) {
+    // Several chunks a tensor-core block, two stage buffers. The chunk above was chosen for one
+    // buffer, whatever chunks_per_block is: a chunk's size sets which 16 keys share an
+    // instruction, so it must not change with the chunk count, which keeps the bits. Where the
+    // second buffer does not fit, the block takes one chunk instead.
     // Automatic (0): several chunks a block only where one chunk a block would launch many waves
     // of blocks. Since the bits are the same, this may depend on the batch. Measured on the H200
     // (bench/results/2026-12-03-attention-chunks-per-block.txt): 4 chunks a block cut a layer's
