@@ -297,6 +297,12 @@ TEST(Cli, BenchStreamsRecordsLagsRoundsAndMemory) {
   EXPECT_GE(j["rounds"]["streams"]["max"].get<double>(), 1);
   EXPECT_LE(j["rounds"]["streams"]["max"].get<double>(), 3);
   EXPECT_GT(j["rounds"]["floor_ms"].get<double>(), 0);
+  // A round's floor counts its own streams: never more than a step of all three.
+  EXPECT_GT(j["rounds"]["round_floor_ms"]["p50"].get<double>(), 0);
+  EXPECT_LE(j["rounds"]["round_floor_ms"]["max"].get<double>(), j["rounds"]["floor_ms"].get<double>() * (1 + 1e-9));
+  // The rounds' time for each step of audio: some, and no more than the paced part's wall time allows.
+  EXPECT_GT(j["busy_ms_per_step"].get<double>(), 0);
+  EXPECT_DOUBLE_EQ(j["step_ms"].get<double>(), 80.0);
   EXPECT_DOUBLE_EQ(j["fill"]["audio_seconds"].get<double>(), 3 * 2.0);
   EXPECT_TRUE(j.contains("within_real_time"));
   EXPECT_EQ(j["arrivals"], "spread over a step");
