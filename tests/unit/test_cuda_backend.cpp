@@ -1071,11 +1071,11 @@ TEST_F(CudaBackendTest, SplitKProductsAreBatchInvariantAndRepeatable) {
 }
 
 TEST_F(CudaBackendTest, TiledGemmComputesTheGemvsBitsForEveryRow) {
-  // The tiled GEMM (kernels_gemm_mma.cu) takes over from the GEMV for many rows, so for every row
-  // it must compute exactly the GEMV's bits: plain, fused (q/k/v with a bias and an accumulating
-  // output) and gated products; K cut into pieces (long rows), K not a multiple of the 256-element
-  // unit, K shorter than one unit; features and rows that do not fill a tile; 64- and 128-row
-  // tiles; launches split across blocks (few tiles: by piece, by group of chains) and not.
+  // The tiled GEMM on mma.sync (kernels_gemm_mma.cu) takes over from the GEMV for many rows, so for
+  // every row it must compute exactly the GEMV's bits (the products' order, tensor_core.cuh): plain,
+  // fused (q/k/v with a bias and an accumulating output) and gated products; K cut into pieces (long
+  // rows), K not a multiple of the 64-element chunk, K shorter than one chunk; features and rows
+  // that do not fill a tile; 64- and 128-row tiles; launches split across blocks by piece and not.
   check_gemm_against_gemv(/*wgmma=*/false);
 }
 
@@ -1089,9 +1089,9 @@ TEST_F(CudaBackendTest, WgmmaGemmIsTheDefaultOnHopper) {
 }
 
 TEST_F(CudaBackendTest, WgmmaGemmComputesTheGemvsBitsForEveryRow) {
-  // The same cases through the wgmma GEMM (kernels_gemm_wgmma.cu, the default): A from registers
-  // loaded as the GEMV loads its fragments, x staged in the order they pair, so every output must
-  // be the GEMV's, bit for bit.
+  // The same cases through the wgmma GEMM (kernels_gemm_wgmma.cu, the default on Hopper): each k16
+  // group of a piece's chain one wgmma, both operands staged by TMA in the 128-byte swizzle, so
+  // every output must be the GEMV's, bit for bit.
   check_gemm_against_gemv(/*wgmma=*/true);
 }
 

@@ -37,7 +37,7 @@ class ScopedEnv {
 };
 
 const char* const kAll[] = {"VOXRT_CUDA_GRAPHS",     "VOXRT_CUDA_PDL",        "VOXRT_CUDA_GEMV",
-                            "VOXRT_CUDA_GEMV_MAX_ROWS", "VOXRT_CUDA_GEMV_SPLIT", "VOXRT_CUDA_GEMV_MIN_UNITS",
+                            "VOXRT_CUDA_GEMV_MAX_ROWS", "VOXRT_CUDA_GEMV_SPLIT", "VOXRT_CUDA_GEMV_MIN_CHUNKS", "VOXRT_CUDA_GEMM_MIN_ROWS",
                             "VOXRT_CUDA_KV",         "VOXRT_CUDA_ATTN_BLOCKS_PER_SM", "VOXRT_CUDA_ATTN_GROUP_ROWS",
                             "VOXRT_CUDA_REPEAT",     "VOXRT_CUDA_GEMM",       "VOXRT_CUDA_ATTN"};
 #endif
@@ -58,8 +58,9 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
     EXPECT_EQ(o.tensor_core_gemv, defaults.tensor_core_gemv);
     EXPECT_EQ(o.library_products, defaults.library_products);
     EXPECT_EQ(o.wgmma_gemm, defaults.wgmma_gemm);
-    EXPECT_EQ(o.gemv_split_blocks_per_sm, defaults.gemv_split_blocks_per_sm);
-    EXPECT_EQ(o.gemv_min_piece_units, defaults.gemv_min_piece_units);
+    EXPECT_EQ(o.gemv_split_warps_per_sm, defaults.gemv_split_warps_per_sm);
+    EXPECT_EQ(o.gemv_min_piece_chunks, defaults.gemv_min_piece_chunks);
+    EXPECT_EQ(o.gemm_min_rows, defaults.gemm_min_rows);
     EXPECT_EQ(o.fp32_kv, defaults.fp32_kv);
     EXPECT_EQ(o.attention_blocks_per_sm, defaults.attention_blocks_per_sm);
     EXPECT_EQ(o.attention_group_rows, defaults.attention_group_rows);
@@ -73,7 +74,8 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   env.set("VOXRT_CUDA_GEMV_MAX_ROWS", "0");
   env.set("VOXRT_CUDA_GEMM", "mma");
   env.set("VOXRT_CUDA_GEMV_SPLIT", "3");
-  env.set("VOXRT_CUDA_GEMV_MIN_UNITS", "1000");  // clamped to 64
+  env.set("VOXRT_CUDA_GEMV_MIN_CHUNKS", "1000");  // clamped to 256
+  env.set("VOXRT_CUDA_GEMM_MIN_ROWS", "0");  // clamped to 1
   env.set("VOXRT_CUDA_KV", "fp32");
   env.set("VOXRT_CUDA_ATTN_BLOCKS_PER_SM", "2.5");
   env.set("VOXRT_CUDA_ATTN_GROUP_ROWS", "0");
@@ -85,8 +87,9 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   EXPECT_FALSE(o.tensor_core_gemv);
   EXPECT_TRUE(o.library_products);
   EXPECT_FALSE(o.wgmma_gemm);
-  EXPECT_EQ(o.gemv_split_blocks_per_sm, 3);
-  EXPECT_EQ(o.gemv_min_piece_units, 64);
+  EXPECT_EQ(o.gemv_split_warps_per_sm, 3);
+  EXPECT_EQ(o.gemv_min_piece_chunks, 256);
+  EXPECT_EQ(o.gemm_min_rows, 1);
   EXPECT_TRUE(o.fp32_kv);
   EXPECT_DOUBLE_EQ(o.attention_blocks_per_sm, 2.5);
   EXPECT_FALSE(o.attention_group_rows);

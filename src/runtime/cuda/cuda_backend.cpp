@@ -21,8 +21,8 @@
 // linear: y = x W^T with x rounded to bf16 and fp32 accumulation, by the GEMV kernels (tensor
 // cores: kernels_gemv_mma.cu, 32 rows per launch, long rows split across blocks with a fixed-order
 // sum; or kernels_gemv.cu) when K % 8 == 0, or from 33 rows on by the tiled GEMM
-// (kernels_gemm_mma.cu) that computes the same bits, which keeps every row's result independent of
-// the batch; otherwise x is rounded into a bf16 scratch copy and cublasGemmEx (bf16 A and B, fp32 C,
+// (kernels_gemm_launch.cu: wgmma on Hopper, else mma.sync) that computes the same bits (the
+// products' order, tensor_core.cuh), which keeps every row's result independent of the batch; otherwise x is rounded into a bf16 scratch copy and cublasGemmEx (bf16 A and B, fp32 C,
 // CUBLAS_COMPUTE_32F) runs with a small bias kernel.
 // CudaOptions::library_products (VOXRT_CUDA_GEMV_MAX_ROWS=0) sends everything to cuBLAS (for
 // measurements); runtime/cuda_options.h lists the backend's other switches. linears() runs a
@@ -615,8 +615,8 @@ class CudaBackend final : public Backend {
 
     launch_ = cuda::Stream{stream_, options_.programmatic_launch};
     tuning_.tensor_cores = options_.tensor_core_gemv;
-    tuning_.split_blocks_per_sm = options_.gemv_split_blocks_per_sm;
-    tuning_.min_piece_units = options_.gemv_min_piece_units;
+    tuning_.split_warps_per_sm = options_.gemv_split_warps_per_sm;
+    tuning_.min_piece_chunks = options_.gemv_min_piece_chunks;
     tuning_.sm_count = sm_count_;
     tuning_.wgmma_gemm = options_.wgmma_gemm && cuda::gemm_wgmma_available();
     kv_bytes_ = options_.fp8_kv ? 1 : options_.fp32_kv ? sizeof(float) : 2;
@@ -942,13 +942,13 @@ class CudaBackend final : public Backend {
   }
 
   // Whether M rows go through the tiled GEMM rather than the GEMV in groups of 32. Both compute the
-  // same bits for every row (kernels_gemm_mma.cu), so the choice is one of speed alone: the GEMV
-  // reads all the weights once per 32 rows, the GEMM once per 64-128 rows with x staged once per
-  // tile. Measured (bench/results/2026-12-02-product-kernels.txt): at 32 rows each wins on some
-  // products, at 64 the GEMM on all, and 33 rows are two GEMV launches, each reading every weight.
+  // same bits for every row (the products' order, tensor_core.cuh), so the choice is one of speed
+  // alone: the GEMV is bound by its weight's round trips (fastest for a few rows), the GEMM's time
+  // is flat up to 64 rows and below the GEMV's from about 9 (CudaOptions::gemm_min_rows;
+  // bench/results/2026-12-03-products-one-chain.txt).
   bool tiled(int M) const {
     if (!tuning_.tensor_cores || products_ == ProductKernels::Gemv) return false;
-    return products_ == ProductKernels::Gemm || M >= kGemmMinRows;
+    return products_ == ProductKernels::Gemm || M >= options_.gemm_min_rows;
   }
 
   // x [M, K] (row stride ldx) rounded into the packed bf16 scratch copy the product kernels read.
@@ -958,18 +958,10 @@ class CudaBackend final : public Backend {
     return xb;
   }
 
-  // x [M, K] (row stride ldx) as the wgmma GEMM reads it (cuda::launch_gemm_input), in the same scratch.
-  const __nv_bfloat16* wgmma_input(const float* x, int M, int K, size_t ldx) {
-    const size_t bytes = static_cast<size_t>(cuda::gemm_input_vectors(K)) * M * 16;
-    auto* xg = static_cast<__nv_bfloat16*>(grow(xbf_, bytes));
-    if (!steps_->recorded(23, x, M, K, ldx, xg)) cuda::launch_gemm_input(x, M, K, ldx, xg, launch_);
-    return xg;
-  }
-
   // The products of M rows: the tiled GEMM or the GEMV in groups (tiled()).
   void run_products(const float* x, int M, int K, size_t ldx, cuda::GemvOut* outs, int n_outs, bool gated) {
     if (tiled(M)) {
-      const __nv_bfloat16* xb = tuning_.wgmma_gemm ? wgmma_input(x, M, K, ldx) : bf16_copy(x, M, K, ldx);
+      const __nv_bfloat16* xb = bf16_copy(x, M, K, ldx);
       const size_t ws_floats = cuda::gemm_workspace_floats(M, K, outs, n_outs, gated, tuning_);
       float* ws = ws_floats ? static_cast<float*>(grow(gemm_workspace_, ws_floats * sizeof(float))) : nullptr;
       uint64_t h = cuda::StepRecorder::words(24, xb, M, K, n_outs, gated, sm_count_, ws);
@@ -1048,7 +1040,6 @@ class CudaBackend final : public Backend {
   bool cublas_weights_ = false;  // a matrix whose products cuBLAS computes (batch_invariant)
   ProductKernels products_ = ProductKernels::Automatic;  // set_product_kernels
   AttentionKernels attention_kernels_ = AttentionKernels::Automatic;  // set_attention_kernels
-  static constexpr int kGemmMinRows = 33;  // tiled(): more rows than one GEMV launch takes
 
   std::unique_ptr<cuda::StepRecorder> steps_;  // steps as CUDA graphs (step_recorder.h)
   uint16_t* weight_chunk_[2] = {nullptr, nullptr};  // pinned, for upload_weight

@@ -151,8 +151,8 @@ constexpr int kGemvMaxOutputs = 3;
 // rows. Every launch of a backend gets the same one, so a row's result never depends on its batch.
 struct GemvTuning {
   bool tensor_cores = true;     // kernels_gemv_mma.cu; false: kernels_gemv.cu (CUDA cores, and no GEMM)
-  int split_blocks_per_sm = 2;  // split-K: blocks per SM a launch aims for ...
-  int min_piece_units = 4;      // ... each piece at least this many 256-element units of K
+  int split_warps_per_sm = 32;  // pieces of K: enough for this many GEMV warps per SM ...
+  int min_piece_chunks = 4;     // ... each piece at least this many 64-element chunks of K
   int sm_count = 1;             // the device's
   bool wgmma_gemm = false;      // the tiled GEMM on wgmma (kernels_gemm_wgmma.cu, sm_90a): the same bits
 };
@@ -194,24 +194,21 @@ void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const Gem
 // (kernels_gemv_mma.cu); the tiled GEMM cuts it the same way.
 int gemv_mma_pieces(int n, int K, const GemvTuning& t);
 
-// ---- kernels_gemm_mma.cu ----
+// ---- kernels_gemm_launch.cu ----
 // The same products as launch_gemv (same outs, gated, epilogue) for any number of rows of bf16 x
-// (row stride ldx elements), tiled: every output bit for bit what the tensor-core GEMV computes
-// for it with the same tuning, whatever M (t.tensor_cores must be set).
+// (row-major, row stride ldx elements, 16-byte aligned rows), tiled: every output bit for bit what
+// the tensor-core GEMV computes for it with the same tuning, whatever M (t.tensor_cores must be
+// set); on wgmma when t.wgmma_gemm (kernels_gemm_wgmma.cu), else on mma.sync (kernels_gemm_mma.cu).
 // Launches with few tiles are split across blocks through a workspace of gemm_workspace_floats().
 size_t gemm_workspace_floats(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t);
-// With t.wgmma_gemm, x is not row-major but the wgmma input that launch_gemm_input writes (ldx unused).
 void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
                  float* workspace, size_t workspace_floats, const GemvTuning& t, Stream s);
 
 // ---- kernels_gemm_wgmma.cu ----
 // Whether the wgmma GEMM runs on the current device (an sm_90a build on a Hopper GPU).
 bool gemm_wgmma_available();
-// x [M, K] fp32 (row stride ldx) as the wgmma GEMM reads it: bf16, gemm_input_vectors(K) x M
-// vectors of 8 elements, vector-major, K grouped within each 32-element chunk (kernels_gemm_wgmma.cu).
-int gemm_input_vectors(int K);
-void launch_gemm_input(const float* x, int M, int K, size_t ldx, __nv_bfloat16* out, Stream s);
 
+// ---- kernels_gemv.cu ----
 // The same product with fp32 weights and fp32 x (row stride ldx): for weights stored as vectors
 // ([N, 1]), which a linear only sees with K == 1. One thread per output; not meant to be fast.
 void launch_linear_f32_weight(const float* x, int M, int K, size_t ldx, const float* W, int N, DevVec bias, float* y,

@@ -19,15 +19,16 @@ struct Params {
   GemvOut out[kGemvMaxOutputs];
   int n_outs, n_total;
   int M;                             // rows of x
-  // Tensor-core kernel only (kernels_gemv_mma.cu): up to the end of output i, its 16-feature tiles
-  // and its blocks (tiles x pieces of K); the pieces of K per tile of output i; the split-K workspace.
-  int tile_end[kGemvMaxOutputs];
+  // Tensor-core kernel only (kernels_gemv_mma.cu): up to the end of output i, its groups of
+  // 16-feature tiles (a block's) and its blocks (groups x pieces of K); the pieces of K of output i; the
+  // split-K workspace.
+  int group_end[kGemvMaxOutputs];
   int block_end[kGemvMaxOutputs];
   int pieces[kGemvMaxOutputs];
   float* partials;
   int* counters;
   // Tensor-core kernel: > 0 when the block's rows of x, over its piece of K, are staged in shared
-  // memory as bf16 (row stride in 16-byte vectors); 0 when they are read from global memory.
+  // memory as bf16 (row stride in 32-bit words); 0 when they are read from global memory.
   int x_stage_stride;
 };
 

@@ -1,38 +1,26 @@
-// The tiled GEMM of kernels_gemm_mma.cu on Hopper's warpgroup MMA (wgmma, sm_90a): the same plan,
-// the same tiles, the same workspace and fold, and for every output the same bits as the GEMV
-// (kernels_gemv_mma.cu), only faster.
+// The tiled GEMM on Hopper's warpgroup MMA (wgmma, sm_90a) and tensor-memory copies (TMA): for every
+// output the same bits as the GEMV (kernels_gemv_mma.cu), at the matrix rate rather than the
+// weight's read rate once there are more than a few dozen rows.
 //
-// Why the same bits. The tensor cores round a sum of 16 products the same whatever their order
-// inside one instruction, and wgmma rounds as mma.sync does; what changes the bits is which 16
-// products share an instruction (tools/probes/mma_numerics.cu, bench/results/2026-12-02-mma-
-// numerics.txt). The GEMV multiplies each 32-element chunk by tc::mma_chunk: lane (g, t) holds
-// elements 8t .. 8t+7 of weight rows g and g + 8 (one 16-byte vector each) and feeds the low 8
-// bytes to the first mma, the high 8 bytes to the second. Here the weights take the same path:
-// A, the weight side of every wgmma, comes from registers (the "RS" form), loaded from the staged
-// chunk 16 bytes a row as the GEMV loads them, in the mma.sync fragment layout that wgmma's
-// register A shares. x, B, comes from shared memory, so it is staged in the order those
-// registers imply: k16 step h of a chunk pairs register k-slot 2t + i with element 8t + i + 4h
-// and k-slot 8 + 2t + i with element 8t + 2 + i + 4h (i = 0, 1). gemm_input_kernel writes x that
-// way ([vector][row][8 elements], "wgmma input"), so that a tensor-memory copy (TMA) stages it
-// straight into wgmma's core-matrix layout. Each step runs on the running chain value, in the
-// GEMV's order (kernels_gemm_mma.cu's top comment: chains, pieces, folds, epilogue), from a
-// zeroed accumulator with scale-d = 1, as the GEMV's first mma adds its products to a zero C.
+// Why the same bits. Both follow the products' order (tensor_core.cuh): each piece of K one chain of
+// k16 groups in their natural order, from a zero accumulator, the pieces added in order. The tensor
+// cores round a sum of 16 products and the running value the same whatever their order inside one
+// instruction, and wgmma rounds as mma.sync does; what would change the bits is which 16 products
+// share an instruction, or where a chain restarts from zero (tools/probes/mma_numerics.cu,
+// bench/results/2026-12-02-mma-numerics.txt). Here every wgmma is one k16 group of the chain, with
+// scale-d 1 on an accumulator zeroed at the piece's start, as the GEMV's first mma adds its products
+// to a zero C.
 //
 // The block: one thread copies, two warpgroups multiply (warp specialisation). The copying thread
-// stages, per chunk, the tile's 128 weight rows (gated: the 64 features' gate rows, then their up
-// rows) and BR (64 or 128) x rows with two or three TMA copies, stage_count(BR) stages deep, in
-// the block's chain order. TMA reads global memory without the L1: the 8-byte copies through it
-// that staged the GEMV's halves before were the limit (Nsight Compute: L1 71 % busy, the tensor
-// pipe mostly idle; bench/results/2026-12-02-wgmma-tma.txt). A stage is handed over through a
-// pair of mbarriers: "full" when its bytes have landed, "empty" once both multiplying warpgroups'
-// wgmma that read it are done; no block-wide barrier is left in the main loop. Each multiplying
-// warpgroup owns 64 of the weight rows times all BR x rows: two m64nBRk16 wgmma per chunk into
-// the running chain, whose A fragments alternate between two register sets (a chunk's stay
-// untouched until its wgmma are waited for, one chunk later). At a chain's end its wgmma are
-// drained and it is folded into the total. (Running the next chain into a second accumulator set
-// meanwhile, so that no fold drains the tensor cores, needs a third set of BR / 2 registers: at
-// BR = 128 that spills, and measured slower than the drain.) The copying warpgroup gives its
-// registers to the multiplying ones (setmaxnreg: 24 against 240).
+// stages, per 64-element chunk, the tile's 128 weight rows (gated: the 64 features' gate rows, then
+// their up rows) and BR (64 or 128) x rows, each a TMA box in the 128-byte swizzle that wgmma reads
+// without bank conflicts, stage_count(BR) stages deep. A stage is handed over through a pair of
+// mbarriers: "full" when its bytes have landed, "empty" once both warpgroups' wgmma that read it
+// are done. Each warpgroup owns 64 weight rows times all BR x rows: four m64nBRk16 wgmma a chunk
+// into the running chain, at most two chunks in flight; only at a piece's end is the chain drained
+// and added into the total. The copying warpgroup gives its registers to the multiplying ones
+// (setmaxnreg). Gated, warpgroup 0 multiplies the gate rows and 1 the up rows of the same 64
+// features; the up totals cross through shared memory at the end, where silu(gate) * up is formed.
 
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -64,53 +52,53 @@
 namespace voxrt::cuda::gemm {
 namespace {
 
-using tc::kChunkK8;  // a chunk: 32 elements, 4 vectors of 8 (64 bytes a row)
-using tc::kUnitK8;   // a unit: 256 elements, chain j taking its chunk j
+using tc::kChunkK8;
+using tc::kGroupsPerChunk;
 using namespace hopper;
 
 constexpr int kConsumers = 2;                     // multiplying warpgroups, 64 weight rows each
 constexpr int kThreads = (kConsumers + 1) * 128;  // and the copying warpgroup
-constexpr int kCoreRow = 16;                      // bytes of a core-matrix row: 8 elements of K
-constexpr int kBarrierBytes = 256;                // the stages' mbarriers, before the stages
+constexpr int kRowBytes = kChunkK8 * 16;          // a staged row: one chunk, 128 bytes
+constexpr int kBarrierBytes = 256;                // the stages' mbarriers
+constexpr int kAlign = 1024;                      // the 128-byte swizzle's period: stages start on it
 constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;  // 24 + 2 x 240 = 3 x 168
 static_assert(kProducerRegisters + kConsumers * kConsumerRegisters <= 3 * 168, "setmaxnreg: the block's registers");
 
-// A stage: the weights' chunk, [row][64 bytes] (128 rows; gated: 64 gate rows, then 64 up rows),
-// then x's, [vector][row][16 bytes] (BR rows): each vector a core matrix column of wgmma's
-// no-swizzle K-major layout.
-constexpr int kWeightChunkBytes = kWeightRows * kChunkK8 * 16;
-__host__ __device__ constexpr int x_chunk_bytes(int BR) { return BR * kChunkK8 * 16; }
-__host__ __device__ constexpr int stage_bytes(int BR) { return kWeightChunkBytes + x_chunk_bytes(BR); }
-// Stages in flight: as many as fit beside the pieces' running sum (at most 16: kBarrierBytes).
-__host__ __device__ constexpr int stage_count(int BR) { return BR == 128 ? 10 : 12; }
-static_assert(2 * 16 * 8 <= kBarrierBytes, "the mbarriers must fit their room");
-// The pieces' running sum: every multiplying thread's BR / 2 totals, [warp][accumulator][lane].
-__host__ __device__ constexpr size_t piece_sum_bytes(int BR) { return static_cast<size_t>(kConsumers) * 128 * (BR / 2) * 4; }
+// A stage: the weights' chunk [128 rows][128 bytes] (gated: 64 gate rows, then 64 up rows), then
+// x's [BR rows][128 bytes], both as TMA's 128-byte swizzle lays them out.
+constexpr int kWeightStageBytes = kWeightRows * kRowBytes;
+__host__ __device__ constexpr int stage_bytes(int BR) { return kWeightStageBytes + BR * kRowBytes; }
+// Stages in flight: 192 KiB of them either way (6 of 32 KiB, or 8 of 24 KiB).
+__host__ __device__ constexpr int stage_count(int BR) { return BR == 128 ? 6 : 8; }
+static_assert(2 * 8 * 8 <= kBarrierBytes, "the mbarriers must fit their room");
+__host__ __device__ constexpr size_t smem_bytes(int BR) {
+  return kBarrierBytes + kAlign + static_cast<size_t>(stage_count(BR)) * stage_bytes(BR);
+}
+// Gated: the up totals, [accumulator][thread of the warpgroup], in the stages' memory once they are done.
+static_assert(128 * 64 * 4 <= 6 * (kWeightStageBytes + 128 * kRowBytes), "the up totals must fit the stages");
 
-// The tensor maps of a launch: one per weight (gated: gate, up), and x in the wgmma input layout.
+// The tensor maps of a launch: one per weight (gated: gate, up), and x.
 struct TmaMaps {
   CUtensorMap w[kGemvMaxOutputs];
   CUtensorMap x;
 };
 
-// The copying thread: every chunk of the block, in its chain order, into stage c % stage_count
-// once the multiplying warpgroups have released it.
+// The copying thread: every chunk of the block, in order, into stage i % stage_count once the
+// multiplying warpgroups have released it.
 template <int BR, bool GATED>
-__device__ __forceinline__ void copy_chunks(const Params& p, const TmaMaps& maps, const BlockJob& b, uint32_t full0,
-                                            uint32_t empty0, uint32_t stage0) {
+__device__ __forceinline__ void copy_chunks(const TmaMaps& maps, const BlockJob& b, uint32_t full0, uint32_t empty0,
+                                            uint32_t stage0) {
   constexpr int NS = stage_count(BR);
   const CUtensorMap* w = &maps.w[GATED ? 0 : b.seg];
-  Cursor at(p.units, p.pieces[b.seg], b.piece, b.chain0);
-  for (int c = 0; c < b.chunks; ++c) {
-    const int s = c % NS;
-    if (c >= NS) mbar_wait(empty0 + 8 * s, (c / NS - 1) & 1);
+  for (int c = b.chunk0, i = 0; c < b.chunk1; ++c, ++i) {
+    const int s = i % NS;
+    if (i >= NS) mbar_wait(empty0 + 8 * s, (i / NS - 1) & 1);
     const uint32_t stage = stage0 + s * stage_bytes(BR), bar = full0 + 8 * s;
-    const int k8 = at.u * kUnitK8 + at.j * kChunkK8;
+    const int k = c * kChunkK8 * 8;
     mbar_arrive_expect_bytes(bar, stage_bytes(BR));
-    tma_load_2d(stage, w, 8 * k8, b.f0, bar);  // gated: the gate rows, then the up rows
-    if (GATED) tma_load_2d(stage + kWeightChunkBytes / 2, w + 1, 8 * k8, b.f0, bar);
-    tma_load_3d(stage + kWeightChunkBytes, &maps.x, 0, b.r0, k8, bar);
-    at.next(p.units, p.pieces[b.seg]);
+    tma_load_2d(stage, w, k, b.f0, bar);  // gated: the gate rows, then the up rows
+    if (GATED) tma_load_2d(stage + kWeightStageBytes / 2, w + 1, k, b.f0, bar);
+    tma_load_2d(stage + kWeightStageBytes, &maps.x, k, b.r0, bar);
   }
 }
 
@@ -124,9 +112,10 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
   constexpr int NA = BR / 2;  // accumulators a thread: 64 x BR a warpgroup over 128 threads
   constexpr int NS = stage_count(BR);
   const BlockJob b = block_job<GATED>(p, BR);
-  extern __shared__ __align__(128) uint4 smem[];
+  extern __shared__ uint4 smem[];
   const uint32_t smem0 = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  const uint32_t full0 = smem0, empty0 = smem0 + 8 * NS, stage0 = smem0 + kBarrierBytes;
+  const uint32_t full0 = smem0, empty0 = smem0 + 8 * NS;
+  const uint32_t stage0 = (smem0 + kBarrierBytes + kAlign - 1) / kAlign * kAlign;
   if (threadIdx.x == 0) {
     for (int s = 0; s < NS; ++s) {
       mbar_init(full0 + 8 * s, 1);                // the copying thread, and the stage's bytes
@@ -138,143 +127,95 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
   pdl_wait();  // x (and y, for accumulating outputs) come from the previous kernel
   if (threadIdx.x < 128) {
     registers_down<kProducerRegisters>();
-    if (threadIdx.x == 0) copy_chunks<BR, GATED>(p, maps, b, full0, empty0, stage0);
+    if (threadIdx.x == 0) copy_chunks<BR, GATED>(maps, b, full0, empty0, stage0);
     return;
   }
   registers_up<kConsumerRegisters>();
 
   const GemvOut& o = p.out[b.seg];
-  const int n = o.n, units = p.units, S = p.pieces[b.seg];
-  const int warp = threadIdx.x / 32 - 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int wg = warp / 4, wq = warp % 4;
+  const int n = o.n, S = p.pieces[b.seg];
+  const int tid = threadIdx.x - 128, wg = tid / 128, wq = (tid / 32) % 4, lane = tid % 32, g = lane / 4, t = lane % 4;
 
-  // This lane's A rows in a staged weight chunk ([row][64 bytes]): rows g and g + 8 of its warp's
-  // 16; gated, the gate and the up row of one feature, so that silu(gate) * up is formed here.
-  const int local = (4 * wg + wq) * 8 + g;  // gated: the feature within the block's 64
-  const uint32_t a_row0 = (GATED ? local : 64 * wg + 16 * wq + g) * 64 + t * 16;
-  const uint32_t a_row1 = (GATED ? 64 + local : 64 * wg + 16 * wq + g + 8) * 64 + t * 16;
-  // B of step h: x's vectors 2h and 2h + 1 of the chunk, BR rows each.
-  const uint64_t b_desc = smem_desc(stage0 + kWeightChunkBytes, BR * kCoreRow, 8 * kCoreRow);
-
-  // Accumulator a = 4 i + e: weight row 64 wg + 16 wq + g (+ 8 for e >= 2) of the tile, x row
-  // 8 i + 2 t (+ 1 for odd e). Gated: e >= 2 is the up value of e - 2's feature.
-  auto feature_of = [&](int a) { return GATED ? b.f0 + local : b.f0 + 64 * wg + 16 * wq + g + (a & 2 ? 8 : 0); };
+  // Accumulator a = 4 i + e: weight row 16 wq + g (+ 8 for e >= 2) of this warpgroup's 64, x row
+  // 8 i + 2 t (+ 1 for odd e). Gated, both warpgroups' row r is feature r of the block's 64.
+  auto feature_of = [&](int a) { return b.f0 + (GATED ? 0 : 64 * wg) + 16 * wq + g + (a & 2 ? 8 : 0); };
   auto row_of = [&](int a) { return b.r0 + 8 * (a / 4) + 2 * t + (a & 1); };
-  // Split: these accumulators to slot `slot` of the block's piece in the workspace. Its addresses
-  // are computed here, from an opaque start, so that the compiler does not hoist NA of them out
-  // of the main loop (where they would hold as many registers all along).
-  auto store_slot = [&](const float (&v)[NA], int slot) {
-    const int width = GATED ? 2 * n : n;
-    float* w = opaque(p.workspace + p.workspace_at[b.seg] +
-                      (static_cast<size_t>(b.piece) * slots_of(p.groups) + slot) * p.M * width);
-    const int f0 = opaque(feature_of(0)), m0 = opaque(row_of(0));
-#pragma unroll
-    for (int a = 0; a < NA; ++a) {
-      const int f = f0 + (feature_of(a) - feature_of(0)), m = m0 + (row_of(a) - row_of(0));
-      if (f < n && m < p.M) w[static_cast<size_t>(m) * width + f + (GATED && (a & 2) ? n : 0)] = v[a];
-    }
-  };
 
-  float acc[NA], total[NA];  // the running chain, the folded total
+  float acc[NA], total[NA];  // the running chain, the pieces' sum
 #pragma unroll
   for (int a = 0; a < NA; ++a) acc[a] = total[a] = 0;
-  float* piece_sum =
-      reinterpret_cast<float*>(smem + (kBarrierBytes + NS * stage_bytes(BR)) / 16) + warp * (NA * 32) + lane;
-  // The chain `at` has been multiplied into acc, whose wgmma are done: fold it as kernels_gemm_mma.cu
-  // does, and zero acc for the next chain.
-  auto chain_done = [&](const Cursor& at) {
-    pin(acc);
-    const bool first_chain = at.j == 0, piece_ends = at.j == kChains - 1;
-    if (p.split && p.groups > 1) {
-      store_slot(acc, at.j);  // folded by gemm_fold_kernel
-    } else {
-#pragma unroll
-      for (int a = 0; a < NA; ++a) total[a] = first_chain ? acc[a] : total[a] + acc[a];
-    }
-#pragma unroll
-    for (int a = 0; a < NA; ++a) acc[a] = 0;
-    pin(acc);
-    if (piece_ends && p.split && p.groups == 1) store_slot(total, 0);
-    if (piece_ends && !p.split && S > 1) {
-      const bool first_piece = at.q == 0, last_piece = at.q == S - 1;
-#pragma unroll
-      for (int a = 0; a < NA; ++a) {
-        float& sum = piece_sum[a * 32];
-        sum = first_piece ? total[a] : sum + total[a];
-        if (last_piece) total[a] = sum;
-      }
-    }
-  };
 
-  // Chunks' A fragments go into wa0/wb0 and wa1/wb1 in turn (wgmma reads them asynchronously: a
-  // chunk's must stay untouched until its wait). Chunk c's wgmma are issued, then chunk c - 1's
-  // waited for and its stage released. At a chain's end its wgmma are drained and it is folded.
-  Cursor running(units, S, b.piece, b.chain0);
-  int c = 0;
-  uint4 wa0, wb0, wa1, wb1;
-  auto issue = [&](uint4& wa, uint4& wb) {
-    const int s = c % NS;
-    const uint32_t stage = stage0 + s * stage_bytes(BR);
-    mbar_wait(full0 + 8 * s, (c / NS) & 1);
-    wa = load_shared16(stage + a_row0);
-    wb = load_shared16(stage + a_row1);
-    const uint64_t b0 = b_desc + ((s * stage_bytes(BR)) >> 4);
-    const uint64_t b1 = b0 + ((2 * BR * kCoreRow) >> 4);
-    wgmma_fence();
-    wgmma_rs<BR>(acc, wa.x, wb.x, wa.y, wb.y, b0);
-    wgmma_rs<BR>(acc, wa.z, wb.z, wa.w, wb.w, b1);
-    wgmma_commit();
-    wgmma_wait<1>();
-    if (c > 0 && lane == 0) mbar_arrive(empty0 + 8 * ((c - 1) % NS));
-    ++c;
+  // Chunk i's four wgmma are issued, then chunk i - 1's waited for and its stage released; at a
+  // piece's end its chain is drained and added into the total. The chunks of a piece are a loop of
+  // their own, with nothing but wgmma touching the accumulators inside it: a path into the loop
+  // that wrote them otherwise would make the compiler drain every chunk (its warning C7517).
+  const uint32_t a_off = wg * 64 * kRowBytes;  // this warpgroup's 64 weight rows
+  auto release = [&](int s) {
+    if (lane == 0) mbar_arrive(empty0 + 8 * s);
   };
-  while (c < b.chunks) {
-    if (c & 1) issue(wa1, wb1);
-    else issue(wa0, wb0);
-    if (running.chain_ends()) {
-      wgmma_wait<0>();
-      chain_done(running);
+  int i = 0;  // chunks multiplied so far
+  for (int q = b.piece0; q < b.piece1; ++q) {
+    const int chunks = tc::piece_begin(q + 1, p.chunks, S) - tc::piece_begin(q, p.chunks, S);
+    for (int c = 0; c < chunks; ++c, ++i) {
+      const int s = i % NS;
+      const uint32_t stage = stage0 + s * stage_bytes(BR);
+      mbar_wait(full0 + 8 * s, (i / NS) & 1);
+      const uint64_t da = smem_desc_sw128(stage + a_off), db = smem_desc_sw128(stage + kWeightStageBytes);
+      pin(acc);
+      wgmma_fence();
+#pragma unroll
+      for (int h = 0; h < kGroupsPerChunk; ++h) wgmma_ss<BR>(acc, da + 2 * h, db + 2 * h);
+      wgmma_commit();
+      wgmma_wait<1>();
+      pin(acc);
+      if (c > 0) release((i - 1) % NS);
     }
-    running.next(units, S);
+    wgmma_wait<0>();
+    pin(acc);
+    release((i - 1) % NS);
+    const bool first = q == b.piece0;
+#pragma unroll
+    for (int a = 0; a < NA; ++a) {
+      total[a] = first ? acc[a] : total[a] + acc[a];
+      acc[a] = 0;
+    }
   }
-  if (p.split) return;
 
+  if (p.split) {
+    // One piece: its chain, as it is, to the workspace; gemm_fold_kernel adds the pieces.
+    const int width = GATED ? 2 * n : n;
+    float* w = p.workspace + p.workspace_at[b.seg] + static_cast<size_t>(b.piece0) * p.M * width + (GATED && wg ? n : 0);
 #pragma unroll
-  for (int a = 0; a < NA; ++a) {
-    const int f = feature_of(a), m = row_of(a);
-    if (f >= n || m >= p.M || (GATED && (a & 2))) continue;  // gated: a + 2 is a's up
-    if constexpr (GATED)
-      o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::silu_times(total[a], total[a + 2]);
-    else
-      gemv::store_output(o, m, f, total[a]);
+    for (int a = 0; a < NA; ++a) {
+      const int f = feature_of(a), m = row_of(a);
+      if (f < n && m < p.M) w[static_cast<size_t>(m) * width + f] = total[a];
+    }
+    return;
+  }
+  if constexpr (GATED) {
+    // The up totals (warpgroup 1) to the gate's threads (warpgroup 0), through the stages' memory
+    // once both warpgroups are done with it.
+    float* up = reinterpret_cast<float*>(smem) + (stage0 - smem0) / 4;
+    named_barrier(1, kConsumers * 128);
+    if (wg == 1) {
+#pragma unroll
+      for (int a = 0; a < NA; ++a) up[a * 128 + tid % 128] = total[a];
+    }
+    named_barrier(1, kConsumers * 128);
+    if (wg == 1) return;
+#pragma unroll
+    for (int a = 0; a < NA; ++a) {
+      const int f = feature_of(a), m = row_of(a);
+      if (f < n && m < p.M) o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::silu_times(total[a], up[a * 128 + tid]);
+    }
+  } else {
+#pragma unroll
+    for (int a = 0; a < NA; ++a) {
+      const int f = feature_of(a), m = row_of(a);
+      if (f < n && m < p.M) gemv::store_output(o, m, f, total[a]);
+    }
   }
 #endif
-}
-
-// x [M, K] fp32 (row stride ldx) -> the wgmma input: bf16, [vector][row][8 elements], vectors
-// counted to whole chunks, grouped within each chunk as the RS fragments pair them (top comment):
-// vector 2h + p of a chunk holds elements 8 (i / 2) + 2 p + i % 2 + 4 h, i = 0 .. 7. Elements past K
-// are zeros. One thread per 16-byte vector.
-__global__ void gemm_input_kernel(const float* __restrict__ x, int M, int K, size_t ldx, int vectors,
-                                  uint4* __restrict__ out) {
-  pdl_trigger();
-  pdl_wait();
-  const size_t n = static_cast<size_t>(vectors) * M;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t idx = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; idx < n; idx += stride) {
-    const int v = static_cast<int>(idx / M), m = static_cast<int>(idx % M);
-    const int chunk = v / 4, h = (v % 4) / 2, pp = v % 2;
-    const float* row = x + static_cast<size_t>(m) * ldx;
-    uint32_t word[4];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const int e = chunk * 32 + 8 * q + 2 * pp + 4 * h;  // elements e, e + 1
-      const float lo = e < K ? row[e] : 0.f, hi = e + 1 < K ? row[e + 1] : 0.f;
-      const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
-      word[q] = *reinterpret_cast<const uint32_t*>(&pair);
-    }
-    out[idx] = uint4{word[0], word[1], word[2], word[3]};
-  }
 }
 
 // cuTensorMapEncodeTiled, from the driver the runtime loaded (no link against libcuda).
@@ -290,11 +231,15 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   return fn;
 }
 
-void encode(CUtensorMap& map, const void* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
-            const cuuint32_t* box, const char* what) {
-  const cuuint32_t ones[3] = {1, 1, 1};
-  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, rank, const_cast<void*>(base), dims,
-                                    strides, box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+// A row-major bf16 matrix [rows, cols] (row stride `stride` bytes) for boxes of 64 columns x
+// box_rows rows, in the 128-byte swizzle; what lies outside it arrives as zeros.
+void encode(CUtensorMap& map, const void* base, int cols, int rows, size_t stride, int box_rows, const char* what) {
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kChunkK8 * 8), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t ones[2] = {1, 1};
+  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides,
+                                    box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   check(r == CUDA_SUCCESS, "cuda gemm (wgmma)", std::string("cannot describe ") + what + " to the TMA (error " +
                                                     std::to_string(static_cast<int>(r)) + ")");
@@ -302,12 +247,10 @@ void encode(CUtensorMap& map, const void* base, int rank, const cuuint64_t* dims
 
 template <int BR, bool GATED>
 void launch_instance(const Params& p, const TmaMaps& maps, Stream s) {
-  const size_t stages = kBarrierBytes + static_cast<size_t>(stage_count(BR)) * stage_bytes(BR);
-  const size_t smem = stages + (folds_pieces(p) ? piece_sum_bytes(BR) : 0);
   const auto kernel = gemm_wgmma_kernel<BR, GATED>;
-  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), stages + piece_sum_bytes(BR), "gemm_wgmma shared memory");
-  launch_kernel("gemm_wgmma", kernel, dim3(static_cast<unsigned>(p.block_end[p.n_outs - 1])), dim3(kThreads), smem, s,
-                p, maps);
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes(BR), "gemm_wgmma shared memory");
+  launch_kernel("gemm_wgmma", kernel, dim3(static_cast<unsigned>(p.block_end[p.n_outs - 1])), dim3(kThreads),
+                smem_bytes(BR), s, p, maps);
 }
 
 template <int BR>
@@ -324,16 +267,9 @@ void launch_gemm_wgmma(const Params& p, int nt, bool gated, Stream s) {
   TmaMaps maps{};
   const int K = p.K8 * 8;
   const int weights = gated ? 2 : p.n_outs;
-  for (int i = 0; i < weights; ++i) {
-    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(K), static_cast<cuuint64_t>(p.out[i].n)};
-    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(K) * 2};
-    const cuuint32_t box[2] = {static_cast<cuuint32_t>(kChunkK8 * 8), static_cast<cuuint32_t>(gated ? 64 : 128)};
-    encode(maps.w[i], p.out[i].w, 2, dims, strides, box, "a weight");
-  }
-  const cuuint64_t xdims[3] = {8, static_cast<cuuint64_t>(p.M), static_cast<cuuint64_t>(cuda::gemm_input_vectors(K))};
-  const cuuint64_t xstrides[2] = {16, static_cast<cuuint64_t>(p.M) * 16};
-  const cuuint32_t xbox[3] = {8, static_cast<cuuint32_t>(BR), static_cast<cuuint32_t>(kChunkK8)};
-  encode(maps.x, p.x, 3, xdims, xstrides, xbox, "x");
+  for (int i = 0; i < weights; ++i)
+    encode(maps.w[i], p.out[i].w, K, p.out[i].n, static_cast<size_t>(K) * 2, gated ? 64 : 128, "a weight");
+  encode(maps.x, p.x, K, p.M, static_cast<size_t>(p.ldx8) * 16, BR, "x");
   if (nt == 4) launch_rows<block_rows(4)>(p, maps, gated, s);
   else launch_rows<block_rows(2)>(p, maps, gated, s);
 }
@@ -351,16 +287,6 @@ bool gemm_wgmma_available() {
     return false;
   }
   return a.binaryVersion == 90;
-}
-
-int gemm_input_vectors(int K) { return (K / 8 + tc::kChunkK8 - 1) / tc::kChunkK8 * tc::kChunkK8; }
-
-void launch_gemm_input(const float* x, int M, int K, size_t ldx, __nv_bfloat16* out, Stream s) {
-  const size_t n = static_cast<size_t>(gemm_input_vectors(K)) * M;
-  if (n == 0) return;
-  const unsigned blocks = static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 65535));
-  launch_kernel("gemm_input", gemm::gemm_input_kernel, dim3(blocks), dim3(256), 0, s, x, M, K, ldx, gemm_input_vectors(K),
-                reinterpret_cast<uint4*>(out));
 }
 
 }  // namespace voxrt::cuda

@@ -1,33 +1,29 @@
 // The GEMV on the tensor cores: up to 32 rows of x against a bf16 weight, bound by reading the
-// weight once. A block owns 16 output features (a tile) and one piece of K; its 8 warps split the
-// piece (warp w takes the 32-element chunks w, w + 8, ... of it), each multiplying its 16 x 32
-// weight pieces with the x rows by mma.sync.m16n8k16 (bf16 in, fp32 accumulate), and the warps'
-// partial sums are added in warp order at the end. On the CUDA cores (kernels_gemv.cu) every
-// weight element costs an unpack and one FMA per row of x, which for 4 encoder rows is more than
-// the memory system delivers; here one mma covers 16 features x 16 K x 8 rows.
+// weight once. On the CUDA cores (kernels_gemv.cu) every weight element costs an unpack and one FMA
+// per row of x, which for 4 encoder rows is more than the memory system delivers; here one mma
+// covers 16 features x 16 K x 8 rows.
 //
-// Split K. A product with fewer 16-feature tiles than the SMs can hold two blocks of (a decoder
-// w2 has 192 tiles for 132 SMs) leaves the SMs unevenly loaded. So a long row's K (>= 4096) is
-// cut into S pieces, S chosen per weight (from its tiles, its K and the SM count) for about
-// GemvTuning::split_blocks_per_sm (default 2) blocks per SM, each piece at least min_piece_units
-// (default 4) units of 256 elements. Each piece's block writes its 16 x M partial sums to the
-// workspace and counts itself in on the tile's counter; the last to arrive adds the S partials in
-// piece order, applies the epilogue and resets the counter. The order of every addition is fixed
-// by (K, the weight's tiles, the SM count): a row's result never depends on M, on the other rows
-// in the launch or on which block finishes last (batch invariance, cuda_backend.cpp), and a
-// weight gives the same result alone or in a fused launch. The pieces are few and long: every block
-// of a split pays a round trip through the workspace, so many small pieces lose (bench/README.md).
+// The order of summation is the products' (tensor_core.cuh): K in pieces, each piece one chain of
+// k16 groups in their natural order, the pieces added in order. So a warp owns a 16-feature tile
+// and one piece of K and runs that chain alone; a block's 4 warps take 4 neighbouring tiles of the
+// same piece, sharing the x rows they stage. The memory system is kept busy across features
+// (every warp streams its own 16 weight rows) and across pieces (gemv_mma_pieces cuts K so that
+// there are about GemvTuning::split_warps_per_sm warps an SM), never by splitting a chain: a chain
+// split across warps is a different order of summation, which the tiled GEMM would have to
+// reproduce at the cost of most of its rate (docs/scheduler.md).
 //
-// Within each 32-element chunk, lane (g, t) = (lane / 4, lane % 4) takes elements 8t .. 8t+7 of
-// weight rows g and g + 8 (16 bytes each) and of x row g, and uses them as fragment k-slots
-// {2t, 2t+1, 2t+8, 2t+9} of the chunk's two k16 halves. The same permutation of K on both
-// operands leaves every dot product unchanged, and keeps each weight load a full 16-byte vector.
+// Split K. With S > 1 pieces, each block writes its warps' 16 x M partial sums to the workspace
+// and counts itself in on its tile group's counter; the last to arrive adds the S partials in piece
+// order, applies the epilogue and resets the counter. The order of every addition is fixed by the
+// weight's shape and the SM count: a row's result never depends on M, on the other rows in the
+// launch or on which block finishes last, and a weight gives the same result alone or in a fused
+// launch.
 //
-// The weight streams through a ring in shared memory (cp.async, 4-8 units ahead, 64 KiB a block):
-// each thread copies its own 16-byte pieces and reads back only those, so the ring needs no
-// barrier, and the loads of the next units are in flight while the current one is multiplied.
-// Loading straight into registers, a round at a time, would let the stream drain at every round: a
-// DRAM round trip per round, a large share of a small product's time (bench/README.md).
+// The weights stream through a ring in shared memory, each warp its own (cp.async, 64-element
+// chunks of its 16 rows, 16 KiB a warp in flight), read back by ldmatrix: a 16-byte vector v of row r
+// sits at v ^ (r % 8) within the row's 128 bytes, so the 8 rows of an ldmatrix phase fall in
+// different banks. The loads of the next chunks are in flight while the current one is multiplied;
+// loading straight into registers, a round at a time, would let the stream drain at every round.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -42,30 +38,45 @@
 namespace voxrt::cuda {
 namespace {
 
-using gemv::load_x8;
 using gemv::Params;
+using tc::chunks_of;
 using tc::cp_async16;
 using tc::cp_async_commit;
 using tc::cp_async_wait;
+using tc::kChunkK8;
+using tc::kGroupsPerChunk;
 using tc::l2_evict_first_policy;
-using tc::mma_chunk;
+using tc::ldmatrix_x4;
+using tc::mma16816;
+using tc::piece_begin;
 
-using tc::kUnitK8;
-using tc::units_of;
-constexpr int kWarps = tc::kChains;           // warp w runs chain w
-constexpr int kChunk8 = tc::kChunkK8;         // a warp's chunk: 32 elements = 4 loads of 8
-constexpr int kMaxTiles8 = 4;                 // tiles of 8 x rows: 32 rows
-constexpr int kPartialFloats = 2 * kMaxTiles8 * 4 * 32;  // one block's partials, gated, 32 rows
-constexpr int kMinSplitUnits = 16;                       // K >= 4096
+constexpr int kWarps = 4;                 // 16-feature tiles a block: 64 features
+constexpr int kTileRows = 16;             // weight rows a warp streams
+constexpr int kMaxTiles8 = 4;             // tiles of 8 x rows: 32 rows
+constexpr int kWarpPartialFloats = 2 * kMaxTiles8 * 4 * 32;  // one warp's partials, gated, 32 rows
+// A stage of one weight: a warp's 16 rows x 64 elements, 128 16-byte vectors.
+constexpr int kStageVecs = kTileRows * kChunkK8;
 // Three blocks of ring + staged x + the 1 KiB the driver reserves a block fill the SM's 228 KiB.
 constexpr int kXStageMaxBytes = 11 * 1024;
 
-
-// Units in flight per block: 64 KiB of ring either way (ring_bytes), so that three blocks fit an SM
-// with their staged x. A larger ring leaves room for only two blocks an SM, a smaller one keeps fewer
-// units in flight; both lose (bench/README.md).
+// Chunks in flight a warp: 16 KiB of ring either way, 64 KiB a block, so that three blocks fit an SM
+// with their staged x. A warp's whole piece fits its ring for most products (gemv_mma_pieces), so
+// its weights take one round trip to memory, not several.
 __host__ __device__ constexpr int ring_stages(int weights) { return weights == 2 ? 4 : 8; }
-__host__ __device__ constexpr int ring_bytes(int weights) { return ring_stages(weights) * weights * 2 * kWarps * 32 * 16; }
+__host__ __device__ constexpr int ring_bytes(int weights) { return kWarps * ring_stages(weights) * weights * kStageVecs * 16; }
+
+// Two bf16 of row m of x, elements k and k + 1 (k even), packed as an mma operand register; zeros
+// past K.
+template <typename XT>
+__device__ __forceinline__ uint32_t load_x2(const Params& p, int m, int k, int K) {
+  if (k >= K) return 0;
+  if constexpr (sizeof(XT) == 2) {
+    return __ldg(reinterpret_cast<const unsigned*>(static_cast<const XT*>(p.x) + m * p.ldx + k));
+  } else {
+    const float2 v = __ldg(reinterpret_cast<const float2*>(static_cast<const float*>(p.x) + m * p.ldx + k));
+    return gemv::pack_bf16(v.x, v.y);
+  }
+}
 
 // NT: tiles of 8 x rows (M <= 8 NT). GATED: out[0] is the gate weight and the destination, out[1].w
 // the up weight, y = silu(gate) * up.
@@ -74,26 +85,96 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   pdl_trigger();
   constexpr int NV = GATED ? 2 : 1;  // weights multiplied
   constexpr int R = ring_stages(NV);
-  constexpr int kAcc = NV * NT * 4;   // accumulators per lane
+  constexpr int kAcc = NV * NT * 4;  // accumulators per lane
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
-  // Which output, tile and piece of K this block computes (blocks: output-major, then tile, then piece).
+  // Which output, group of kWarps tiles and piece of K this block computes (blocks: output-major, then
+  // group, then piece), and which tile this warp takes.
   int seg = 0;
   while (seg + 1 < p.n_outs && static_cast<int>(blockIdx.x) >= p.block_end[seg]) ++seg;
   const int S = p.pieces[seg];
   const int local = blockIdx.x - (seg ? p.block_end[seg - 1] : 0);
-  const int tile = local / S, piece = local % S;
-  const int f0 = tile * 16;
+  const int group = local / S, piece = local % S;
   const GemvOut& o = p.out[seg];
-  const int n = o.n, K8 = p.K8, units = units_of(K8);
-  const int u0 = piece * units / S, u1 = (piece + 1) * units / S;
-  const uint4* w[NV][2];  // [weight][row g or g + 8], null past the last feature
+  const int n = o.n, K8 = p.K8, K = 8 * K8, chunks = chunks_of(K8);
+  const int f0 = (group * kWarps + warp) * kTileRows;
+  const int c0 = piece_begin(piece, chunks, S), c1 = piece_begin(piece + 1, chunks, S);
+  const bool idle = f0 >= n;  // a tile past the last feature (the last group's)
+
+  // This lane's copies: vector v = lane % 8 of rows lane / 8 + 4 i, i = 0 .. 3, of each weight.
+  const int copy_v = lane % 8;
+  const uint4* w_rows[NV][4];  // null past the last feature
 #pragma unroll
   for (int v = 0; v < NV; ++v) {
     const uint4* base = reinterpret_cast<const uint4*>(v == 0 ? o.w : p.out[1].w);
-    w[v][0] = f0 + g < n ? base + static_cast<size_t>(f0 + g) * K8 : nullptr;
-    w[v][1] = f0 + g + 8 < n ? base + static_cast<size_t>(f0 + g + 8) * K8 : nullptr;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int f = f0 + lane / 8 + 4 * i;
+      w_rows[v][i] = f < n ? base + static_cast<size_t>(f) * K8 : nullptr;
+    }
   }
+
+  extern __shared__ uint4 smem[];
+  // The warp's ring: stage s of weight v, [row][vector ^ (row % 8)].
+  uint4* ring = smem + warp * R * NV * kStageVecs;
+  auto stage_of = [&](int s, int v) { return ring + (s * NV + v) * kStageVecs; };
+  const uint64_t evict_first = l2_evict_first_policy();  // weights are read once a step
+  auto fill = [&](int c, int s) {
+    const int k8 = c * kChunkK8 + copy_v;
+#pragma unroll
+    for (int v = 0; v < NV; ++v)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = lane / 8 + 4 * i;
+        const bool live = k8 < K8 && w_rows[v][i];
+        cp_async16(stage_of(s, v) + r * kChunkK8 + (copy_v ^ (r % 8)), live ? w_rows[v][i] + k8 : reinterpret_cast<const uint4*>(o.w),
+                   live, evict_first);
+      }
+  };
+  // The first R chunks are in flight before waiting for the previous kernel (launch.cuh); then
+  // every chunk consumed frees its stage for the chunk R ahead, so the weight stream never drains.
+  // One commit group per chunk (empty past the piece) keeps the wait count fixed.
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    if (!idle && c0 + i < c1) fill(c0 + i, i);
+    cp_async_commit();
+  }
+  pdl_wait();
+
+  // x, rounded to bf16: staged for the whole piece when it fits (one round trip for the block),
+  // else read per group from global memory (L1/L2). Staged rows are 32-bit words from the piece's
+  // first element, x_stage_stride words apart (4 more than the piece's chunks need: the 8 rows of a
+  // fragment load fall in different banks).
+  const unsigned* xs = reinterpret_cast<const unsigned*>(smem + ring_bytes(NV) / 16);
+  const int k0 = c0 * kChunkK8 * 8;
+  if (p.x_stage_stride) {
+    unsigned* xw = reinterpret_cast<unsigned*>(smem + ring_bytes(NV) / 16);
+    const int vecs = (c1 - c0) * kChunkK8;
+    for (int i = threadIdx.x; i < p.M * vecs; i += kWarps * 32) {
+      const int m = i / vecs, v = i % vecs, k8 = c0 * kChunkK8 + v;
+      const uint4 val = k8 < K8 ? gemv::load_x8<XT>(p, m, k8) : uint4{0, 0, 0, 0};
+      *reinterpret_cast<uint4*>(xw + m * p.x_stage_stride + 4 * v) = val;
+    }
+    __syncthreads();
+  }
+  // The B fragments of k16 group h of chunk c for tile j: x row 8j + g, elements 2t, 2t + 1 and
+  // 2t + 8, 2t + 9 of the group (zeros past M and K).
+  auto load_b = [&](int c, int h, uint32_t (&b)[NT][2]) {
+    const int k = c * kChunkK8 * 8 + 16 * h + 2 * t;
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const int m = 8 * j + g;
+      if (m >= p.M) {
+        b[j][0] = b[j][1] = 0;
+      } else if (p.x_stage_stride) {
+        b[j][0] = xs[m * p.x_stage_stride + (k - k0) / 2];
+        b[j][1] = xs[m * p.x_stage_stride + (k + 8 - k0) / 2];
+      } else {
+        b[j][0] = load_x2<XT>(p, m, k, K);
+        b[j][1] = load_x2<XT>(p, m, k + 8, K);
+      }
+    }
+  };
 
   float acc[NV][NT][4];
 #pragma unroll
@@ -101,121 +182,61 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) acc[v][j][0] = acc[v][j][1] = acc[v][j][2] = acc[v][j][3] = 0;
 
-  // This warp's chunk of unit u starts at 8-element index k_of(u); past K its loads are zeros.
-  auto k_of = [&](int u) { return u * kUnitK8 + warp * kChunk8 + t; };
-  // The weight ring: stage s holds, per weight v and row r (g or g + 8), this thread's 16 bytes of
-  // one unit. A thread reads back only what it copied itself, so no barrier guards the ring.
-  extern __shared__ uint4 smem[];
-  auto ring = [&](int s, int v, int r) -> uint4& { return smem[((s * NV + v) * 2 + r) * (kWarps * 32) + threadIdx.x]; };
-  const uint64_t evict_first = l2_evict_first_policy();  // weights are read once a step
-  auto fill = [&](int u, int s) {
-    const int k = k_of(u);
-#pragma unroll
-    for (int v = 0; v < NV; ++v)
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const bool live = k < K8 && w[v][r];
-        cp_async16(&ring(s, v, r), live ? w[v][r] + k : reinterpret_cast<const uint4*>(o.w), live, evict_first);
-      }
-  };
-  // x, rounded to bf16: staged for the whole piece after the wait below, when it fits (one round
-  // trip for the block rather than one per unit), else read per unit, one unit ahead.
-  uint4* xs = smem + ring_bytes(NV) / 16;  // [row][p.x_stage_stride], from 8-element index k0
-  const int k0 = u0 * kUnitK8;
-  auto load_x = [&](int u, uint4 (&xv)[NT]) {
-    const int k = k_of(u);
-#pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const int m = 8 * j + g;
-      if (k < K8 && m < p.M)
-        xv[j] = p.x_stage_stride ? xs[m * p.x_stage_stride + (k - k0)] : load_x8<XT>(p, m, k);
-      else
-        xv[j] = uint4{0, 0, 0, 0};
-    }
-  };
-  // The first R units are in flight before waiting for the previous kernel (launch.cuh); then
-  // every unit consumed frees its stage for the unit R ahead, so the weight stream never drains
-  // between units. One commit group per unit (empty past the piece) keeps the wait count fixed.
-#pragma unroll
-  for (int i = 0; i < R; ++i) {
-    if (u0 + i < u1) fill(u0 + i, i);
-    cp_async_commit();
-  }
-  pdl_wait();
-  if (p.x_stage_stride) {
-    const int len = min(u1 * kUnitK8, K8) - k0;
-    for (int i = threadIdx.x; i < p.M * len; i += kWarps * 32)
-      xs[(i / len) * p.x_stage_stride + i % len] = load_x8<XT>(p, i / len, k0 + i % len);
-    __syncthreads();
-  }
-  uint4 xv[NT];
-  if (u0 < u1) load_x(u0, xv);
+  // ldmatrix of group h: lane L gives row L % 16's vector 2h + L / 16.
+  const int a_row = lane % 16, a_half = lane / 16;
   int stage = 0;
-  for (int u = u0; u < u1; ++u) {
-    cp_async_wait<R - 1>();  // unit u's group has landed
-    uint4 wv[NV][2];
+  for (int c = c0; !idle && c < c1; ++c) {
+    cp_async_wait<R - 1>();  // chunk c's group has landed ...
+    __syncwarp();            // ... for every lane of the warp
 #pragma unroll
-    for (int v = 0; v < NV; ++v) wv[v][0] = ring(stage, v, 0), wv[v][1] = ring(stage, v, 1);
-    uint4 xn[NT] = {};
-    if (u + 1 < u1) load_x(u + 1, xn);
+    for (int h = 0; h < kGroupsPerChunk; ++h) {
+      uint32_t b[NT][2];
+      load_b(c, h, b);
+      uint32_t a[NV][4];
 #pragma unroll
-    for (int j = 0; j < NT; ++j)
+      for (int v = 0; v < NV; ++v) {
+        const uint4* row = stage_of(stage, v) + a_row * kChunkK8;
+        ldmatrix_x4(a[v], static_cast<uint32_t>(__cvta_generic_to_shared(row + ((2 * h + a_half) ^ (a_row % 8)))));
+      }
 #pragma unroll
-      for (int v = 0; v < NV; ++v) mma_chunk(acc[v][j], wv[v][0], wv[v][1], xv[j]);
-    // The stage's registers have been consumed by the mma above, so its refill cannot overtake them.
-    if (u + R < u1) fill(u + R, stage);
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int v = 0; v < NV; ++v) mma16816(acc[v][j], a[v][0], a[v][1], a[v][2], a[v][3], b[j][0], b[j][1]);
+    }
+    __syncwarp();  // every lane has read the stage before any refills it
+    if (c + R < c1) fill(c + R, stage);
     cp_async_commit();
-#pragma unroll
-    for (int j = 0; j < NT; ++j) xv[j] = xn[j];
     stage = stage + 1 == R ? 0 : stage + 1;
   }
   cp_async_wait<0>();
-  __syncthreads();  // every thread is done with the ring
 
-  // Partial sums of the 8 warps, added in warp order by warp 0 (in the ring's memory, now idle).
-  auto part = reinterpret_cast<float (*)[kAcc][32]>(smem);
-#pragma unroll
-  for (int v = 0; v < NV; ++v)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) part[warp][(v * NT + j) * 4 + e][lane] = acc[v][j][e];
-  __syncthreads();
-  if (warp != 0) return;
   float* sum = &acc[0][0][0];  // acc viewed as kAcc floats, index (v * NT + j) * 4 + e
-#pragma unroll
-  for (int a = 0; a < kAcc; ++a) {
-    float s = part[0][a][lane];
-#pragma unroll
-    for (int ww = 1; ww < kWarps; ++ww) s += part[ww][a][lane];
-    sum[a] = s;
-  }
-
   if (S > 1) {
-    // Publish this piece; the tile's last piece to arrive adds all S in piece order.
-    float* mine = p.partials + static_cast<size_t>(blockIdx.x) * kPartialFloats;
+    // Publish this piece; the group's last piece to arrive adds all S in piece order.
+    float* mine = p.partials + (static_cast<size_t>(blockIdx.x) * kWarps + warp) * kWarpPartialFloats;
 #pragma unroll
     for (int a = 0; a < kAcc; ++a) mine[a * 32 + lane] = sum[a];
     __threadfence();
-    __syncwarp();
-    const int tile_id = (seg ? p.tile_end[seg - 1] : 0) + tile;
-    int arrived = 0;
-    if (lane == 0) arrived = atomicAdd(&p.counters[tile_id], 1);
-    arrived = __shfl_sync(0xffffffffu, arrived, 0);
-    if (arrived != S - 1) return;
+    __syncthreads();
+    __shared__ int last;
+    const int group_id = (seg ? p.group_end[seg - 1] : 0) + group;
+    if (threadIdx.x == 0) last = atomicAdd(&p.counters[group_id], 1) == S - 1;
+    __syncthreads();
+    if (!last) return;
     __threadfence();
-    const float* first = p.partials + static_cast<size_t>(blockIdx.x - piece) * kPartialFloats;
+    const float* first = p.partials + (static_cast<size_t>(blockIdx.x - piece) * kWarps + warp) * kWarpPartialFloats;
 #pragma unroll
     for (int a = 0; a < kAcc; ++a) {
       float s = 0;
       for (int q = 0; q < S; ++q) {
-        const float val = q == piece ? sum[a] : __ldcg(first + static_cast<size_t>(q) * kPartialFloats + a * 32 + lane);
+        const float val = q == piece ? sum[a] : __ldcg(first + static_cast<size_t>(q) * kWarps * kWarpPartialFloats + a * 32 + lane);
         s = q == 0 ? val : s + val;
       }
       sum[a] = s;
     }
-    if (lane == 0) p.counters[tile_id] = 0;  // ready for the next launch
+    if (threadIdx.x == 0) p.counters[group_id] = 0;  // ready for the next launch
   }
+  if (idle) return;
 
   // Fragment element e of tile j: feature f0 + g (+ 8 for e >= 2), x row 8j + 2t (+ 1 for odd e).
 #pragma unroll
@@ -233,10 +254,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 template <int NT, typename XT, bool GATED>
 void launch_instance(const Params& p, Stream s) {
   constexpr int NV = GATED ? 2 : 1;
-  // The ring (reused for the warps' partial sums), then the staged x.
   constexpr size_t ring = ring_bytes(NV);
-  static_assert(sizeof(float) * kWarps * NV * NT * 4 * 32 <= ring, "the warps' partial sums must fit the ring");
-  const size_t smem = ring + static_cast<size_t>(p.M) * p.x_stage_stride * 16;
+  const size_t smem = ring + static_cast<size_t>(p.M) * p.x_stage_stride * 4;
   const auto kernel = gemv_mma_kernel<NT, XT, GATED>;
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), ring + kXStageMaxBytes, "gemv_mma shared memory");
   launch_kernel("gemv_mma", kernel, dim3(static_cast<unsigned>(p.block_end[p.n_outs - 1])), dim3(kWarps * 32), smem, s,
@@ -256,33 +275,33 @@ void launch_typed(const Params& p, bool gated, Stream s) {
   else launch_nt<4, XT>(p, gated, s);
 }
 
+int groups_of(int n) { return (n + kWarps * kTileRows - 1) / (kWarps * kTileRows); }
+
 }  // namespace
 
-// Pieces of K per tile for a weight of n features: enough blocks to fill the SMs several times
-// over, at least t.min_piece_units 256-element units per piece. Depends on the weight and
-// the device only.
+// Pieces of K for a weight of n features: enough warps (tiles x pieces) for about
+// t.split_warps_per_sm an SM, each piece at least t.min_piece_chunks chunks. Depends on the weight
+// and the device only.
 int gemv_mma_pieces(int n, int K, const GemvTuning& t) {
-  const int tiles = (n + 15) / 16, units = units_of(K / 8);
-  const int target = t.split_blocks_per_sm * t.sm_count;
-  // Splitting costs each block a round trip through the workspace; it pays only for long rows
-  // (K >= 4096) of weights with fewer tiles than the target's blocks (bench/README.md).
-  if (tiles == 0 || target <= tiles || units < kMinSplitUnits) return 1;
-  return std::clamp((target + tiles - 1) / tiles, 1, std::max(units / t.min_piece_units, 1));
+  const int tiles = (n + kTileRows - 1) / kTileRows, chunks = chunks_of(K / 8);
+  const int target = t.split_warps_per_sm * t.sm_count;
+  if (tiles == 0 || target <= tiles) return 1;
+  return std::clamp((target + tiles - 1) / tiles, 1, std::max(chunks / std::max(t.min_piece_chunks, 1), 1));
 }
 
 GemvWorkspaceSize gemv_mma_workspace(const Params& p, const GemvTuning& t) {
   GemvWorkspaceSize need;
-  size_t blocks = 0, tiles = 0;
+  size_t blocks = 0, groups = 0;
   bool split = false;
   for (int i = 0; i < p.n_outs; ++i) {
     const int S = gemv_mma_pieces(p.out[i].n, p.K8 * 8, t);
-    blocks += static_cast<size_t>((p.out[i].n + 15) / 16) * S;
-    tiles += (p.out[i].n + 15) / 16;
+    blocks += static_cast<size_t>(groups_of(p.out[i].n)) * S;
+    groups += groups_of(p.out[i].n);
     split = split || S > 1;
   }
   if (split) {
-    need.partial_floats = blocks * kPartialFloats;
-    need.counters = tiles;
+    need.partial_floats = blocks * kWarps * kWarpPartialFloats;
+    need.counters = groups;
   }
   return need;
 }
@@ -295,21 +314,20 @@ void launch_gemv_mma(const gemv::Params& params, bool x_bf16, bool gated, const 
         "split-K workspace too small");
   p.partials = ws.partials;
   p.counters = ws.counters;
-  int tiles = 0, blocks = 0;
+  int groups = 0, blocks = 0, longest = 0;
+  const int chunks = chunks_of(p.K8);
   for (int i = 0; i < p.n_outs; ++i) {
-    const int n_tiles = (p.out[i].n + 15) / 16;
     p.pieces[i] = gemv_mma_pieces(p.out[i].n, p.K8 * 8, t);
-    tiles += n_tiles;
-    blocks += n_tiles * p.pieces[i];
-    p.tile_end[i] = tiles;
+    groups += groups_of(p.out[i].n);
+    blocks += groups_of(p.out[i].n) * p.pieces[i];
+    p.group_end[i] = groups;
     p.block_end[i] = blocks;
+    longest = std::max(longest, (chunks + p.pieces[i] - 1) / p.pieces[i]);
   }
   if (blocks == 0) return;
-  // Stage x when the longest piece's rows fit; a 16-byte pad per row keeps the rows' reads off one bank.
-  int longest = 0;
-  for (int i = 0; i < p.n_outs; ++i) longest = std::max(longest, (units_of(p.K8) + p.pieces[i] - 1) / p.pieces[i]);
-  const int stride = std::min(longest * kUnitK8, p.K8) + 1;
-  p.x_stage_stride = static_cast<size_t>(p.M) * stride * 16 <= kXStageMaxBytes ? stride : 0;
+  // Stage x when the longest piece's rows fit (top comment of the kernel's x staging).
+  const int stride = longest * kChunkK8 * 4 + 4;
+  p.x_stage_stride = static_cast<size_t>(p.M) * stride * 4 <= kXStageMaxBytes ? stride : 0;
   if (x_bf16) launch_typed<__nv_bfloat16>(p, gated, s);
   else launch_typed<float>(p, gated, s);
 }

@@ -1,20 +1,34 @@
-// What the tensor-core product kernels share (kernels_gemv_mma.cu for a few rows, kernels_gemm_mma.cu
-// for many): the bf16 mma, the 32-element chunk both multiply the same way, and the asynchronous
-// copies that stage their operands in shared memory.
+// What the tensor-core product kernels share (kernels_gemv_mma.cu for a few rows, kernels_gemm_*.cu
+// for many): the order of summation they all follow, the bf16 mma, and the asynchronous copies that
+// stage their operands in shared memory.
 #pragma once
 
 #include <cstdint>
 
 namespace voxrt::cuda::tc {
 
-// How both kernels walk K, the GEMV's order that the GEMM reproduces: K in units of 256 elements,
-// each unit in kChains chunks of 32 (4 vectors of 8); chain w (the GEMV's warp w) takes chunk w of
-// every unit.
-constexpr int kChains = 8;
-constexpr int kChunkK8 = 4;
-constexpr int kUnitK8 = kChains * kChunkK8;
-// 256-element units in a row of K8 8-element vectors.
-__host__ __device__ constexpr int units_of(int K8) { return (K8 + kUnitK8 - 1) / kUnitK8; }
+// The products' order of summation. Every tensor-core product kernel (the GEMV, kernels_gemv_mma.cu,
+// for a few rows; the tiled GEMMs, kernels_gemm_wgmma.cu and kernels_gemm_mma.cu, for many) computes
+// each output in exactly this order, so that a row's bits never depend on the kernel that computes
+// it, nor on how many rows share its launch (batch invariance, cuda_backend.cpp):
+//   - K is walked in chunks of 64 elements (kChunkK8 vectors of 8), zeros past K;
+//   - K is cut into S pieces of whole chunks, piece q taking chunks piece_begin(q) .. piece_begin(q + 1),
+//     S = gemv_mma_pieces(n, K, tuning): a function of the weight's shape and the device alone;
+//   - each piece is one chain: from a zero accumulator, each chunk's four k16 groups (elements
+//     16h .. 16h + 15 of the chunk, h = 0 .. 3, in their natural order) are added by one bf16 mma
+//     each (16 products and the running sum: mma.sync m16n8k16 and wgmma m64nNk16 round alike,
+//     bench/results/2026-12-02-mma-numerics.txt), in chunk order;
+//   - the pieces' sums are added in piece order, ((p0 + p1) + p2) + ..., then the epilogue
+//     (gemv_common.cuh: store_output, silu_times).
+// One chain a piece lets the GEMM run long, drain-free wgmma loops over plain, swizzled tiles (the
+// order before this one, eight interleaved chains a piece with K permuted inside each instruction,
+// cost it most of its rate: docs/scheduler.md).
+constexpr int kChunkK8 = 8;  // a chunk: 64 elements, 8 vectors of 8 (128 bytes of a bf16 row)
+constexpr int kGroupsPerChunk = 4;  // k16 groups a chunk
+// Chunks in a row of K8 8-element vectors.
+__host__ __device__ constexpr int chunks_of(int K8) { return (K8 + kChunkK8 - 1) / kChunkK8; }
+// The first chunk of piece q when `chunks` are cut into S pieces.
+__host__ __device__ constexpr int piece_begin(int q, int chunks, int S) { return q * chunks / S; }
 
 // c += a (16 x 16, row-major fragment) b (16 x 8, column-major fragment): bf16 in, fp32 accumulate.
 // Not volatile: the accumulator operands order the mma of one accumulator, and the compiler is
@@ -28,23 +42,12 @@ __device__ __forceinline__ void mma16816(float (&c)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// acc += weight rows (g, g + 8) times x row g over one 32-element chunk of K, for lane (g, t) =
-// (lane / 4, lane % 4) holding elements 8t .. 8t+7 of each (wa: row g, wb: row g + 8, x: x row g).
-// They serve as fragment k-slots {2t, 2t+1, 2t+8, 2t+9} of the chunk's two k16 halves: the same
-// permutation of K on both operands, so each dot product is unchanged and every load is a full
-// 16-byte vector. Both kernels multiply every chunk through this function, in this order: the
-// tensor cores' rounding depends on which products share an mma, so this is part of what makes a
-// row's result the same whichever kernel computes it.
-// mma_chunk_half<0> then mma_chunk_half<1> is mma_chunk; a kernel with many accumulators runs the
-// first half on all of them, then the second, so that no mma waits for the one before it.
-template <int H>
-__device__ __forceinline__ void mma_chunk_half(float (&acc)[4], uint4 wa, uint4 wb, uint4 x) {
-  if constexpr (H == 0) mma16816(acc, wa.x, wb.x, wa.y, wb.y, x.x, x.y);
-  else mma16816(acc, wa.z, wb.z, wa.w, wb.w, x.z, x.w);
-}
-__device__ __forceinline__ void mma_chunk(float (&acc)[4], uint4 wa, uint4 wb, uint4 x) {
-  mma_chunk_half<0>(acc, wa, wb, x);
-  mma_chunk_half<1>(acc, wa, wb, x);
+// Four 8x8 bf16 matrices from shared memory, each lane giving one row's address (lanes 8i .. 8i + 7
+// the rows of matrix i): for a 16 x 16 A operand, lanes 0-15 address rows 0-15 at k 0 and lanes
+// 16-31 rows 0-15 at k 8, and r[0..3] are a0..a3 of mma16816.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
 
 __device__ __forceinline__ uint64_t l2_evict_first_policy() {

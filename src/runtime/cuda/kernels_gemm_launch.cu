@@ -1,0 +1,133 @@
+// The tiled GEMM's launch, whichever kernel multiplies (kernels_gemm_wgmma.cu on Hopper,
+// kernels_gemm_mma.cu elsewhere): its plan (rows a block, whether to split K across blocks), and
+// the fold that ends a split launch. Both kernels take the same plan and leave the same workspace,
+// and both follow the products' order (tensor_core.cuh), so that switching between them, or from
+// the GEMV to either, changes nothing but the speed.
+//
+// Few tiles (a product of 1280 features over 130 rows is 20 tiles for 132 SMs): the launch is
+// split by piece of K. Each block computes one piece's chain of one tile and writes it to the
+// workspace; gemm_fold_kernel then adds the pieces in order and applies the epilogue, as the
+// GEMV's last-arriving block does.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "runtime/cuda/cuda_check.h"
+#include "runtime/cuda/cuda_kernels.h"
+#include "runtime/cuda/gemm_tiles.cuh"
+#include "runtime/cuda/gemv_common.cuh"
+#include "runtime/cuda/launch.cuh"
+#include "runtime/cuda/tensor_core.cuh"
+
+namespace voxrt::cuda {
+namespace {
+
+using gemm::block_features;
+using gemm::block_rows;
+using gemm::Params;
+
+// The split products' last step: per output element, the workspace's pieces added in piece order,
+// then the epilogue.
+template <bool GATED>
+__global__ void gemm_fold_kernel(const Params p) {
+  pdl_trigger();
+  pdl_wait();
+  long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x;
+  for (int seg = 0; seg < p.n_outs; ++seg) {
+    const GemvOut& o = p.out[seg];
+    const long long outputs = static_cast<long long>(p.M) * o.n;
+    if (i >= outputs) {
+      i -= outputs;
+      continue;
+    }
+    const int m = static_cast<int>(i / o.n), f = static_cast<int>(i % o.n), S = p.pieces[seg];
+    const int width = GATED ? 2 * o.n : o.n;
+    const float* w = p.workspace + p.workspace_at[seg] + static_cast<size_t>(m) * width + f;
+    const size_t piece_stride = static_cast<size_t>(p.M) * width;
+    float sum[2] = {0, 0};
+    for (int v = 0; v < (GATED ? 2 : 1); ++v)
+      for (int q = 0; q < S; ++q) {
+        const float piece = w[q * piece_stride + v * o.n];
+        sum[v] = q == 0 ? piece : sum[v] + piece;
+      }
+    if constexpr (GATED) o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::silu_times(sum[0], sum[1]);
+    else gemv::store_output(o, m, f, sum[0]);
+    return;
+  }
+}
+
+void launch_fold(const Params& p, bool gated, Stream s) {
+  long long outputs = 0;
+  for (int i = 0; i < p.n_outs; ++i) outputs += static_cast<long long>(p.M) * p.out[i].n;
+  const dim3 grid(static_cast<unsigned>((outputs + 255) / 256));
+  if (gated) launch_kernel("gemm_fold", gemm_fold_kernel<true>, grid, dim3(256), 0, s, p);
+  else launch_kernel("gemm_fold", gemm_fold_kernel<false>, grid, dim3(256), 0, s, p);
+}
+
+// The launch's shape: rows per block (nt: block_rows(nt)), and whether to split by piece.
+Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t, int& nt) {
+  check(K > 0 && K % 8 == 0 && M > 0 && n_outs >= 1 && n_outs <= kGemvMaxOutputs && (!gated || n_outs == 2),
+        "cuda gemm", "unsupported shape");
+  Params p{};
+  p.M = M;
+  p.K8 = K / 8;
+  p.chunks = tc::chunks_of(p.K8);
+  p.n_outs = gated ? 1 : n_outs;  // gated: one output range, the up weight rides along in out[1]
+  for (int i = 0; i < n_outs; ++i) p.out[i] = outs[i];
+  int feature_tiles = 0, pieces = 1;
+  for (int i = 0; i < p.n_outs; ++i) {
+    feature_tiles += (outs[i].n + block_features(gated) - 1) / block_features(gated);
+    p.pieces[i] = gemv_mma_pieces(outs[i].n, K, t);
+    check(p.pieces[i] >= 1 && p.pieces[i] <= p.chunks, "cuda gemm", "a piece of K without a chunk");
+    pieces = std::max(pieces, p.pieces[i]);
+  }
+  // 128 rows a block when that still gives every SM a block, else 64 (twice the blocks); fewer
+  // tiles than SMs: a block a piece, when there are pieces.
+  auto tiles = [&](int nt_) { return static_cast<long long>(feature_tiles) * ((M + block_rows(nt_) - 1) / block_rows(nt_)); };
+  nt = tiles(4) >= t.sm_count ? 4 : 2;
+  p.row_tiles = (M + block_rows(nt) - 1) / block_rows(nt);
+  p.split = tiles(nt) < t.sm_count && pieces > 1;
+  int blocks = 0;
+  size_t workspace = 0;
+  for (int i = 0; i < p.n_outs; ++i) {
+    const int per_tile = p.split ? p.pieces[i] : 1;
+    blocks += (outs[i].n + block_features(gated) - 1) / block_features(gated) * p.row_tiles * per_tile;
+    p.block_end[i] = blocks;
+    p.workspace_at[i] = workspace;
+    if (p.split) workspace += static_cast<size_t>(p.pieces[i]) * M * outs[i].n * (gated ? 2 : 1);
+  }
+  return p;
+}
+
+}  // namespace
+
+size_t gemm_workspace_floats(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t) {
+  int nt = 0;
+  const Params p = plan(M, K, outs, n_outs, gated, t, nt);
+  if (!p.split) return 0;
+  size_t total = 0;
+  for (int i = 0; i < p.n_outs; ++i) total += static_cast<size_t>(p.pieces[i]) * M * outs[i].n * (gated ? 2 : 1);
+  return total;
+}
+
+void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
+                 float* workspace, size_t workspace_floats, const GemvTuning& t, Stream s) {
+  check(t.tensor_cores, "cuda gemm", "the tiled GEMM reproduces the tensor-core GEMV only");
+  check((reinterpret_cast<uintptr_t>(x) & 15) == 0 && ldx % 8 == 0, "cuda gemm", "x must be 16-byte aligned per row");
+  for (int i = 0; i < n_outs; ++i)
+    check((reinterpret_cast<uintptr_t>(outs[i].w) & 15) == 0, "cuda gemm", "weights must be 16-byte aligned");
+  int nt = 0;
+  Params p = plan(M, K, outs, n_outs, gated, t, nt);
+  if (p.block_end[p.n_outs - 1] == 0) return;
+  check(!p.split || workspace_floats >= gemm_workspace_floats(M, K, outs, n_outs, gated, t), "cuda gemm",
+        "split workspace too small");
+  p.x = x;
+  p.ldx8 = static_cast<long long>(ldx / 8);
+  p.workspace = workspace;
+  if (t.wgmma_gemm) gemm::launch_gemm_wgmma(p, nt, gated, s);
+  else gemm::launch_gemm_mma(p, nt, gated, s);
+  if (p.split) launch_fold(p, gated, s);
+}
+
+}  // namespace voxrt::cuda
