@@ -14,9 +14,9 @@ struct CudaOptions {
   bool tensor_core_gemv = true;      // VOXRT_CUDA_GEMV=simt: the CUDA-core GEMV, 8 rows a launch, no GEMM
   bool library_products = false;     // VOXRT_CUDA_GEMV_MAX_ROWS=0: every product through cuBLAS
   bool wgmma_gemm = true;            // VOXRT_CUDA_GEMM=mma: the tiled GEMM on mma.sync, not wgmma (same bits, slower)
-  int gemv_split_warps_per_sm = 32;  // VOXRT_CUDA_GEMV_SPLIT: GEMV warps per SM the pieces of K aim for
-  int gemv_min_piece_chunks = 4;     // VOXRT_CUDA_GEMV_MIN_CHUNKS: fewest 64-element chunks a piece of K
-  int gemm_min_rows = 9;             // VOXRT_CUDA_GEMM_MIN_ROWS (1..4096): products of this many rows or more take the tiled GEMM (same bits)
+  int gemv_split_warps_per_sm = 8;   // VOXRT_CUDA_GEMV_SPLIT: GEMV warps per SM the pieces of K aim for
+  int gemv_min_piece_chunks = 8;     // VOXRT_CUDA_GEMV_MIN_CHUNKS: fewest 64-element chunks a piece of K
+  int gemm_min_rows = 2;             // VOXRT_CUDA_GEMM_MIN_ROWS (1..4096): products of this many rows or more take the tiled GEMM (same bits)
   bool fp32_kv = false;              // VOXRT_CUDA_KV=fp32: K/V caches in fp32 instead of bf16
   bool fp8_kv = false;               // VOXRT_CUDA_KV=fp8 (EngineOptions::kv_cache): fp8 e4m3, a scale per head
   double attention_blocks_per_sm = 8;  // VOXRT_CUDA_ATTN_BLOCKS_PER_SM: sets the attention key chunk

@@ -943,9 +943,9 @@ class CudaBackend final : public Backend {
 
   // Whether M rows go through the tiled GEMM rather than the GEMV in groups of 32. Both compute the
   // same bits for every row (the products' order, tensor_core.cuh), so the choice is one of speed
-  // alone: the GEMV is bound by its weight's round trips (fastest for a few rows), the GEMM's time
-  // is flat up to 64 rows and below the GEMV's from about 9 (CudaOptions::gemm_min_rows;
-  // bench/results/2026-12-03-products-one-chain.txt).
+  // alone. Measured (bench/results/2026-12-03-products-one-chain.txt): the GEMM's time is flat from
+  // 1 to 64 rows; at one row the two are level over a decoder step's products, at 8 the GEMM is
+  // faster on every product, so it takes 2 rows and more (CudaOptions::gemm_min_rows).
   bool tiled(int M) const {
     if (!tuning_.tensor_cores || products_ == ProductKernels::Gemv) return false;
     return products_ == ProductKernels::Gemm || M >= options_.gemm_min_rows;

@@ -151,8 +151,8 @@ constexpr int kGemvMaxOutputs = 3;
 // rows. Every launch of a backend gets the same one, so a row's result never depends on its batch.
 struct GemvTuning {
   bool tensor_cores = true;     // kernels_gemv_mma.cu; false: kernels_gemv.cu (CUDA cores, and no GEMM)
-  int split_warps_per_sm = 32;  // pieces of K: enough for this many GEMV warps per SM ...
-  int min_piece_chunks = 4;     // ... each piece at least this many 64-element chunks of K
+  int split_warps_per_sm = 8;   // pieces of K: enough for this many GEMV warps per SM ...
+  int min_piece_chunks = 8;     // ... each piece at least this many 64-element chunks of K
   int sm_count = 1;             // the device's
   bool wgmma_gemm = false;      // the tiled GEMM on wgmma (kernels_gemm_wgmma.cu, sm_90a): the same bits
 };

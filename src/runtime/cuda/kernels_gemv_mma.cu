@@ -5,7 +5,7 @@
 //
 // The order of summation is the products' (tensor_core.cuh): K in pieces, each piece one chain of
 // k16 groups in their natural order, the pieces added in order. So a warp owns a 16-feature tile
-// and one piece of K and runs that chain alone; a block's 4 warps take 4 neighbouring tiles of the
+// and one piece of K and runs that chain alone; a block's 8 warps take 8 neighbouring tiles of the
 // same piece, sharing the x rows they stage. The memory system is kept busy across features
 // (every warp streams its own 16 weight rows) and across pieces (gemv_mma_pieces cuts K so that
 // there are about GemvTuning::split_warps_per_sm warps an SM), never by splitting a chain: a chain
@@ -20,7 +20,7 @@
 // launch.
 //
 // The weights stream through a ring in shared memory, each warp its own (cp.async, 64-element
-// chunks of its 16 rows, 16 KiB a warp in flight), read back by ldmatrix: a 16-byte vector v of row r
+// chunks of its 16 rows, 8 KiB a warp in flight), read back by ldmatrix: a 16-byte vector v of row r
 // sits at v ^ (r % 8) within the row's 128 bytes, so the 8 rows of an ldmatrix phase fall in
 // different banks. The loads of the next chunks are in flight while the current one is multiplied;
 // loading straight into registers, a round at a time, would let the stream drain at every round.
@@ -50,7 +50,7 @@ using tc::ldmatrix_x4;
 using tc::mma16816;
 using tc::piece_begin;
 
-constexpr int kWarps = 4;                 // 16-feature tiles a block: 64 features
+constexpr int kWarps = 8;                 // 16-feature tiles a block: 128 features
 constexpr int kTileRows = 16;             // weight rows a warp streams
 constexpr int kMaxTiles8 = 4;             // tiles of 8 x rows: 32 rows
 constexpr int kWarpPartialFloats = 2 * kMaxTiles8 * 4 * 32;  // one warp's partials, gated, 32 rows
@@ -59,10 +59,11 @@ constexpr int kStageVecs = kTileRows * kChunkK8;
 // Three blocks of ring + staged x + the 1 KiB the driver reserves a block fill the SM's 228 KiB.
 constexpr int kXStageMaxBytes = 11 * 1024;
 
-// Chunks in flight a warp: 16 KiB of ring either way, 64 KiB a block, so that three blocks fit an SM
-// with their staged x. A warp's whole piece fits its ring for most products (gemv_mma_pieces), so
-// its weights take one round trip to memory, not several.
-__host__ __device__ constexpr int ring_stages(int weights) { return weights == 2 ? 4 : 8; }
+// Chunks in flight a warp: 8 KiB of ring either way, 64 KiB a block, so that three blocks fit an SM
+// with their staged x. (4 warps a block with 16 KiB each, and pieces for 32 warps an SM, measured
+// slower at one row and made the split GEMMs fold many more pieces: bench/results/2026-12-03-
+// products-one-chain.txt.)
+__host__ __device__ constexpr int ring_stages(int weights) { return weights == 2 ? 2 : 4; }
 __host__ __device__ constexpr int ring_bytes(int weights) { return kWarps * ring_stages(weights) * weights * kStageVecs * 16; }
 
 // Two bf16 of row m of x, elements k and k + 1 (k even), packed as an mma operand register; zeros
