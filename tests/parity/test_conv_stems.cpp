@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "golden.h"
 #include "gpu_here.h"
-#include "model/checkpoint.h"
+#include "tiny_engine.h"
 #include "voxtral/benchmark.h"
 #include "voxtral/model.h"
 
@@ -25,11 +25,7 @@ class ConvStems : public ::testing::TestWithParam<std::string> {};
 TEST_P(ConvStems, PartsTogetherEqualEachAlone) {
   if (GetParam() == "cuda") REQUIRE_GPU();
   auto be = backend_named(GetParam());
-  std::unique_ptr<VoxtralModel> model;
-  {
-    const Checkpoint ckpt = Checkpoint::open(test_data() / "tiny" / "mistral", LayoutPreference::Mistral);
-    model = std::make_unique<VoxtralModel>(ckpt, *be);
-  }
+  const std::unique_ptr<VoxtralModel> model = tiny_model(*be);
   const int n_mels = model->config().encoder.num_mel_bins, D = model->config().encoder.dim;
   const std::vector<int> part_rows{8, 24, 8, 16};  // mel rows: 1, 3, 1 and 2 positions
   const int n = static_cast<int>(part_rows.size());
@@ -77,8 +73,8 @@ TEST_P(ConvStems, PartsTogetherEqualEachAlone) {
 TEST_P(ConvStems, RejectsOddOrMismatchedParts) {
   if (GetParam() == "cuda") REQUIRE_GPU();
   auto be = backend_named(GetParam());
-  const Checkpoint ckpt = Checkpoint::open(test_data() / "tiny" / "mistral", LayoutPreference::Mistral);
-  VoxtralModel model(ckpt, *be);
+  const std::unique_ptr<VoxtralModel> tiny = tiny_model(*be);
+  VoxtralModel& model = *tiny;
   const int n_mels = model.config().encoder.num_mel_bins, D = model.config().encoder.dim;
   Buffer m(be.get(), 30, n_mels), c(be.get(), 2, D), out(be.get(), 13, D);
   const std::vector<int> odd{9, 17};

@@ -8,11 +8,11 @@
 #include <cmath>
 
 #include "audio/audio_file.h"
-#include "common/error.h"
 #include "backend_by_name.h"
+#include "common/error.h"
 #include "golden.h"
 #include "gpu_here.h"
-#include "model/checkpoint.h"
+#include "tiny_engine.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
 #include "voxtral/benchmark.h"
@@ -34,11 +34,7 @@ class DraftRows : public ::testing::TestWithParam<std::string> {};
 TEST_P(DraftRows, RowsOfOnePassEqualSingleSteps) {
   if (GetParam() == "cuda") REQUIRE_GPU();
   auto be = backend_named(GetParam());
-  std::unique_ptr<VoxtralModel> model;
-  {
-    const Checkpoint ckpt = Checkpoint::open(test_data() / "tiny" / "mistral", LayoutPreference::Mistral);
-    model = std::make_unique<VoxtralModel>(ckpt, *be);
-  }
+  const std::unique_ptr<VoxtralModel> model = tiny_model(*be);
   const int dim = model->config().decoder.dim, rows = 7;
   Protocol proto;
   proto.n_delay = 3;

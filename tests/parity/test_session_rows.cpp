@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/error.h"
 #include "backend_by_name.h"
+#include "common/error.h"
 #include "golden.h"
 #include "gpu_here.h"
-#include "model/checkpoint.h"
+#include "tiny_engine.h"
 #include "voxtral/benchmark.h"
 #include "voxtral/decoder_step.h"
 
@@ -40,11 +40,7 @@ class SessionRows : public ::testing::TestWithParam<std::string> {};
 TEST_P(SessionRows, SessionsInOnePassEqualEachAlone) {
   if (GetParam() == "cuda") REQUIRE_GPU();
   auto be = backend_named(GetParam());
-  std::unique_ptr<VoxtralModel> model;
-  {
-    const Checkpoint ckpt = Checkpoint::open(test_data() / "tiny" / "mistral", LayoutPreference::Mistral);
-    model = std::make_unique<VoxtralModel>(ckpt, *be);
-  }
+  const std::unique_ptr<VoxtralModel> model = tiny_model(*be);
   const int dim = model->config().decoder.dim;
   const int32_t vocab = model->config().decoder.vocab_size;
   // Four sessions: delays from 1 to 15 steps, joining at passes 0, 0, 2 and 5, with 7, 6, 6 and 3
@@ -140,8 +136,8 @@ INSTANTIATE_TEST_SUITE_P(Backends, SessionRows, ::testing::Values("cpu", "cuda")
 
 TEST(SessionRowsChecks, SlotRowsAdjacentAndConsecutiveSlotsInRange) {
   auto be = make_cpu_backend();
-  const Checkpoint ckpt = Checkpoint::open(test_data() / "tiny" / "mistral", LayoutPreference::Mistral);
-  VoxtralModel model(ckpt, *be);
+  const std::unique_ptr<VoxtralModel> tiny = tiny_model(*be);
+  VoxtralModel& model = *tiny;
   KvCache cache(be.get(), model.decoder_cache_shape(2, 64));
   Buffer audio(be.get(), 3, model.config().decoder.dim);
   be->fill(audio.data(), 0.0f, audio.size());

@@ -17,7 +17,6 @@
 #include "audio/log_mel.h"
 #include "backend_by_name.h"
 #include "gpu_here.h"
-#include "model/checkpoint.h"
 #include "streams_together.h"
 #include "tiny_engine.h"
 #include "tokenizer/tekken.h"
@@ -31,11 +30,7 @@ TEST_P(StreamsTogether, EachStreamGetsTheIdsItGetsAlone) {
   if (GetParam() == "cuda") REQUIRE_GPU();
   auto be = backend_named(GetParam());
   const std::filesystem::path dir = test_data() / "tiny" / "mistral";
-  std::unique_ptr<VoxtralModel> model;
-  {
-    const Checkpoint ckpt = Checkpoint::open(dir, LayoutPreference::Mistral);
-    model = std::make_unique<VoxtralModel>(ckpt, *be);
-  }
+  const std::unique_ptr<VoxtralModel> model = tiny_model(*be);
   const Tokenizer tok = Tokenizer::load(dir / "tekken.json");
   const LogMel logmel;
   struct Case {

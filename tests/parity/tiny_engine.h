@@ -1,4 +1,5 @@
-// The tiny random-weight model loaded once for all the tests of the binary, and its test audio.
+// The tiny random-weight model: loaded once for all the tests of the binary as an engine, or as the
+// model alone on a backend of a test's own; and its test audio.
 #pragma once
 
 #include <memory>
@@ -7,13 +8,21 @@
 
 #include "audio/audio_file.h"
 #include "golden.h"
+#include "model/checkpoint.h"
 #include "voxrt/voxrt.h"
+#include "voxtral/model.h"
 
 namespace voxrt::test {
 
 inline Engine& tiny_engine() {
   static std::unique_ptr<Engine> engine = Engine::load(test_data() / "tiny" / "mistral");
   return *engine;
+}
+
+// The tiny model's weights uploaded to `backend` (the checkpoint's mapping is released once they are).
+inline std::unique_ptr<VoxtralModel> tiny_model(Backend& backend) {
+  const Checkpoint ckpt = Checkpoint::open(test_data() / "tiny" / "mistral", LayoutPreference::Mistral);
+  return std::make_unique<VoxtralModel>(ckpt, backend);
 }
 
 // tests/data/audio/<name>.wav as 16 kHz mono samples.
