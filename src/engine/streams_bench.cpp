@@ -229,19 +229,17 @@ std::string format_streams_benchmark(const nlohmann::json& r) {
                 r["within_real_time"].get<bool>() ? "all within real time" : "NOT all within real time");
   out += buf;
   const auto& rd = r["rounds"];
-  const double round_floor = rd.contains("round_floor_ms") ? rd["round_floor_ms"]["p50"].get<double>() : rd["floor_ms"].get<double>();
+  const double round_floor = rd["round_floor_ms"]["p50"].get<double>();
   std::snprintf(buf, sizeof buf, "rounds: %d, p50 %.2f ms, p99 %.2f ms against a floor of %.2f ms for a round's streams (%.1fx); streams a round p50 %.0f, decoder rows p50 %.0f max %.0f\n",
                 rd["count"].get<int>(), rd["ms"]["p50"].get<double>(), rd["ms"]["p99"].get<double>(), round_floor,
                 rd["ms"]["p50"].get<double>() / std::max(1e-9, round_floor), rd["streams"]["p50"].get<double>(),
                 rd["decoder_rows"]["p50"].get<double>(), rd["decoder_rows"]["max"].get<double>());
   out += buf;
-  if (r.contains("busy_ms_per_step")) {
-    const double busy = r["busy_ms_per_step"].get<double>(), step_ms = r["step_ms"].get<double>();
-    std::snprintf(buf, sizeof buf,
-                  "busy: %.1f ms of rounds for each %.0f ms of audio (%.0f %%); a step of every stream at once would take at least %.2f ms\n",
-                  busy, step_ms, 100 * busy / step_ms, rd["floor_ms"].get<double>());
-    out += buf;
-  }
+  const double busy = r["busy_ms_per_step"].get<double>(), step_ms = r["step_ms"].get<double>();
+  std::snprintf(buf, sizeof buf,
+                "busy: %.1f ms of rounds for each %.0f ms of audio (%.0f %%); a step of every stream at once would take at least %.2f ms\n",
+                busy, step_ms, 100 * busy / step_ms, rd["floor_ms"].get<double>());
+  out += buf;
   std::snprintf(buf, sizeof buf, "round parts p50: encoder pass %.2f ms, decoder pass %.2f ms, the rest (prompts, hand-over) %.2f ms\n",
                 rd["encoder_ms"]["p50"].get<double>(), rd["decoder_ms"]["p50"].get<double>(), rd["other_ms"]["p50"].get<double>());
   out += buf;

@@ -20,9 +20,10 @@
 //
 // linear: y = x W^T with x rounded to bf16 and fp32 accumulation, by the GEMV kernels (tensor
 // cores: kernels_gemv_mma.cu, 32 rows per launch, long rows split across blocks with a fixed-order
-// sum; or kernels_gemv.cu) when K % 8 == 0, or from 33 rows on by the tiled GEMM
-// (kernels_gemm_launch.cu: wgmma on Hopper, else mma.sync) that computes the same bits (the
-// products' order, tensor_core.cuh), which keeps every row's result independent of the batch; otherwise x is rounded into a bf16 scratch copy and cublasGemmEx (bf16 A and B, fp32 C,
+// sum; or kernels_gemv.cu) when K % 8 == 0, or from CudaOptions::gemm_min_rows rows on by the tiled
+// GEMM (kernels_gemm_launch.cu: wgmma on Hopper, else mma.sync) that computes the same bits (the
+// products' order, tensor_core.cuh), which keeps every row's result independent of the batch;
+// otherwise x is rounded into a bf16 scratch copy and cublasGemmEx (bf16 A and B, fp32 C,
 // CUBLAS_COMPUTE_32F) runs with a small bias kernel.
 // CudaOptions::library_products (VOXRT_CUDA_GEMV_MAX_ROWS=0) sends everything to cuBLAS (for
 // measurements); runtime/cuda_options.h lists the backend's other switches. linears() runs a

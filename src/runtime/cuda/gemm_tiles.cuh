@@ -1,8 +1,9 @@
 // What the two tiled GEMM kernels share (kernels_gemm_mma.cu on mma.sync, kernels_gemm_wgmma.cu on
-// wgmma): the launch's plan (tiles, pieces of K, the split through a workspace, kernels_gemm_launch.cu)
-// and the walk of a block through its chunks in the products' order (tensor_core.cuh). Both kernels take the same Params, give a block the
-// same tile, write the same workspace and leave it to the same gemm_fold_kernel, so that switching
-// between them changes nothing but the speed.
+// wgmma): the launch's plan (tiles, pieces of K, the split through a workspace;
+// kernels_gemm_launch.cu) and the walk of a block through its chunks in the products' order
+// (tensor_core.cuh). Both kernels take the same Params, give a block the same tile, write the same
+// workspace and leave it to the same gemm_fold_kernel, so that switching between them changes
+// nothing but the speed.
 #pragma once
 
 #include <cuda_bf16.h>

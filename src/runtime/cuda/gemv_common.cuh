@@ -20,8 +20,8 @@ struct Params {
   int n_outs, n_total;
   int M;                             // rows of x
   // Tensor-core kernel only (kernels_gemv_mma.cu): up to the end of output i, its groups of
-  // 16-feature tiles (a block's) and its blocks (groups x pieces of K); the pieces of K of output i; the
-  // split-K workspace.
+  // 16-feature tiles (a block's) and its blocks (groups x pieces of K); the pieces of K of output
+  // i; the split-K workspace.
   int group_end[kGemvMaxOutputs];
   int block_end[kGemvMaxOutputs];
   int pieces[kGemvMaxOutputs];

@@ -24,16 +24,6 @@ __device__ __forceinline__ void pin(float (&d)[NA]) {
 #pragma unroll
   for (int i = 0; i < NA; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
-// v, as a value the compiler cannot see through nor compute ahead of this point.
-__device__ __forceinline__ int opaque(int v) {
-  asm volatile("mov.b32 %0, %0;\n" : "+r"(v));
-  return v;
-}
-__device__ __forceinline__ float* opaque(float* v) {
-  asm volatile("mov.b64 %0, %0;\n" : "+l"(v));
-  return v;
-}
-
 // mbarriers in shared memory (addresses from __cvta_generic_to_shared): a phase completes when
 // `count` threads have arrived and the bytes announced for it have landed; a waiter names the
 // phase's parity.

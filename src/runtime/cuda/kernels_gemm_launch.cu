@@ -65,8 +65,10 @@ void launch_fold(const Params& p, bool gated, Stream s) {
   else launch_kernel("gemm_fold", gemm_fold_kernel<false>, grid, dim3(256), 0, s, p);
 }
 
-// The launch's shape: rows per block (nt: block_rows(nt)), and whether to split by piece.
-Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t, int& nt) {
+// The launch's shape: rows per block (nt: block_rows(nt)), whether to split by piece, and the
+// split's workspace (workspace_floats; 0 unsplit).
+Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t, int& nt,
+            size_t& workspace_floats) {
   check(K > 0 && K % 8 == 0 && M > 0 && n_outs >= 1 && n_outs <= kGemvMaxOutputs && (!gated || n_outs == 2),
         "cuda gemm", "unsupported shape");
   Params p{};
@@ -97,6 +99,7 @@ Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const Gem
     p.workspace_at[i] = workspace;
     if (p.split) workspace += static_cast<size_t>(p.pieces[i]) * M * outs[i].n * (gated ? 2 : 1);
   }
+  workspace_floats = workspace;
   return p;
 }
 
@@ -104,11 +107,9 @@ Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const Gem
 
 size_t gemm_workspace_floats(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t) {
   int nt = 0;
-  const Params p = plan(M, K, outs, n_outs, gated, t, nt);
-  if (!p.split) return 0;
-  size_t total = 0;
-  for (int i = 0; i < p.n_outs; ++i) total += static_cast<size_t>(p.pieces[i]) * M * outs[i].n * (gated ? 2 : 1);
-  return total;
+  size_t floats = 0;
+  plan(M, K, outs, n_outs, gated, t, nt, floats);
+  return floats;
 }
 
 void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
@@ -118,10 +119,10 @@ void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut
   for (int i = 0; i < n_outs; ++i)
     check((reinterpret_cast<uintptr_t>(outs[i].w) & 15) == 0, "cuda gemm", "weights must be 16-byte aligned");
   int nt = 0;
-  Params p = plan(M, K, outs, n_outs, gated, t, nt);
+  size_t need = 0;
+  Params p = plan(M, K, outs, n_outs, gated, t, nt, need);
   if (p.block_end[p.n_outs - 1] == 0) return;
-  check(!p.split || workspace_floats >= gemm_workspace_floats(M, K, outs, n_outs, gated, t), "cuda gemm",
-        "split workspace too small");
+  check(workspace_floats >= need, "cuda gemm", "split workspace too small");
   p.x = x;
   p.ldx8 = static_cast<long long>(ldx / 8);
   p.workspace = workspace;
