@@ -17,6 +17,7 @@ struct CudaOptions {
   int gemv_split_warps_per_sm = 8;   // VOXRT_CUDA_GEMV_SPLIT: GEMV warps per SM the pieces of K aim for
   int gemv_min_piece_chunks = 8;     // VOXRT_CUDA_GEMV_MIN_CHUNKS: fewest 64-element chunks a piece of K
   int gemm_min_rows = 2;             // VOXRT_CUDA_GEMM_MIN_ROWS (1..4096): products of this many rows or more take the tiled GEMM (same bits)
+  int gemm_split_percent = 35;       // VOXRT_CUDA_GEMM_SPLIT_PERCENT (0..1000): the GEMM splits K across blocks when its tiles are fewer than this % of the SMs (same bits)
   bool fp32_kv = false;              // VOXRT_CUDA_KV=fp32: K/V caches in fp32 instead of bf16
   bool fp8_kv = false;               // VOXRT_CUDA_KV=fp8 (EngineOptions::kv_cache): fp8 e4m3, a scale per head
   double attention_blocks_per_sm = 8;  // VOXRT_CUDA_ATTN_BLOCKS_PER_SM: sets the attention key chunk

@@ -1075,7 +1075,8 @@ TEST_F(CudaBackendTest, TiledGemmComputesTheGemvsBitsForEveryRow) {
   // every row it must compute exactly the GEMV's bits (the products' order, tensor_core.cuh): plain,
   // fused (q/k/v with a bias and an accumulating output) and gated products; K cut into pieces (long
   // rows), K not a multiple of the 64-element chunk, K shorter than one chunk; features and rows
-  // that do not fill a tile; 64- and 128-row tiles; launches split across blocks by piece and not.
+  // that do not fill a tile; 64- and 128-row tiles; launches split across blocks by piece and not
+  // (each case both ways).
   check_gemm_against_gemv(/*wgmma=*/false);
 }
 
@@ -1097,10 +1098,16 @@ TEST_F(CudaBackendTest, WgmmaGemmComputesTheGemvsBitsForEveryRow) {
 
 void CudaBackendTest::check_gemm_against_gemv(bool wgmma) {
 #ifdef VOXRT_WITH_CUDA
-  CudaOptions o;
-  o.wgmma_gemm = wgmma;
-  const std::unique_ptr<Backend> b = make_cuda_backend(0, o);
-  check_gemm_against_gemv(*b);
+  // Every case both ways, whatever the default: split across blocks wherever there are pieces
+  // (1000 % of the SMs), and never.
+  for (const int split_percent : {1000, 0}) {
+    SCOPED_TRACE("gemm_split_percent " + std::to_string(split_percent));
+    CudaOptions o;
+    o.wgmma_gemm = wgmma;
+    o.gemm_split_percent = split_percent;
+    const std::unique_ptr<Backend> b = make_cuda_backend(0, o);
+    check_gemm_against_gemv(*b);
+  }
 #else
   (void)wgmma;
 #endif

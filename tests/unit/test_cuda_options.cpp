@@ -38,6 +38,7 @@ class ScopedEnv {
 
 const char* const kAll[] = {"VOXRT_CUDA_GRAPHS",     "VOXRT_CUDA_PDL",        "VOXRT_CUDA_GEMV",
                             "VOXRT_CUDA_GEMV_MAX_ROWS", "VOXRT_CUDA_GEMV_SPLIT", "VOXRT_CUDA_GEMV_MIN_CHUNKS", "VOXRT_CUDA_GEMM_MIN_ROWS",
+                            "VOXRT_CUDA_GEMM_SPLIT_PERCENT",
                             "VOXRT_CUDA_KV",         "VOXRT_CUDA_ATTN_BLOCKS_PER_SM", "VOXRT_CUDA_ATTN_GROUP_ROWS",
                             "VOXRT_CUDA_REPEAT",     "VOXRT_CUDA_GEMM",       "VOXRT_CUDA_ATTN"};
 #endif
@@ -61,6 +62,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
     EXPECT_EQ(o.gemv_split_warps_per_sm, defaults.gemv_split_warps_per_sm);
     EXPECT_EQ(o.gemv_min_piece_chunks, defaults.gemv_min_piece_chunks);
     EXPECT_EQ(o.gemm_min_rows, defaults.gemm_min_rows);
+    EXPECT_EQ(o.gemm_split_percent, defaults.gemm_split_percent);
     EXPECT_EQ(o.fp32_kv, defaults.fp32_kv);
     EXPECT_EQ(o.attention_blocks_per_sm, defaults.attention_blocks_per_sm);
     EXPECT_EQ(o.attention_group_rows, defaults.attention_group_rows);
@@ -76,6 +78,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   env.set("VOXRT_CUDA_GEMV_SPLIT", "3");
   env.set("VOXRT_CUDA_GEMV_MIN_CHUNKS", "1000");  // clamped to 256
   env.set("VOXRT_CUDA_GEMM_MIN_ROWS", "0");  // clamped to 1
+  env.set("VOXRT_CUDA_GEMM_SPLIT_PERCENT", "5000");  // clamped to 1000
   env.set("VOXRT_CUDA_KV", "fp32");
   env.set("VOXRT_CUDA_ATTN_BLOCKS_PER_SM", "2.5");
   env.set("VOXRT_CUDA_ATTN_GROUP_ROWS", "0");
@@ -90,6 +93,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   EXPECT_EQ(o.gemv_split_warps_per_sm, 3);
   EXPECT_EQ(o.gemv_min_piece_chunks, 256);
   EXPECT_EQ(o.gemm_min_rows, 1);
+  EXPECT_EQ(o.gemm_split_percent, 1000);
   EXPECT_TRUE(o.fp32_kv);
   EXPECT_DOUBLE_EQ(o.attention_blocks_per_sm, 2.5);
   EXPECT_FALSE(o.attention_group_rows);

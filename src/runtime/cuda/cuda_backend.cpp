@@ -619,7 +619,10 @@ class CudaBackend final : public Backend {
     tuning_.split_warps_per_sm = options_.gemv_split_warps_per_sm;
     tuning_.min_piece_chunks = options_.gemv_min_piece_chunks;
     tuning_.sm_count = sm_count_;
+    VOXRT_CUDA_CHECK(cudaDeviceGetAttribute(&tuning_.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device_));
+    VOXRT_CUDA_CHECK(cudaDeviceGetAttribute(&tuning_.smem_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_));
     tuning_.wgmma_gemm = options_.wgmma_gemm && cuda::gemm_wgmma_available();
+    tuning_.gemm_split_percent = options_.gemm_split_percent;
     kv_bytes_ = options_.fp8_kv ? 1 : options_.fp32_kv ? sizeof(float) : 2;
     repeat_ = cuda::parse_op_repeat(options_.repeat.empty() ? nullptr : options_.repeat.c_str());
   }

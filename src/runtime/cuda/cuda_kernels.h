@@ -154,7 +154,10 @@ struct GemvTuning {
   int split_warps_per_sm = 8;   // pieces of K: enough for this many GEMV warps per SM ...
   int min_piece_chunks = 8;     // ... each piece at least this many 64-element chunks of K
   int sm_count = 1;             // the device's
+  int smem_per_sm = 100 << 10;  // the device's shared memory an SM, bytes ...
+  int smem_per_block = 48 << 10;  // ... and the most one block may ask for
   bool wgmma_gemm = false;      // the tiled GEMM on wgmma (kernels_gemm_wgmma.cu, sm_90a): the same bits
+  int gemm_split_percent = 35;   // the GEMM splits K across blocks when its tiles are fewer than this % of the SMs
 };
 // Rows of x one GEMV launch takes (32 on the tensor cores, 8 on the CUDA cores).
 int gemv_max_rows(const GemvTuning& t);

@@ -30,6 +30,7 @@ struct Params {
   // Tensor-core kernel: > 0 when the block's rows of x, over its piece of K, are staged in shared
   // memory as bf16 (row stride in 32-bit words); 0 when they are read from global memory.
   int x_stage_stride;
+  int ring_stages;  // tensor-core kernel: chunks in flight a warp (kernels_gemv_mma.cu: ring_stages)
 };
 
 // acc += w . x over 8 bf16 pairs (bf16 -> fp32 is a 16-bit shift).

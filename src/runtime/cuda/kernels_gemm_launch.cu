@@ -45,12 +45,21 @@ __global__ void gemm_fold_kernel(const Params p) {
     const int width = GATED ? 2 * o.n : o.n;
     const float* w = p.workspace + p.workspace_at[seg] + static_cast<size_t>(m) * width + f;
     const size_t piece_stride = static_cast<size_t>(p.M) * width;
-    float sum[2] = {0, 0};
-    for (int v = 0; v < (GATED ? 2 : 1); ++v)
-      for (int q = 0; q < S; ++q) {
-        const float piece = w[q * piece_stride + v * o.n];
-        sum[v] = q == 0 ? piece : sum[v] + piece;
-      }
+    // Eight pieces' loads issued before their adds: an L2 round trip per eight pieces, not per piece.
+    constexpr int kV = GATED ? 2 : 1, kFoldPieces = 8;
+    float sum[kV] = {};
+    for (int q0 = 0; q0 < S; q0 += kFoldPieces) {
+      float piece[kFoldPieces][kV];
+#pragma unroll
+      for (int i = 0; i < kFoldPieces; ++i)
+#pragma unroll
+        for (int v = 0; v < kV; ++v) piece[i][v] = q0 + i < S ? __ldcg(w + (q0 + i) * piece_stride + v * o.n) : 0.f;
+#pragma unroll
+      for (int i = 0; i < kFoldPieces; ++i)
+#pragma unroll
+        for (int v = 0; v < kV; ++v)
+          if (q0 + i < S) sum[v] = q0 + i == 0 ? piece[i][v] : sum[v] + piece[i][v];
+    }
     if constexpr (GATED) o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::silu_times(sum[0], sum[1]);
     else gemv::store_output(o, m, f, sum[0]);
     return;
@@ -85,11 +94,14 @@ Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const Gem
     pieces = std::max(pieces, p.pieces[i]);
   }
   // 128 rows a block when that still gives every SM a block, else 64 (twice the blocks); fewer
-  // tiles than SMs: a block a piece, when there are pieces.
+  // tiles than GemvTuning::gemm_split_percent of the SMs: a block a piece, when there are pieces.
+  // (35 %: with fewer tiles the split's shorter chains pay for its fold through the workspace; with
+  // more, the fold costs more than the SMs left idle. Measured per product at 64 to 1024 rows:
+  // bench/results/2026-12-03-gemv-ring-gemm-split.txt.)
   auto tiles = [&](int nt_) { return static_cast<long long>(feature_tiles) * ((M + block_rows(nt_) - 1) / block_rows(nt_)); };
   nt = tiles(4) >= t.sm_count ? 4 : 2;
   p.row_tiles = (M + block_rows(nt) - 1) / block_rows(nt);
-  p.split = tiles(nt) < t.sm_count && pieces > 1;
+  p.split = tiles(nt) * 100 < static_cast<long long>(t.gemm_split_percent) * t.sm_count && pieces > 1;
   int blocks = 0;
   size_t workspace = 0;
   for (int i = 0; i < p.n_outs; ++i) {

@@ -20,9 +20,9 @@
 // launch.
 //
 // The weights stream through a ring in shared memory, each warp its own (cp.async, 64-element
-// chunks of its 16 rows, 8 KiB a warp in flight), read back by ldmatrix: a 16-byte vector v of row r
-// sits at v ^ (r % 8) within the row's 128 bytes, so the 8 rows of an ldmatrix phase fall in
-// different banks. The loads of the next chunks are in flight while the current one is multiplied;
+// chunks of its 16 rows, as many in flight as the launch can give it: ring_stages), read back by
+// ldmatrix: a 16-byte vector v of row r sits at v ^ (r % 8) within the row's 128 bytes, so the 8
+// rows of an ldmatrix phase fall in different banks. The loads of the next chunks are in flight while the current one is multiplied;
 // loading straight into registers, a round at a time, would let the stream drain at every round.
 #include <cuda_bf16.h>
 
@@ -56,15 +56,28 @@ constexpr int kMaxTiles8 = 4;             // tiles of 8 x rows: 32 rows
 constexpr int kWarpPartialFloats = 2 * kMaxTiles8 * 4 * 32;  // one warp's partials, gated, 32 rows
 // A stage of one weight: a warp's 16 rows x 64 elements, 128 16-byte vectors.
 constexpr int kStageVecs = kTileRows * kChunkK8;
-// Three blocks of ring + staged x + the 1 KiB the driver reserves a block fill the SM's 228 KiB.
 constexpr int kXStageMaxBytes = 11 * 1024;
+constexpr int kMaxRingStages = 16;  // cp_async_wait_dynamic's reach
 
-// Chunks in flight a warp: 8 KiB of ring either way, 64 KiB a block, so that three blocks fit an SM
-// with their staged x. (4 warps a block with 16 KiB each, and pieces for 32 warps an SM, measured
-// slower at one row and made the split GEMMs fold many more pieces: bench/results/2026-12-03-
-// products-one-chain.txt.)
-__host__ __device__ constexpr int ring_stages(int weights) { return weights == 2 ? 2 : 4; }
-__host__ __device__ constexpr int ring_bytes(int weights) { return kWarps * ring_stages(weights) * weights * kStageVecs * 16; }
+// A block's ring: R stages of every weight for each warp.
+__host__ __device__ constexpr int ring_bytes(int R, int weights) { return kWarps * R * weights * kStageVecs * 16; }
+
+// Chunks in flight a warp (the ring's stages), picked by the launch: as many as the shared memory
+// of an SM holds for the blocks it will host, and no more than the longest piece has. One weight
+// row's latency is hidden by the chunks in flight, so a launch of few blocks (a product of few
+// features, the encoder's) runs each warp's whole piece in one round trip instead of a round trip
+// per 4 chunks, and a launch of many keeps several chunks a warp in flight. The order of summation
+// does not depend on it.
+// `resident`: the most blocks of the kernel an SM holds by its registers and threads; `max_dynamic`:
+// the most dynamic shared memory a block of it may have.
+int ring_stages(int blocks, int resident, size_t max_dynamic, int longest_piece, int weights, size_t x_stage_bytes,
+                const GemvTuning& t) {
+  const int per_sm = std::clamp((blocks + t.sm_count - 1) / std::max(t.sm_count, 1), 1, std::max(resident, 1));
+  const long long per_block = std::min<long long>(t.smem_per_sm / per_sm - 1024, static_cast<long long>(max_dynamic)) -
+                              static_cast<long long>(x_stage_bytes);
+  const int fit = static_cast<int>(std::max<long long>(per_block, 0) / ring_bytes(1, weights));
+  return std::clamp(std::min(fit, longest_piece), 1, kMaxRingStages);
+}
 
 // Two bf16 of row m of x, elements k and k + 1 (k even), packed as an mma operand register; zeros
 // past K.
@@ -85,7 +98,7 @@ template <int NT, typename XT, bool GATED>
 __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   pdl_trigger();
   constexpr int NV = GATED ? 2 : 1;  // weights multiplied
-  constexpr int R = ring_stages(NV);
+  const int R = p.ring_stages;
   constexpr int kAcc = NV * NT * 4;  // accumulators per lane
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
@@ -135,7 +148,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   // The first R chunks are in flight before waiting for the previous kernel (launch.cuh); then
   // every chunk consumed frees its stage for the chunk R ahead, so the weight stream never drains.
   // One commit group per chunk (empty past the piece) keeps the wait count fixed.
-#pragma unroll
   for (int i = 0; i < R; ++i) {
     if (!idle && c0 + i < c1) fill(c0 + i, i);
     cp_async_commit();
@@ -146,10 +158,10 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   // else read per group from global memory (L1/L2). Staged rows are 32-bit words from the piece's
   // first element, x_stage_stride words apart (4 more than the piece's chunks need: the 8 rows of a
   // fragment load fall in different banks).
-  const unsigned* xs = reinterpret_cast<const unsigned*>(smem + ring_bytes(NV) / 16);
+  const unsigned* xs = reinterpret_cast<const unsigned*>(smem + ring_bytes(R, NV) / 16);
   const int k0 = c0 * kChunkK8 * 8;
   if (p.x_stage_stride) {
-    unsigned* xw = reinterpret_cast<unsigned*>(smem + ring_bytes(NV) / 16);
+    unsigned* xw = reinterpret_cast<unsigned*>(smem + ring_bytes(R, NV) / 16);
     const int vecs = (c1 - c0) * kChunkK8;
     for (int i = threadIdx.x; i < p.M * vecs; i += kWarps * 32) {
       const int m = i / vecs, v = i % vecs, k8 = c0 * kChunkK8 + v;
@@ -187,7 +199,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   const int a_row = lane % 16, a_half = lane / 16;
   int stage = 0;
   for (int c = c0; !idle && c < c1; ++c) {
-    cp_async_wait<R - 1>();  // chunk c's group has landed ...
+    tc::cp_async_wait_dynamic(R - 1);  // chunk c's group has landed ...
     __syncwarp();            // ... for every lane of the warp
 #pragma unroll
     for (int h = 0; h < kGroupsPerChunk; ++h) {
@@ -226,15 +238,27 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
     if (!last) return;
     __threadfence();
     const float* first = p.partials + (static_cast<size_t>(blockIdx.x - piece) * kWarps + warp) * kWarpPartialFloats;
+    // The partials are loaded kFoldPieces pieces at a time, every load issued before the first add,
+    // so that the fold costs an L2 round trip per kFoldPieces pieces, not one per value.
+    constexpr int kFoldPieces = kAcc >= 64 ? 1 : 64 / kAcc;
+    float total[kAcc];
+    for (int q0 = 0; q0 < S; q0 += kFoldPieces) {
+      float val[kFoldPieces][kAcc];
 #pragma unroll
-    for (int a = 0; a < kAcc; ++a) {
-      float s = 0;
-      for (int q = 0; q < S; ++q) {
-        const float val = q == piece ? sum[a] : __ldcg(first + static_cast<size_t>(q) * kWarps * kWarpPartialFloats + a * 32 + lane);
-        s = q == 0 ? val : s + val;
+      for (int i = 0; i < kFoldPieces; ++i) {
+        const int q = q0 + i;
+        const float* from = first + static_cast<size_t>(q) * kWarps * kWarpPartialFloats + lane;
+#pragma unroll
+        for (int a = 0; a < kAcc; ++a) val[i][a] = q < S && q != piece ? __ldcg(from + a * 32) : sum[a];
       }
-      sum[a] = s;
+#pragma unroll
+      for (int i = 0; i < kFoldPieces; ++i)
+#pragma unroll
+        for (int a = 0; a < kAcc; ++a)
+          if (q0 + i < S) total[a] = q0 + i == 0 ? val[i][a] : total[a] + val[i][a];
     }
+#pragma unroll
+    for (int a = 0; a < kAcc; ++a) sum[a] = total[a];
     if (threadIdx.x == 0) p.counters[group_id] = 0;  // ready for the next launch
   }
   if (idle) return;
@@ -252,28 +276,45 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   }
 }
 
+// `longest`: the chunks of the launch's longest piece.
 template <int NT, typename XT, bool GATED>
-void launch_instance(const Params& p, Stream s) {
+void launch_instance(Params p, int longest, const GemvTuning& t, Stream s) {
   constexpr int NV = GATED ? 2 : 1;
-  constexpr size_t ring = ring_bytes(NV);
-  const size_t smem = ring + static_cast<size_t>(p.M) * p.x_stage_stride * 4;
   const auto kernel = gemv_mma_kernel<NT, XT, GATED>;
-  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), ring + kXStageMaxBytes, "gemv_mma shared memory");
-  launch_kernel("gemv_mma", kernel, dim3(static_cast<unsigned>(p.block_end[p.n_outs - 1])), dim3(kWarps * 32), smem, s,
-                p);
+  // What the kernel allows, by its registers, threads and static shared memory (the same on every
+  // device of a process, as the backend runs on one kind).
+  struct Limits {
+    int resident = 1;
+    size_t max_dynamic = 0;
+  };
+  static const Limits limits = [&] {
+    Limits l;
+    cudaFuncAttributes attributes{};
+    check_cuda(cudaFuncGetAttributes(&attributes, kernel), "gemv_mma attributes", __FILE__, __LINE__);
+    l.max_dynamic = static_cast<size_t>(t.smem_per_block) - attributes.sharedSizeBytes;
+    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&l.resident, kernel, kWarps * 32, 0), "gemv_mma occupancy",
+               __FILE__, __LINE__);
+    return l;
+  }();
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), limits.max_dynamic, "gemv_mma shared memory");
+  const int blocks = p.block_end[p.n_outs - 1];
+  const size_t x_bytes = static_cast<size_t>(p.M) * p.x_stage_stride * 4;
+  p.ring_stages = ring_stages(blocks, limits.resident, limits.max_dynamic, longest, NV, x_bytes, t);
+  launch_kernel("gemv_mma", kernel, dim3(static_cast<unsigned>(blocks)), dim3(kWarps * 32),
+                ring_bytes(p.ring_stages, NV) + x_bytes, s, p);
 }
 
 template <int NT, typename XT>
-void launch_nt(const Params& p, bool gated, Stream s) {
-  if (gated) launch_instance<NT, XT, true>(p, s);
-  else launch_instance<NT, XT, false>(p, s);
+void launch_nt(const Params& p, bool gated, int longest, const GemvTuning& t, Stream s) {
+  if (gated) launch_instance<NT, XT, true>(p, longest, t, s);
+  else launch_instance<NT, XT, false>(p, longest, t, s);
 }
 
 template <typename XT>
-void launch_typed(const Params& p, bool gated, Stream s) {
-  if (p.M <= 8) launch_nt<1, XT>(p, gated, s);
-  else if (p.M <= 16) launch_nt<2, XT>(p, gated, s);
-  else launch_nt<4, XT>(p, gated, s);
+void launch_typed(const Params& p, bool gated, int longest, const GemvTuning& t, Stream s) {
+  if (p.M <= 8) launch_nt<1, XT>(p, gated, longest, t, s);
+  else if (p.M <= 16) launch_nt<2, XT>(p, gated, longest, t, s);
+  else launch_nt<4, XT>(p, gated, longest, t, s);
 }
 
 int groups_of(int n) { return (n + kWarps * kTileRows - 1) / (kWarps * kTileRows); }
@@ -329,8 +370,8 @@ void launch_gemv_mma(const gemv::Params& params, bool x_bf16, bool gated, const 
   // Stage x when the longest piece's rows fit (top comment of the kernel's x staging).
   const int stride = longest * kChunkK8 * 4 + 4;
   p.x_stage_stride = static_cast<size_t>(p.M) * stride * 4 <= kXStageMaxBytes ? stride : 0;
-  if (x_bf16) launch_typed<__nv_bfloat16>(p, gated, s);
-  else launch_typed<float>(p, gated, s);
+  if (x_bf16) launch_typed<__nv_bfloat16>(p, gated, longest, t, s);
+  else launch_typed<float>(p, gated, longest, t, s);
 }
 
 }  // namespace voxrt::cuda
