@@ -47,7 +47,7 @@ if [[ " $targets " == *" events "* ]]; then
   mkdir -p "$out/events"
   "${cxx[@]}" tests/fuzz/fuzz_realtime_events.cpp src/server/live_transcription.cpp src/server/mistral_realtime.cpp \
     src/server/openai_realtime.cpp src/server/vllm_realtime.cpp src/server/realtime_audio.cpp \
-    src/server/websocket_connection.cpp src/audio/pcm_stream.cpp src/audio/stream_resampler.cpp src/common/base64.cpp \
+    src/server/websocket_connection.cpp src/audio/pcm_stream.cpp src/audio/stream_resampler.cpp src/common/base64.cpp src/common/histogram_counter.cpp \
     src/voxtral/protocol.cpp -lsoxr -lpthread -o "$out/fuzz_realtime_events"
   # Seeds: a session of each dialect (first byte), messages split at 0x1E, 'B' a binary frame.
   printf '\x00{"type":"session.update","model":"x","delay_ms":80}\x1e{"type":"input_audio_buffer.commit"}\x1eBabcd\x1e{"type":"input_audio_buffer.commit","final":true}' \

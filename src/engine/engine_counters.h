@@ -5,22 +5,11 @@
 
 #include <cstdint>
 #include <mutex>
-#include <span>
 
+#include "common/histogram_counter.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt {
-
-// Fixed buckets, Prometheus-style: a value lands in the first bucket whose upper bound is >= it.
-class HistogramCounter {
- public:
-  explicit HistogramCounter(std::span<const double> upper_bounds);
-  void add(double value);  // not thread-safe: EngineCounters guards it
-  const Histogram& histogram() const { return h_; }
-
- private:
-  Histogram h_;
-};
 
 class EngineCounters {
  public:

@@ -197,6 +197,10 @@ std::string ApiService::metrics() const {
   }
   m.gauge("voxrt_realtime_connections", "Realtime WebSocket connections open now", live_sessions());
   m.counter("voxrt_realtime_connections_total", "Realtime WebSocket connections accepted", static_cast<double>(realtime_opened));
+  m.histogram("voxrt_live_lag_seconds",
+              "A realtime connection's audio message, from its arrival to the model work it made possible done and "
+              "its events sent (the wait for a worker included)",
+              live_lag_->histogram_ms(), 1e-3);
   if (!e) return m.str();
   const EngineStats s = e->stats();
   m.gauge("voxrt_sessions_active", "Engine sessions (live streams and file transcriptions) holding caches now", s.sessions_open);
@@ -246,6 +250,7 @@ Handler ApiService::handler() {
       session = std::make_shared<OpenAiRealtime>(*engine(), workers_);
     else
       session = std::make_shared<VllmRealtime>(*engine(), workers_);
+    session->count_lag_in(live_lag_);
     {
       std::lock_guard<std::mutex> lock(live_mu_);
       std::erase_if(live_, [](const std::weak_ptr<LiveTranscription>& w) { return w.expired(); });

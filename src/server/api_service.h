@@ -66,6 +66,7 @@ class ApiService {
   std::atomic<int> in_progress_{0};
   mutable std::mutex live_mu_;
   std::vector<std::weak_ptr<LiveTranscription>> live_;  // the realtime connections (expired: closed)
+  const std::shared_ptr<LiveLag> live_lag_ = std::make_shared<LiveLag>();  // all of them, for /metrics
   uint64_t realtime_opened_ = 0;                   // under live_mu_
   mutable std::mutex answers_mu_;
   std::map<int, uint64_t> answers_;  // HTTP answers by status

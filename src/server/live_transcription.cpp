@@ -2,6 +2,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <chrono>
+
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -61,6 +63,23 @@ nlohmann::json segments_json(const std::vector<Segment>& segments) {
   return out;
 }
 
+namespace {
+// A message waits for a worker and a round or two; past 80 ms the connection falls behind real time.
+constexpr double kLagBoundsMs[] = {1, 2, 5, 10, 20, 40, 60, 80, 120, 160, 250, 500, 1000, 2500};
+}  // namespace
+
+LiveLag::LiveLag() : ms_(kLagBoundsMs) {}
+
+void LiveLag::add(double ms) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  ms_.add(ms);
+}
+
+Histogram LiveLag::histogram_ms() const {
+  const std::lock_guard<std::mutex> lock(mu_);
+  return ms_.histogram();
+}
+
 LiveTranscription::LiveTranscription(Engine& engine, boost::asio::thread_pool& workers)
     : engine_(engine), work_(boost::asio::make_strand(workers.get_executor())) {}
 
@@ -77,7 +96,8 @@ void LiveTranscription::begin_utterance(int delay_ms) {
 }
 
 void LiveTranscription::feed(std::vector<float> samples) {
-  boost::asio::post(work_, [self = shared_from_this(), samples = std::move(samples)] {
+  const auto arrived = std::chrono::steady_clock::now();
+  boost::asio::post(work_, [self = shared_from_this(), samples = std::move(samples), arrived] {
     if (self->closed_ || self->failed_) return;
     if (!self->session_) {  // before the utterance began: kept for it
       self->waiting_.insert(self->waiting_.end(), samples.begin(), samples.end());
@@ -85,6 +105,8 @@ void LiveTranscription::feed(std::vector<float> samples) {
     }
     try {
       self->session_->feed(samples);
+      if (self->lag_)
+        self->lag_->add(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - arrived).count());
     } catch (const std::exception& e) {
       self->failed_ = true;
       self->session_.reset();

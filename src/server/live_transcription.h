@@ -10,10 +10,12 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
 
+#include "common/histogram_counter.h"
 #include "server/websocket_connection.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
@@ -35,9 +37,26 @@ class DeltaWords {
   std::vector<Word> pending_;
 };
 
+// The realtime connections' lag, for /metrics (voxrt_live_lag_seconds): each audio message of an
+// open utterance, from its arrival to the model work it made possible done and its events sent.
+// Unlike the engine's wait (voxrt_live_wait_seconds) it counts the time the message queued for a
+// worker, so a server short of workers shows here. Any thread.
+class LiveLag {
+ public:
+  LiveLag();
+  void add(double ms);
+  Histogram histogram_ms() const;
+
+ private:
+  mutable std::mutex mu_;
+  HistogramCounter ms_;
+};
+
 class LiveTranscription : public WebSocketHandler, public std::enable_shared_from_this<LiveTranscription> {
  public:
   LiveTranscription(Engine& engine, boost::asio::thread_pool& workers);
+  // Counts this connection's lag into `lag` from now on (none: not counted). Before its first message.
+  void count_lag_in(std::shared_ptr<LiveLag> lag) { lag_ = std::move(lag); }
   void on_close() override;
   // The server is stopping: ends the open utterance as its dialect's end of input does (its last
   // words decoded, its done event sent), then closes the connection (1001, going away). Any thread.
@@ -81,6 +100,7 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
 
   Engine& engine_;
   boost::asio::strand<boost::asio::thread_pool::executor_type> work_;
+  std::shared_ptr<LiveLag> lag_;
   WebSocketSender out_{std::weak_ptr<WebSocketConnection>()};
   std::atomic<bool> closed_{false};
   // On the worker strand:

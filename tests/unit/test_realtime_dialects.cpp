@@ -471,6 +471,9 @@ TEST(Metrics, CountSessionsStepsAudioAndAnswers) {
   // The holder's session opens on a worker: wait until the engine has it.
   for (int i = 0; i < 1000 && metric(c.request(http::verb::get, "/metrics").body, "voxrt_sessions_active") != 1; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Its 0.2 s of audio are decoded on the worker and its lag counted after them.
+  for (int i = 0; i < 1000 && metric(c.request(http::verb::get, "/metrics").body, "voxrt_live_lag_seconds_count") < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   refused.send({{"type", "input_audio.append"}, {"audio", base64_encode(audio.bytes.substr(0, 6400))}});
   const json full = refused.receive();
   EXPECT_EQ(full["type"], "error");
@@ -486,6 +489,9 @@ TEST(Metrics, CountSessionsStepsAudioAndAnswers) {
   EXPECT_GT(metric(after, "voxrt_cache_bytes_in_use"), 0);  // reserved by the open session
   EXPECT_GT(metric(after, "voxrt_cache_bytes_total"), 0);    // max_sessions: allocated at load
   EXPECT_EQ(metric(after, "voxrt_step_seconds_bucket{le=\"+Inf\"}"), metric(after, "voxrt_steps_total"));
+  // One audio message of one open utterance (the refused session's never reached the model).
+  EXPECT_EQ(metric(after, "voxrt_live_lag_seconds_count"), 1) << after;
+  EXPECT_GT(metric(after, "voxrt_live_lag_seconds_sum"), 0) << after;
   EXPECT_GT(metric(after, "voxrt_memory_in_use_bytes"), 0);
   // Every line is a comment or a sample of Prometheus's text format.
   const std::regex line(R"((# (HELP|TYPE) [a-z_]+ .*)|([a-z_]+(\{[a-z_]+="[^"]*"\})? -?[0-9.e+-]+|[a-z_]+(\{[a-z_]+="[^"]*"\})? \+Inf))");
