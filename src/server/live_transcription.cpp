@@ -3,7 +3,6 @@
 #include <boost/asio/post.hpp>
 
 #include <chrono>
-
 #include <cstdio>
 #include <cstring>
 #include <random>

@@ -22,8 +22,9 @@
 // The weights stream through a ring in shared memory, each warp its own (cp.async, 64-element
 // chunks of its 16 rows, as many in flight as the launch can give it: ring_stages), read back by
 // ldmatrix: a 16-byte vector v of row r sits at v ^ (r % 8) within the row's 128 bytes, so the 8
-// rows of an ldmatrix phase fall in different banks. The loads of the next chunks are in flight while the current one is multiplied;
-// loading straight into registers, a round at a time, would let the stream drain at every round.
+// rows of an ldmatrix phase fall in different banks. The loads of the next chunks are in flight
+// while the current one is multiplied; loading straight into registers, a round at a time, would
+// let the stream drain at every round.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -58,6 +59,7 @@ constexpr int kWarpPartialFloats = 2 * kMaxTiles8 * 4 * 32;  // one warp's parti
 constexpr int kStageVecs = kTileRows * kChunkK8;
 constexpr int kXStageMaxBytes = 11 * 1024;
 constexpr int kMaxRingStages = 16;  // cp_async_wait_dynamic's reach
+constexpr int kDriverSmemPerBlock = 1024;  // shared memory the driver reserves for each block of an SM
 
 // A block's ring: R stages of every weight for each warp.
 __host__ __device__ constexpr int ring_bytes(int R, int weights) { return kWarps * R * weights * kStageVecs * 16; }
@@ -73,8 +75,9 @@ __host__ __device__ constexpr int ring_bytes(int R, int weights) { return kWarps
 int ring_stages(int blocks, int resident, size_t max_dynamic, int longest_piece, int weights, size_t x_stage_bytes,
                 const GemvTuning& t) {
   const int per_sm = std::clamp((blocks + t.sm_count - 1) / std::max(t.sm_count, 1), 1, std::max(resident, 1));
-  const long long per_block = std::min<long long>(t.smem_per_sm / per_sm - 1024, static_cast<long long>(max_dynamic)) -
-                              static_cast<long long>(x_stage_bytes);
+  const long long per_sm_share = t.smem_per_sm / per_sm - kDriverSmemPerBlock;
+  const long long per_block =
+      std::min<long long>(per_sm_share, static_cast<long long>(max_dynamic)) - static_cast<long long>(x_stage_bytes);
   const int fit = static_cast<int>(std::max<long long>(per_block, 0) / ring_bytes(1, weights));
   return std::clamp(std::min(fit, longest_piece), 1, kMaxRingStages);
 }
