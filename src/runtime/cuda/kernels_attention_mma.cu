@@ -9,11 +9,13 @@
 // (bench/results/2026-12-03-profile-rounds.txt: 3x the bytes' floor). On the tensor cores the
 // arithmetic is nearly free, and a block's time is its copies.
 //
-// fp8 (e4m3) caches: a chunk's K and V are staged as stored, with each entry's scales, then widened
-// to bf16 in shared memory (exact: every e4m3 value is a bf16 value), and the rest is the bf16
-// kernel's, each score multiplied by its key's scale and each probability by its value's scale
-// before it is split (as the CUDA-core kernel multiplies them). Half the bytes of bf16 K/V for a
-// widening pass over shared memory.
+// fp8 (e4m3) caches: a chunk's K and V are staged as stored (half the bytes of bf16), with each
+// entry's scales, and widened to bf16 in registers as the mma fragments are built (exact: every
+// e4m3 value is a bf16 value); each score is multiplied by its key's scale and each probability by
+// its value's scale before it is split (as the CUDA-core kernel multiplies them). The same ldmatrix
+// instructions read the stored bytes as 16-bit pairs, so the head's dimensions meet the mma in
+// another order than bf16's (steps 1 and 3 say which): a sum's bits differ from a bf16 cache's, as
+// they may, and stay the same alone or grouped.
 //
 // Exact as fp32. K and V are bf16 as stored, so they enter the mma as they are. The queries and the
 // probabilities are fp32: each is split into three bf16 terms, hi + mid + lo, which hold its 24
@@ -49,22 +51,26 @@ constexpr int kWarps = kAttentionThreads / 32;
 constexpr int kMaxQueries = 8;  // the mma's N
 constexpr size_t kNotStaged = ~size_t{0};
 
-// A staged row: the head's HD bf16 elements and 16 bytes of padding, so that the 8 rows one
-// ldmatrix phase reads fall in different banks.
-__host__ __device__ constexpr int row_pitch(int head_dim) { return head_dim + 8; }
+// The byte offset of 16-byte vector v of staged row j, for rows of kVecs vectors (kVecs 4, 8 or
+// 16: 64 to 256 bytes), swizzled so that the 8 consecutive rows an ldmatrix phase reads at the same
+// vector fall in 8 different bank groups: the vector's place within its 128-byte line is XORed
+// with the line's index among 8 (the row's, for rows of 128 bytes or more). Unpadded rows, so that
+// three double-buffered bf16 blocks of 128-dimension heads fit an SM where padded rows fit two.
+template <int kVecs>
+__device__ __forceinline__ int staged_offset(int j, int v) {
+  static_assert(kVecs == 4 || kVecs == 8 || kVecs == 16, "rows of 64, 128 or 256 bytes");
+  if constexpr (kVecs >= 8) return (j * kVecs + (v ^ (j & 7))) * 16;
+  const int linear = j * kVecs + v;
+  return ((linear & ~7) | ((linear & 7) ^ ((linear >> 3) & 7))) * 16;
+}
 // The probabilities' row: chunk + 8 floats, so that a B fragment's 8-byte reads take two phases.
 __host__ __device__ constexpr int score_pitch(int chunk) { return chunk + 8; }
-// A chunk's K and V rows as the mma reads them, bf16 with padded rows.
-__host__ __device__ constexpr size_t bf16_rows_bytes(int head_dim, int chunk) {
-  return 2 * static_cast<size_t>(chunk) * row_pitch(head_dim) * sizeof(__nv_bfloat16);
-}
-// A stage buffer: a chunk's K and V rows as cp.async lands them. bf16: the mma's rows themselves;
-// fp8: the rows as stored (head_dim bytes each), then each row's key and value scale. A multiple of
-// 16 bytes (chunks being multiples of 16), so that the second buffer's rows stay aligned for
-// cp.async and ldmatrix.
+// A stage buffer: a chunk's K and V rows as cp.async lands them, as stored (bf16: the mma's rows
+// themselves; fp8: bytes, widened as the fragments are built), then for fp8 each row's key and
+// value scale. A multiple of 16 bytes (chunks being multiples of 16), so that the second buffer's
+// rows stay aligned for cp.async and ldmatrix.
 __host__ __device__ constexpr size_t stage_bytes(int head_dim, int chunk, int elem_bytes) {
-  return elem_bytes == 1 ? 2 * static_cast<size_t>(chunk) * head_dim + 2 * static_cast<size_t>(chunk) * sizeof(float)
-                         : bf16_rows_bytes(head_dim, chunk);
+  return 2 * static_cast<size_t>(chunk) * head_dim * elem_bytes + (elem_bytes == 1 ? 2 * static_cast<size_t>(chunk) * sizeof(float) : 0);
 }
 
 // Four bytes from global to shared memory, asynchronously (an fp8 entry's scale).
@@ -73,32 +79,30 @@ __device__ __forceinline__ void cp_async4(void* dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(d), "l"(src) : "memory");
 }
 
-// 16 e4m3 values (one 16-byte piece of a stored row) as 16 bf16, exactly, into two 16-byte pieces.
-__device__ __forceinline__ void widen_fp8x16(uint4 in, uint4* out) {
-  const unsigned w[4] = {in.x, in.y, in.z, in.w};
-  uint32_t r[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w[i / 2] >> (16 * (i % 2))), __NV_E4M3);
-    const float2 f = __half22float2(__half2(h));
-    const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
-    r[i] = *reinterpret_cast<const uint32_t*>(&b);
-  }
-  out[0] = uint4{r[0], r[1], r[2], r[3]};
-  out[1] = uint4{r[4], r[5], r[6], r[7]};
+// Two e4m3 values (the low 16 bits of w, the first in the low byte) as a bf16 pair, exactly (every
+// e4m3 value is a bf16 value).
+__device__ __forceinline__ uint32_t widen_fp8x2(uint32_t w) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w & 0xffffu), __NV_E4M3);
+  const float2 f = __half22float2(__half2(h));
+  const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
+  return *reinterpret_cast<const uint32_t*>(&b);
 }
 
-// Four 8x8 bf16 matrices from shared memory, each lane giving one row's address; kTrans hands
-// each one over transposed.
-template <bool kTrans>
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __nv_bfloat16* p) {
+// x 8x8 16-bit matrices from shared memory (x = 2 or 4), each of lanes 0 .. 8x - 1 giving one
+// row's address; kTrans hands each one over transposed.
+template <int X, bool kTrans>
+__device__ __forceinline__ void ldmatrix(uint32_t (&r)[X], const void* p) {
   const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  if constexpr (kTrans)
+  if constexpr (X == 4 && kTrans)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
-  else
+  else if constexpr (X == 4)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+  else if constexpr (kTrans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a) : "memory");
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a) : "memory");
 }
 
 __device__ __forceinline__ uint32_t bits(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
@@ -123,34 +127,28 @@ __device__ __forceinline__ Split3 split3(float x, float y) {
           bits(__halves2bfloat162(a.lo, b.lo))};
 }
 
-// acc += a b over the three terms of b, smallest first.
-__device__ __forceinline__ void mma3(float (&acc)[4], const uint32_t (&a)[4], const Split3& b0, const Split3& b1) {
-  tc::mma16816(acc, a[0], a[1], a[2], a[3], b0.lo, b1.lo);
-  tc::mma16816(acc, a[0], a[1], a[2], a[3], b0.mid, b1.mid);
-  tc::mma16816(acc, a[0], a[1], a[2], a[3], b0.hi, b1.hi);
-}
+// Three accumulators, one a term of the split operand: three independent chains of mma (an mma's
+// result takes tens of cycles, and one chain of every term in turn waited on each), added smallest
+// first at the end.
+struct Acc3 {
+  float lo[4] = {0, 0, 0, 0}, mid[4] = {0, 0, 0, 0}, hi[4] = {0, 0, 0, 0};
+  __device__ __forceinline__ void mma(const uint32_t (&a)[4], const Split3& b0, const Split3& b1) {
+    tc::mma16816(lo, a[0], a[1], a[2], a[3], b0.lo, b1.lo);
+    tc::mma16816(mid, a[0], a[1], a[2], a[3], b0.mid, b1.mid);
+    tc::mma16816(hi, a[0], a[1], a[2], a[3], b0.hi, b1.hi);
+  }
+  __device__ __forceinline__ float sum(int e) const { return hi[e] + (mid[e] + lo[e]); }
+};
 
-// HD the head dimension, G the query heads per block, R the rows per block (G * R <= 8); query
-// i * G + g is row r0 + i, head h0 + g. kMulti: blocks of several chunks (p.chunks_per_block > 1).
-//
-// A block takes up to p.chunks_per_block consecutive chunks of its rows (splits s0, s0 + 1, ...;
-// attention_split.cuh's chunk_block), staging chunk k + 1 into the other of two buffers (cp.async)
-// while it computes chunk k: each chunk's round trip to memory then hides behind the previous
-// chunk's arithmetic, and the prologue (key ranges, ring and page-table lookups) is paid once for
-// several chunks. Each chunk is computed exactly as a block of one chunk computes it (the same
-// staged rows, the same mma instructions over the same 16-key groups in the same order, the same
-// partial result in the same cell), so the number of chunks a block takes never changes a bit.
-// Blocks of one chunk are a build of their own (kMulti false: the loop runs once), so that the
-// queries' fragments, live across the loop, do not take the registers of the single-chunk build
-// (77 to 80 registers a thread at HD 128; 120 to 127 with them live throughout).
 template <int HD, typename T, int G, int R, bool kMulti>
 __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitParams p) {
   constexpr int kChunks = kMulti ? kAttentionMaxChunksPerBlock : 1;
   constexpr int kEl = static_cast<int>(sizeof(T));
-  constexpr bool kFp8 = kEl == 1;  // fp8 caches: rows staged as stored, widened to bf16 (top comment)
+  constexpr bool kFp8 = kEl == 1;  // fp8 caches: rows staged as stored, widened in registers (top comment)
   constexpr int Q = G * R;
-  static_assert(Q <= kMaxQueries && HD % 16 == 0, "unsupported block shape");
-  constexpr int kPitch = row_pitch(HD), kPieces = HD / 8, kSteps = HD / 16;
+  static_assert(Q <= kMaxQueries && HD % 32 == 0, "unsupported block shape");
+  // A staged row's 16-byte vectors, and the head's 16-dimension steps (slices, for the values).
+  constexpr int kVecs = HD * kEl / 16, kSteps = HD / 16;
   pdl_trigger();
   pdl_wait();
   const AttentionArgs& a = p.a;
@@ -160,17 +158,15 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   // The probabilities as the values' B operand: three bf16 planes, hi, mid, lo [kMaxQueries][SP].
   __nv_bfloat16* pb = reinterpret_cast<__nv_bfloat16*>(sc + kMaxQueries * SP);
   // Each staged row's cache offset [C] (one array: a chunk's are found after the previous chunk's
-  // copies were issued); fp8: each staged row's scale index [C], and the chunk's K and V widened to
-  // bf16 [C][kPitch]; then the stage buffers, one or two (kMulti): bf16, K and V [C][kPitch]; fp8,
-  // K and V as stored [C][HD] bytes, the key scales [C], the value scales [C].
+  // copies were issued); fp8: each staged row's scale index [C]; then the stage buffers, one or two
+  // (kMulti): K and V rows as stored [C][kVecs] 16-byte vectors each (staged_offset), then for fp8
+  // the key scales [C] and the value scales [C].
   size_t* row_at = reinterpret_cast<size_t*>(pb + 3 * kMaxQueries * SP);
   size_t* scale_at = row_at + C;
-  __nv_bfloat16* widened = reinterpret_cast<__nv_bfloat16*>(scale_at + (kFp8 ? C : 0));
-  unsigned char* stages = reinterpret_cast<unsigned char*>(widened) + (kFp8 ? bf16_rows_bytes(HD, C) : 0);
-  auto stage_of = [&](int b) { return stages + b * stage_bytes(HD, C, kEl); };
-  auto keys_of = [&](int b) { return kFp8 ? widened : reinterpret_cast<__nv_bfloat16*>(stage_of(b)); };
-  auto values_of = [&](int b) { return keys_of(b) + C * kPitch; };
-  auto key_scales_of = [&](int b) { return reinterpret_cast<float*>(stage_of(b) + 2 * C * HD); };  // fp8
+  unsigned char* stages = reinterpret_cast<unsigned char*>(scale_at + (kFp8 ? C : 0));
+  auto keys_of = [&](int b) { return stages + b * stage_bytes(HD, C, kEl); };
+  auto values_of = [&](int b) { return keys_of(b) + C * HD * kEl; };
+  auto key_scales_of = [&](int b) { return reinterpret_cast<float*>(keys_of(b) + 2 * C * HD); };  // fp8
   auto value_scales_of = [&](int b) { return key_scales_of(b) + C; };
 
   const ChunkBlock block = chunk_block<R>(p);
@@ -244,25 +240,32 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
     }
   };
   // Stage a chunk into buffer b (its rows located, and the locations seen by every thread): K and
-  // V rows of the positions lo .. hi (cp.async, one commit group); elsewhere V's rows are zeros
-  // (K's are left as they are: their scores become -inf).
-  const T* kbase = static_cast<const T*>(a.kv.keys) + static_cast<size_t>(kvh) * HD;
-  const T* vbase = static_cast<const T*>(a.kv.values) + static_cast<size_t>(kvh) * HD;
+  // V rows of the positions lo .. hi as stored (cp.async, one commit group); elsewhere V's rows are
+  // zeros (K's are left as they are: their scores become -inf).
+  // A thread copies one 16-byte vector v of every kRowStep-th row from row j0: its vector and the
+  // swizzle's key stay the same from row to row (kRowStep is a multiple of the key's period), so
+  // each copy costs a location read and two address additions.
+  constexpr int kRowStep = kAttentionThreads / kVecs, kStepBytes = kRowStep * kVecs * 16;
+  static_assert(kAttentionThreads % kVecs == 0 && (kVecs >= 8 ? kRowStep % 8 == 0 : kRowStep % 16 == 0),
+                "a thread's vector and swizzle key must not change from row to row");
+  const int v0 = tid % kVecs, j0 = tid / kVecs, at0 = staged_offset<kVecs>(j0, v0);
+  const T* kbase = static_cast<const T*>(a.kv.keys) + static_cast<size_t>(kvh) * HD + v0 * (16 / kEl);
+  const T* vbase = static_cast<const T*>(a.kv.values) + static_cast<size_t>(kvh) * HD + v0 * (16 / kEl);
   auto stage = [&](int b) {
-    if constexpr (kFp8) {
-      // The rows as stored, 16 elements a piece; the unstaged rows' values become zeros when the
-      // chunk is widened, and their scales zeros here (0 times a stale scale could be NaN).
-      constexpr int kRawPieces = HD / 16;
-      unsigned char* kd = stage_of(b);
-      unsigned char* vd = kd + C * HD;
-      for (int i = tid; i < C * kRawPieces; i += kAttentionThreads) {
-        const int j = i / kRawPieces, piece = i % kRawPieces;
-        const size_t at = row_at[j];
-        if (at != kNotStaged) {
-          tc::cp_async16(kd + j * HD + piece * 16, kbase + at + piece * 16, true);
-          tc::cp_async16(vd + j * HD + piece * 16, vbase + at + piece * 16, true);
-        }
+    unsigned char* ks = keys_of(b) + at0;
+    unsigned char* vs = values_of(b) + at0;
+#pragma unroll 4
+    for (int j = j0, off = 0; j < C; j += kRowStep, off += kStepBytes) {
+      const size_t at = row_at[j];
+      if (at != kNotStaged) {
+        tc::cp_async16(ks + off, kbase + at, true);
+        tc::cp_async16(vs + off, vbase + at, true);
+      } else {
+        *reinterpret_cast<uint4*>(vs + off) = uint4{0, 0, 0, 0};
       }
+    }
+    if constexpr (kFp8) {
+      // Each row's scales; zeros for the rows not staged (0 times a stale scale could be NaN).
       float* kscale = key_scales_of(b);
       float* vscale = value_scales_of(b);
       for (int j = tid; j < C; j += kAttentionThreads) {
@@ -272,22 +275,6 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
         } else {
           kscale[j] = vscale[j] = 0.f;
         }
-      }
-      tc::cp_async_commit();
-      return;
-    }
-    __nv_bfloat16* ks = keys_of(b);
-    __nv_bfloat16* vs = values_of(b);
-    for (int i = tid; i < C * kPieces; i += kAttentionThreads) {
-      const int j = i / kPieces, piece = i % kPieces;
-      __nv_bfloat16* kd = ks + j * kPitch + piece * 8;
-      __nv_bfloat16* vd = vs + j * kPitch + piece * 8;
-      const size_t at = row_at[j];
-      if (at != kNotStaged) {
-        tc::cp_async16(kd, kbase + at + piece * 8, true);
-        tc::cp_async16(vd, vbase + at + piece * 8, true);
-      } else {
-        *reinterpret_cast<uint4*>(vd) = uint4{0, 0, 0, 0};
       }
     }
     tc::cp_async_commit();
@@ -303,8 +290,9 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   }
 
   // This lane's queries as the scores' B fragments (query g; zeros past Q or past the heads),
-  // loaded while the copies travel, once for all the block's chunks: elements 16 s + 2 t (+ 1) and
-  // 16 s + 2 t + 8 (+ 1) of each step s.
+  // loaded while the copies travel, once for all the block's chunks: of each step s, bf16 elements
+  // 16 s + 2 t (+ 1) and 16 s + 2 t + 8 (+ 1); fp8 16 s + 4 t (+ 1) and 16 s + 4 t + 2 (+ 1), the
+  // order in which the keys' fragments come out of their stored bytes (step 1 below).
   Split3 qb[kSteps][2];
   {
     const int i = g / G, hg = g % G;
@@ -314,7 +302,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
     for (int s = 0; s < kSteps; ++s)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int d = 16 * s + 2 * t + 8 * h;
+        const int d = kFp8 ? 16 * s + 4 * t + 2 * h : 16 * s + 2 * t + 8 * h;
         qb[s][h] = split3(real ? qrow[d] : 0.f, real ? qrow[d + 1] : 0.f);
       }
   }
@@ -322,8 +310,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
 
   for (int k = 0; k < (kMulti ? n : 1); ++k) {
     const int b = kMulti ? k & 1 : 0;
-    const __nv_bfloat16* ks = keys_of(b);
-    const __nv_bfloat16* vs = values_of(b);
+    const unsigned char* ks = keys_of(b);
+    const unsigned char* vs = values_of(b);
     const int* jf = s_jf[k];
     const int* jl = s_jl[k];
     const int* cells = s_cell[k];
@@ -332,27 +320,6 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
     // that its buffer may be overwritten.
     __syncthreads();
     if (kMulti && k + 1 < n) stage(b ^ 1);
-    if constexpr (kFp8) {
-      // Widen the chunk's rows to bf16 (the previous chunk's widened rows were last read before
-      // the barrier above); rows outside every row's keys get zero values.
-      constexpr int kRawPieces = HD / 16;
-      const int lo = s_lo[k], hi = s_hi[k];
-      const unsigned char* rk = stage_of(b);
-      const unsigned char* rv = rk + C * HD;
-      for (int i = tid; i < C * kRawPieces; i += kAttentionThreads) {
-        const int j = i / kRawPieces, piece = i % kRawPieces;
-        uint4* kd = reinterpret_cast<uint4*>(widened + j * kPitch + piece * 16);
-        uint4* vd = reinterpret_cast<uint4*>(widened + (C + j) * kPitch + piece * 16);
-        if (j >= lo && j <= hi) {
-          widen_fp8x16(*reinterpret_cast<const uint4*>(rk + j * HD + piece * 16), kd);
-          widen_fp8x16(*reinterpret_cast<const uint4*>(rv + j * HD + piece * 16), vd);
-        } else {
-          vd[0] = vd[1] = uint4{0, 0, 0, 0};
-        }
-      }
-      __syncthreads();
-    }
-
     // The keys of this lane's score columns, queries 2t and 2t + 1 (none past Q).
     int kf[2], kl[2];
 #pragma unroll
@@ -363,20 +330,38 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
     }
 
     // 1. Scores, a 16-key tile a warp at a time: sc[q][j] = (q . k_j) * scale, -inf outside q's keys.
+    // bf16: an ldmatrix of four 8 x 8 matrices is one step's A operand (lanes 0-15 rows 0-15 at
+    // the step's first vector, 16-31 at its second). fp8: the same instruction over the stored
+    // bytes gives two steps, each register 4 dimensions of a row (4 t .. 4 t + 3 of its 16), widened
+    // to two bf16 pairs: (4 t, 4 t + 1) as the mma's k 2 t, (4 t + 2, 4 t + 3) as its 2 t + 8, the
+    // queries' fragments ordered to match.
     for (int kt = warp; kt < C / 16; kt += kWarps) {
-      float acc[4] = {0, 0, 0, 0};
-      const __nv_bfloat16* tile = ks + (kt * 16 + (lane / 8) % 2 * 8 + lane % 8) * kPitch + lane / 16 * 8;
+      Acc3 acc;
+      const int row = kt * 16 + lane % 16;
+      if constexpr (kFp8) {
 #pragma unroll
-      for (int s = 0; s < kSteps; ++s) {
-        uint32_t ka[4];
-        ldmatrix_x4<false>(ka, tile + 16 * s);
-        mma3(acc, ka, qb[s][0], qb[s][1]);
+        for (int s2 = 0; s2 < kSteps / 2; ++s2) {
+          uint32_t r[4];
+          const int rr = kt * 16 + (lane / 8) % 2 * 8 + lane % 8;
+          ldmatrix<4, false>(r, ks + staged_offset<kVecs>(rr, 2 * s2 + lane / 16));
+          const uint32_t a0[4] = {widen_fp8x2(r[0]), widen_fp8x2(r[1]), widen_fp8x2(r[0] >> 16), widen_fp8x2(r[1] >> 16)};
+          const uint32_t a1[4] = {widen_fp8x2(r[2]), widen_fp8x2(r[3]), widen_fp8x2(r[2] >> 16), widen_fp8x2(r[3] >> 16)};
+          acc.mma(a0, qb[2 * s2][0], qb[2 * s2][1]);
+          acc.mma(a1, qb[2 * s2 + 1][0], qb[2 * s2 + 1][1]);
+        }
+      } else {
+#pragma unroll
+        for (int s = 0; s < kSteps; ++s) {
+          uint32_t ka[4];
+          ldmatrix<4, false>(ka, ks + staged_offset<kVecs>(row, 2 * s + lane / 16));
+          acc.mma(ka, qb[s][0], qb[s][1]);
+        }
       }
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int q = 2 * t + (e & 1), j = kt * 16 + g + (e & 2 ? 8 : 0);
         const float scale = kFp8 ? key_scales_of(b)[j] * a.scale : a.scale;  // fp8: the key's scale too
-        if (q < Q) sc[q * SP + j] = j >= kf[e & 1] && j <= kl[e & 1] ? acc[e] * scale : -INFINITY;
+        if (q < Q) sc[q * SP + j] = j >= kf[e & 1] && j <= kl[e & 1] ? acc.sum(e) * scale : -INFINITY;
       }
     }
     __syncthreads();
@@ -413,27 +398,55 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
     __syncthreads();
 
     // 3. Values, a 16-wide slice of the head a warp at a time: O^T[d][q] = sum_j V[j][d] P[q][j].
-    for (int dt = warp; dt < kSteps; dt += kWarps) {
-      float acc[4] = {0, 0, 0, 0};
-      const __nv_bfloat16* slice = vs + (lane / 16 * 8 + lane % 8) * kPitch + dt * 16 + (lane / 8) % 2 * 8;
-      const __nv_bfloat16* pq = pb + g * SP + 2 * t;
-      // Lanes of queries past Q give zeros (their planes are never written).
-      auto pair = [&](int plane, int j) {
-        return g < Q ? *reinterpret_cast<const uint32_t*>(pq + plane * kMaxQueries * SP + j) : 0u;
-      };
-      for (int kk = 0; kk < C / 16; ++kk) {
+    // bf16: an ldmatrix.trans of four matrices is 16 keys x 16 dimensions of the A operand. fp8:
+    // of two, 16 keys x 16 dimensions as stored bytes, each register 2 keys x 2 neighbouring
+    // dimensions; the mma's row g takes dimension 2 g of the slice and row g + 8 dimension 2 g + 1.
+    // A warp's slices dt = warp, warp + kWarps, ... share each 16 keys' probabilities (loaded once)
+    // and run as independent chains.
+    constexpr int kSlices = kSteps / kWarps;
+    static_assert(kSteps % kWarps == 0, "every warp takes as many slices");
+    Acc3 acc[kSlices];
+    const __nv_bfloat16* pq = pb + g * SP + 2 * t;
+    // Lanes of queries past Q give zeros (their planes are never written).
+    auto pair = [&](int plane, int j) {
+      return g < Q ? *reinterpret_cast<const uint32_t*>(pq + plane * kMaxQueries * SP + j) : 0u;
+    };
+    for (int kk = 0; kk < C / 16; ++kk) {
+      const int j = kk * 16;
+      const Split3 p0{pair(0, j), pair(1, j), pair(2, j)}, p1{pair(0, j + 8), pair(1, j + 8), pair(2, j + 8)};
+#pragma unroll
+      for (int i = 0; i < kSlices; ++i) {
+        const int dt = warp + i * kWarps;
         uint32_t va[4];
-        ldmatrix_x4<true>(va, slice + kk * 16 * kPitch);
-        const int j = kk * 16;
-        mma3(acc, va, Split3{pair(0, j), pair(1, j), pair(2, j)}, Split3{pair(0, j + 8), pair(1, j + 8), pair(2, j + 8)});
+        if constexpr (kFp8) {
+          uint32_t r[2];
+          ldmatrix<2, true>(r, vs + staged_offset<kVecs>(kk * 16 + (lane / 8) % 2 * 8 + lane % 8, dt));
+          va[0] = widen_fp8x2(__byte_perm(r[0], 0, 0x0020));
+          va[1] = widen_fp8x2(__byte_perm(r[0], 0, 0x0031));
+          va[2] = widen_fp8x2(__byte_perm(r[1], 0, 0x0020));
+          va[3] = widen_fp8x2(__byte_perm(r[1], 0, 0x0031));
+        } else {
+          ldmatrix<4, true>(va, vs + staged_offset<kVecs>(kk * 16 + lane / 16 * 8 + lane % 8, 2 * dt + (lane / 8) % 2));
+        }
+        acc[i].mma(va, p0, p1);
       }
+    }
+    // This lane's two queries' partial results (none past Q, past the heads or without keys here).
+    float* out[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int q = 2 * t + e, row = q / G;
+      const bool real = q < Q && q % G < gcount && kf[e] <= kl[e];
+      out[e] = real ? a.scratch + acc0 + ((static_cast<size_t>(r0 + row) * a.n_heads + h0 + q % G) * p.nsplit + cells[row]) * HD
+                    : nullptr;
+    }
+#pragma unroll
+    for (int i = 0; i < kSlices; ++i) {
+      const int dt = warp + i * kWarps;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int q = 2 * t + (e & 1), d = dt * 16 + g + (e & 2 ? 8 : 0);
-        if (q >= Q || q % G >= gcount || kf[e & 1] > kl[e & 1]) continue;
-        const int row = q / G;
-        const size_t cell = (static_cast<size_t>(r0 + row) * a.n_heads + h0 + q % G) * p.nsplit + cells[row];
-        a.scratch[acc0 + cell * HD + d] = acc[e];
+        const int d = kFp8 ? dt * 16 + 2 * g + (e >> 1) : dt * 16 + g + (e & 2 ? 8 : 0);
+        if (out[e & 1]) out[e & 1][d] = acc[i].sum(e);
       }
     }
   }
@@ -477,11 +490,11 @@ bool attention_mma_head_dim(int head_dim) { return head_dim == 64 || head_dim ==
 
 size_t attention_mma_smem_bytes(int head_dim, int chunk, bool double_buffered, int elem_bytes) {
   // The scores, the probabilities' three bf16 planes, each staged row's cache offset (fp8: and its
-  // scale index, and the widened rows), then one or two stage buffers (the kernel's layout).
+  // scale index), then one or two stage buffers (the kernel's layout).
   const bool fp8 = elem_bytes == 1;
   return static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(float) +
          3 * static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(__nv_bfloat16) +
-         (fp8 ? 2 : 1) * static_cast<size_t>(chunk) * sizeof(size_t) + (fp8 ? bf16_rows_bytes(head_dim, chunk) : 0) +
+         (fp8 ? 2 : 1) * static_cast<size_t>(chunk) * sizeof(size_t) +
          (double_buffered ? 2 : 1) * stage_bytes(head_dim, chunk, elem_bytes);
 }
 
