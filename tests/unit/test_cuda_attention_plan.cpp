@@ -215,10 +215,10 @@ TEST(CudaAttentionPlan, SeveralChunksPerBlockByDefaultOnlyForLaunchesOfManyBlock
   GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
 #else
   // chunks_per_block 0 (CudaOptions' default): one stream's step (a few blocks an SM) takes one
-  // chunk a block, 64 or 256 streams' steps four. The chunk and splits stay the same.
+  // chunk a block, 64 or 256 streams' steps eight. The chunk and splits stay the same.
   for (const int streams : {1, 64, 256}) {
     SCOPED_TRACE("streams=" + std::to_string(streams));
-    const int expected = streams == 1 ? 1 : 4;
+    const int expected = streams == 1 ? 1 : 8;
     const cuda::AttentionPlan enc =
         cuda::plan_attention(4 * streams, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm, 4, true, 0);
     const cuda::AttentionPlan dec =

@@ -102,7 +102,7 @@ struct AttentionPlan {
   int rows_per_block = 1;     // rows sharing a block's staged keys and values
   bool aligned = false;       // the tensor-core kernel's chunks, at multiples of `chunk` (attention_split.cuh)
   // Consecutive chunks a tensor-core block takes, staging the next while it computes one
-  // (CudaOptions::attention_chunks_per_block, by default 4 for launches of many blocks, else 1;
+  // (CudaOptions::attention_chunks_per_block, by default 8 for launches of many blocks, else 1;
   // 1 where the two stage buffers would not fit, and always on the CUDA-core kernel). The same
   // bits whatever it is, so it may depend on the batch.
   int chunks_per_block = 1;

@@ -31,8 +31,10 @@ constexpr int kHeadsPerBlock = 8;  // query heads of one kv head handled togethe
 constexpr int kMaxChunk = 1024;
 constexpr int kMinChunk = 64;
 constexpr int kCombineThreads = 256;
-// One-chunk blocks per SM from which a tensor-core launch takes several chunks a block (plan_attention).
+// One-chunk blocks per SM from which a tensor-core launch takes several chunks a block, and how
+// many (plan_attention).
 constexpr int kAttentionManyBlocksPerSm = 32;
+constexpr int kAttentionManyBlocksChunks = 8;
 constexpr int kMaxHeadDim = 256;
 
 constexpr auto cdiv = attention_cdiv;
@@ -572,10 +574,12 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
     // of blocks. Since the bits are the same, this may depend on the batch. Measured on the H200
     // (bench/results/2026-12-03-attention-chunks-per-block.txt): 4 chunks a block cut a layer's
     // attention at 64-256 streams by 10-17 %, and slow a single stream's (a few blocks per SM) by
-    // half again.
+    // half again; 8 cut a further 5-12 % at 256 streams once a chunk took fewer instructions
+    // (bench/results/2026-12-04-attention-registers.txt), where 3 or 4 stage buffers, fewer blocks
+    // an SM, were slower.
     const long long one_chunk_blocks = static_cast<long long>(cdiv(n_rows, rows_per_block)) * plan.nsplit * n_kv_heads *
                                        cdiv(group, heads_per_block(group));
-    const int automatic = one_chunk_blocks >= kAttentionManyBlocksPerSm * static_cast<long long>(sm_count) ? 4 : 1;
+    const int automatic = one_chunk_blocks >= kAttentionManyBlocksPerSm * static_cast<long long>(sm_count) ? kAttentionManyBlocksChunks : 1;
     plan.chunks_per_block = std::clamp(chunks_per_block > 0 ? chunks_per_block : automatic, 1, kAttentionMaxChunksPerBlock);
     if (smem_bytes(rows_per_block, chunk) > kAttentionMaxSmemBytes) plan.chunks_per_block = 1;
   }
