@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "engine/round_cost_fit.h"
 #include "engine/bench_support.h"
 #include "voxrt/session.h"
 #include "voxtral/benchmark.h"
@@ -158,7 +159,8 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
   r["rounds"] = {{"count", rounds.size()}, {"ms", spread(round_ms)}, {"decoder_rows", spread(round_rows)},
                  {"streams", spread(round_streams)}, {"encoder_ms", spread(encoder_ms)},
                  {"decoder_ms", spread(decoder_ms)}, {"other_ms", spread(other_ms)}, {"floor_ms", floor_ms}, {"floor_bytes", bytes},
-                 {"floor_flops", flops}, {"round_floor_ms", spread(round_floor_ms)}};
+                 {"floor_flops", flops}, {"round_floor_ms", spread(round_floor_ms)},
+                 {"fit", round_cost_json(round_streams, round_ms, step_s * 1e3)}};
   // floor_ms: one step of every stream; busy_ms_per_step: the rounds' time for each step of audio.
   r["busy_ms_per_step"] = busy_ms_per_step;
   r["step_ms"] = step_s * 1e3;
@@ -243,6 +245,15 @@ std::string format_streams_benchmark(const nlohmann::json& r) {
   std::snprintf(buf, sizeof buf, "round parts p50: encoder pass %.2f ms, decoder pass %.2f ms, the rest (prompts, hand-over) %.2f ms\n",
                 rd["encoder_ms"]["p50"].get<double>(), rd["decoder_ms"]["p50"].get<double>(), rd["other_ms"]["p50"].get<double>());
   out += buf;
+  if (const auto fit = rd.find("fit"); fit != rd.end() && !fit->is_null()) {
+    const double per_stream = (*fit)["ms_per_stream"].get<double>();
+    std::snprintf(buf, sizeof buf,
+                  "a round costs %.2f ms + %.3f ms a stream (least squares over %d rounds, R^2 %.2f): the %d streams' own "
+                  "work takes %.1f of each %.0f ms step\n",
+                  (*fit)["fixed_ms"].get<double>(), per_stream, (*fit)["rounds"].get<int>(), (*fit)["r2"].get<double>(),
+                  r["streams"].get<int>(), per_stream * r["streams"].get<int>(), step_ms);
+    out += buf;
+  }
   const auto& mem = r["memory"];
   std::snprintf(buf, sizeof buf,
                 "fill: %.0f s of audio in %.1f s (RTFx %.0f); caches %.3f GB per stream reserved, %.3f GB held once "

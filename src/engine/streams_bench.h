@@ -9,7 +9,8 @@
 // Reported: each chunk's lag (its arrival to the return of feed(), which is when its steps have run
 // and their events were delivered) as p50/p99/max over all streams, the streams that fell more than
 // one step behind, the scheduler's rounds (time, streams and decoder rows per round) against the
-// round's floor, and memory per stream.
+// round's floor, the rounds' time fitted as a fixed part and a part a stream (round_cost_fit.h),
+// and memory per stream.
 #pragma once
 
 #include <nlohmann/json.hpp>

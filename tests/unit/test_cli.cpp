@@ -306,6 +306,14 @@ TEST(Cli, BenchStreamsRecordsLagsRoundsAndMemory) {
   EXPECT_DOUBLE_EQ(j["fill"]["audio_seconds"].get<double>(), 3 * 2.0);
   EXPECT_TRUE(j.contains("within_real_time"));
   EXPECT_EQ(j["arrivals"], "spread over a step");
+  // The rounds' cost split into a fixed part and a part a stream: fitted where rounds held
+  // different numbers of streams, null where they all held as many.
+  ASSERT_TRUE(j["rounds"].contains("fit"));
+  if (const auto& fit = j["rounds"]["fit"]; !fit.is_null()) {
+    EXPECT_GT(fit["rounds"].get<int>(), 1);
+    EXPECT_GE(fit["r2"].get<double>(), 0.0);
+    EXPECT_LE(fit["r2"].get<double>(), 1.0 + 1e-9);
+  }
 }
 
 // A cache budget instead of a session count: the streams reserve their length's pages from it,
