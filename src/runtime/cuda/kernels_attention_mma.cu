@@ -140,6 +140,20 @@ struct Acc3 {
   __device__ __forceinline__ float sum(int e) const { return hi[e] + (mid[e] + lo[e]); }
 };
 
+// HD the head dimension, G the query heads per block, R the rows per block (G * R <= 8); query
+// i * G + g is row r0 + i, head h0 + g. kMulti: blocks of several chunks (p.chunks_per_block > 1).
+//
+// A block takes up to p.chunks_per_block consecutive chunks of its rows (splits s0, s0 + 1, ...;
+// attention_split.cuh's chunk_block), staging chunk k + 1 into the other of two buffers (cp.async)
+// while it computes chunk k: each chunk's round trip to memory then hides behind the previous
+// chunk's arithmetic, and the prologue (key ranges, ring and page-table lookups) is paid once for
+// several chunks. Each chunk is computed exactly as a block of one chunk computes it (the same
+// staged rows, the same mma instructions over the same 16-key groups in the same order, the same
+// partial result in the same cell), so the number of chunks a block takes never changes a bit.
+// Blocks of one chunk are a build of their own (kMulti false: the loop runs once), so that the
+// queries' fragments, live across the loop, do not take the registers of the single-chunk build
+// (91 to 96 registers a thread at HD 128; 116 to 128 with them live throughout, which holds the
+// multi-chunk blocks to 4 an SM: capping them at 96 for 5 spilled and ran slower).
 template <int HD, typename T, int G, int R, bool kMulti>
 __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitParams p) {
   constexpr int kChunks = kMulti ? kAttentionMaxChunksPerBlock : 1;
