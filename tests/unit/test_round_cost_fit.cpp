@@ -2,7 +2,6 @@
 // (engine/round_cost_fit.h).
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <vector>
 
 #include "engine/round_cost_fit.h"

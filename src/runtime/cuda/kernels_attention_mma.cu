@@ -356,8 +356,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
 #pragma unroll
         for (int s2 = 0; s2 < kSteps / 2; ++s2) {
           uint32_t r[4];
-          const int rr = kt * 16 + (lane / 8) % 2 * 8 + lane % 8;
-          ldmatrix<4, false>(r, ks + staged_offset<kVecs>(rr, 2 * s2 + lane / 16));
+          ldmatrix<4, false>(r, ks + staged_offset<kVecs>(row, 2 * s2 + lane / 16));
           const uint32_t a0[4] = {widen_fp8x2(r[0]), widen_fp8x2(r[1]), widen_fp8x2(r[0] >> 16), widen_fp8x2(r[1] >> 16)};
           const uint32_t a1[4] = {widen_fp8x2(r[2]), widen_fp8x2(r[3]), widen_fp8x2(r[2] >> 16), widen_fp8x2(r[3] >> 16)};
           acc.mma(a0, qb[2 * s2][0], qb[2 * s2][1]);
@@ -434,7 +433,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
         uint32_t va[4];
         if constexpr (kFp8) {
           uint32_t r[2];
-          ldmatrix<2, true>(r, vs + staged_offset<kVecs>(kk * 16 + (lane / 8) % 2 * 8 + lane % 8, dt));
+          ldmatrix<2, true>(r, vs + staged_offset<kVecs>(kk * 16 + lane % 16, dt));
           va[0] = widen_fp8x2(__byte_perm(r[0], 0, 0x0020));
           va[1] = widen_fp8x2(__byte_perm(r[0], 0, 0x0031));
           va[2] = widen_fp8x2(__byte_perm(r[1], 0, 0x0020));
