@@ -93,18 +93,26 @@ Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const Gem
     check(p.pieces[i] >= 1 && p.pieces[i] <= p.chunks, "cuda gemm", "a piece of K without a chunk");
     pieces = std::max(pieces, p.pieces[i]);
   }
-  // 128 rows a block when that still gives every SM a block, or when it takes every row in one
-  // tile (65 to 128 rows: two tiles of 64 read the weights twice, and are too many to split where
-  // one would split; decoder wo and w2 at 76 rows 25.8 -> 20.0 and 59.7 -> 33.7 us, q/k/v slower:
-  // bench/results/2026-12-04-gemm-one-row-tile.txt), else 64 (twice the blocks); fewer tiles than
-  // GemvTuning::gemm_split_percent of the SMs: a block a piece, when there are pieces.
-  // (35 %: with fewer tiles the split's shorter chains pay for its fold through the workspace; with
-  // more, the fold costs more than the SMs left idle. Measured per product at 64 to 1024 rows:
-  // bench/results/2026-12-03-gemv-ring-gemm-split.txt.)
-  auto tiles = [&](int nt_) { return static_cast<long long>(feature_tiles) * ((M + block_rows(nt_) - 1) / block_rows(nt_)); };
-  nt = tiles(4) >= t.sm_count || (M > block_rows(2) && M <= block_rows(4)) ? 4 : 2;
-  p.row_tiles = (M + block_rows(nt) - 1) / block_rows(nt);
-  p.split = tiles(nt) * 100 < static_cast<long long>(t.gemm_split_percent) * t.sm_count && pieces > 1;
+  // 128 rows a block when that still gives every SM a block, else 64 (twice the blocks), except at
+  // 65 to 128 rows, which take one 128-row tile where two 64-row tiles would be too many to split K
+  // while one splits, or would need a second wave: two tiles read every weight twice (decoder wo and
+  // w2 at 76 rows 25.8 -> 20.0 and 59.7 -> 33.7 us, bench/results/2026-12-04-gemm-one-row-tile.txt),
+  // but where neither splits and both fit in one wave the 64-row tiles' twice as many blocks share
+  // the weight reads in L2 and are faster (q/k/v, 48 feature tiles: 96 blocks).
+  // Fewer tiles than GemvTuning::gemm_split_percent of the SMs: a block a piece, when there are
+  // pieces. (35 %: with fewer tiles the split's shorter chains pay for its fold through the
+  // workspace; with more, the fold costs more than the SMs left idle. Measured per product at 64 to
+  // 1024 rows: bench/results/2026-12-03-gemv-ring-gemm-split.txt.)
+  auto row_tiles = [&](int nt_) { return (M + block_rows(nt_) - 1) / block_rows(nt_); };
+  auto tiles = [&](int nt_) { return static_cast<long long>(feature_tiles) * row_tiles(nt_); };
+  auto splits = [&](long long tiles_) {
+    return tiles_ * 100 < static_cast<long long>(t.gemm_split_percent) * t.sm_count && pieces > 1;
+  };
+  const bool one_row_tile =
+      M > block_rows(2) && M <= block_rows(4) && (splits(tiles(4)) || tiles(2) > t.sm_count);
+  nt = tiles(4) >= t.sm_count || one_row_tile ? 4 : 2;
+  p.row_tiles = row_tiles(nt);
+  p.split = splits(tiles(nt));
   int blocks = 0;
   size_t workspace = 0;
   for (int i = 0; i < p.n_outs; ++i) {
