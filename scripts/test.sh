@@ -34,7 +34,7 @@ ctest --preset tsan
 echo "test: the CPU test suite (the Cuda* tests run in the CUDA build above)" >&2
 ctest --test-dir build/cpu --output-on-failure -j"$(nproc)" -E '^Cuda'
 scripts/test_install.sh build/cpu
-echo "test: the clients of voxrt serve (openai, @mistralai/mistralai, a vLLM client on ws) against it" >&2
+echo "test: the clients of voxrt serve (openai, @mistralai/mistralai, a vLLM client on ws, curl) against it" >&2
 scripts/test_clients.sh build/cpu
 echo "test: the live-caption page in chromium with a fake microphone (playwright-core)" >&2
 scripts/test_caption_page.sh build/cpu

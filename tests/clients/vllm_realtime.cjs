@@ -1,19 +1,21 @@
 // A vLLM realtime client written with the `ws` npm package, as vLLM's own examples are, against
 // `voxrt serve`'s /v1/realtime (scripts/test_clients.sh): session.created, session.update (with
 // voxrt's delay_ms), a commit, the file's PCM16 in 100 ms appends, the final commit, and the text of
-// transcription.done and of the deltas equal to `voxrt transcribe` on the same file.
+// transcription.done and of the deltas, transcription.done's segments (each with its words) and
+// words, and the words the deltas carried (every word but the last, which only the done event can
+// end) equal to `voxrt transcribe` on the same file. segments and words are voxrt's extension
+// fields (docs/serve.md).
 //   node vllm_realtime.cjs CLIENTS_DIR WS_URL API_KEY AUDIO_16K_PCM16_WAV EXPECTED_DIR DELAY_MS
 'use strict';
-const fs = require('fs');
 const { pcm16 } = require('./wav_pcm16.cjs');
+const { loadExpected, expectedWords, sameWords, sameSegments } = require('./expected.cjs');
 const path = require('path');
 const assert = require('assert/strict');
 const { createRequire } = require('module');
 
 const [clientsDir, url, apiKey, audio, expectedDir, delayArg] = process.argv.slice(2);
 const WebSocket = createRequire(path.join(clientsDir, 'package.json'))('ws');
-const stem = path.basename(audio, path.extname(audio));
-const expected = JSON.parse(fs.readFileSync(path.join(expectedDir, `${stem}.json`), 'utf8'));
+const { stem, expected } = loadExpected(expectedDir, audio);
 
 
 async function main() {
@@ -34,16 +36,27 @@ async function main() {
     ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: samples.subarray(at, at + 3200).toString('base64') }));
   ws.send(JSON.stringify({ type: 'input_audio_buffer.commit', final: true }));
   let deltas = '';
+  const deltaWords = [];
   for (;;) {
     const e = await next();
-    if (e.type === 'transcription.delta') { deltas += e.delta; continue; }
+    if (e.type === 'transcription.delta') {
+      deltas += e.delta;
+      if (e.words !== undefined) deltaWords.push(...e.words);
+      continue;
+    }
     assert.equal(e.type, 'transcription.done', JSON.stringify(e));
     assert.equal(e.text, expected.text, 'transcription.done text');
     assert.equal(deltas.trimStart(), expected.text, 'the deltas add up to the text');
+    sameSegments(e.segments, expected.segments, 'transcription.done segment', { withWords: true });
+    const words = expectedWords(expected);
+    sameWords(e.words, words, 'transcription.done word');
+    sameWords(deltaWords, words.slice(0, deltaWords.length), 'transcription.delta word');
+    assert.ok(deltaWords.length >= words.length - 1, `the deltas ended ${deltaWords.length} of ${words.length} words`);
     break;
   }
   ws.close();
-  console.log(`vllm realtime (ws): ${stem} at ${delayArg} ms: the deltas and transcription.done as voxrt transcribe`);
+  console.log(`vllm realtime (ws): ${stem} at ${delayArg} ms: the deltas (and their ${deltaWords.length} words) and ` +
+              `transcription.done (text, ${expected.segments.length} segments, ${expectedWords(expected).length} words) as voxrt transcribe`);
 }
 
 main().catch((e) => {
