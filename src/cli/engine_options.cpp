@@ -42,7 +42,7 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_option_function<int>(
       "--threads,-t", [&a](const int& v) { check_threads(v); a.threads = v; }, "CPU threads, 1 to the number of CPUs (default: all)");
   cmd->add_option("--draft-rows", a.draft_rows,
-                  "Decoder positions verified per pass when audio is ahead (0: 8 on the GPU, 1 on the CPU)")
+                  "Most decoder positions verified per pass when audio is ahead; each stream's width follows how often its guesses hold (0: 8 on the GPU, 1 on the CPU)")
       ->capture_default_str();
   cmd->add_option("--kv", a.kv_cache, "Key/value cache storage on the GPU: auto (bf16), bf16 or fp8 (half the memory)")
       ->capture_default_str();

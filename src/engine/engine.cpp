@@ -35,6 +35,8 @@ constexpr double kOfflineChunkSeconds = 5.0;
 // Draft rows a pass on a batch-invariant backend (EngineOptions::draft_rows = 0). A pass reads the
 // weights once however many rows it takes, so more rows save passes, but each row adds its
 // attention: 8 is the balance offline, 16 rows cost more than the passes they save (bench/README.md).
+// It is the most a stream drafts: each stream's width follows how often its guesses hold
+// (StreamState::next_draft_width).
 constexpr int kDefaultDraftRows = 8;
 // Files transcribed side by side by transcribe_each on a batch-invariant backend (the GPU): enough
 // rows to fill the decoder's passes, few enough that each file's memory stays small.

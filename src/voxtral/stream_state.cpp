@@ -32,6 +32,12 @@ int StreamState::page_positions(int window) {
   return len;
 }
 
+int StreamState::next_draft_width(int width, int rows, int kept, int most) {
+  if (kept < rows) return std::max(1, width / 2);
+  if (rows >= width) return std::min(2 * width, most);
+  return width;
+}
+
 KvCacheShape StreamState::decoder_cache_shape(const VoxtralModel& model, const Protocol& p, int slots, bool paged) {
   // The spare entries beyond the window hold the longest prompt of any delay, so that streams of
   // every delay share one cache, and a stream alone has the cache it has among others.
@@ -74,6 +80,7 @@ StreamState::StreamState(VoxtralModel& model, const Options& opts, CacheSlot enc
   check(opts_.max_batch_positions >= 1, "session", "max_batch_positions must be at least 1");
   check(opts_.draft_rows >= 1 && opts_.draft_rows <= max_draft_rows(opts_.protocol), "session",
         "draft_rows must be 1 .. " + std::to_string(max_draft_rows(opts_.protocol)));
+  draft_width_ = opts_.draft_rows;
   auto check_slot = [](const CacheSlot& s, const KvCacheShape& want, const char* what) {
     const KvCacheShape& have = s.cache.shape();
     check(s.slot >= 0 && s.slot < have.slots, "session", std::string(what) + " cache slot out of range");
@@ -179,7 +186,7 @@ void StreamState::decode_prompt() {
 
 int StreamState::rows_ready() const {
   if (stopped_) return 0;
-  return static_cast<int>(std::min<int64_t>(opts_.draft_rows, decodable()));
+  return static_cast<int>(std::min<int64_t>(draft_width_, decodable()));
 }
 
 void StreamState::put_rows(int k, std::vector<SessionRow>& rows, Mat pass_audio) {
@@ -204,6 +211,12 @@ void StreamState::take_results(std::span<const DecoderStepResult> results, doubl
   const int32_t guess = last_token_;
   int kept = 1;
   while (kept < k && results[kept - 1].id == guess) ++kept;
+  // The next pass's width. Where the output runs in long stretches of one token (the real model's
+  // [STREAMING_PAD] through silence and between words) the width climbs back to draft_rows within a
+  // few passes of each word; where it seldom repeats, it stays near 1, instead of paying draft_rows
+  // rows of attention and products for one position a pass (a random-weights model offline: draft
+  // rows 8 gave RTFx 295, 1 gave 360; bench/results/2026-12-04-adaptive-draft.txt).
+  draft_width_ = next_draft_width(draft_width_, k, kept, opts_.draft_rows);
   const double share = seconds / kept;
   for (int i = 0; i < kept && !stopped_; ++i) emit(results[i].id, share + pop(1));
 }

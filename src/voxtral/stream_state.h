@@ -42,6 +42,9 @@ class StreamState {
     // guess are kept, so the ids are those of one step at a time, bit for bit on a batch-invariant
     // backend (Backend::batch_invariant()), while the weights are read once for the whole pass.
     // 1: one position per pass. At most max_draft_rows().
+    // The rows a pass takes adapt to how often the guesses hold (draft_width()): twice as many
+    // after a pass whose guesses all held, half as many after one with a wrong guess, between 1 and
+    // draft_rows. Which rows share a pass never changes an id, only how much work is thrown away.
     int draft_rows = 1;
   };
   // A decided step: its output id and the compute time attributed to it (its share of its decoder
@@ -56,6 +59,10 @@ class StreamState {
   // entries of positions up to draft_rows - 1 beyond it, and the decoder ring's prompt_len() spare
   // entries (beyond the window) keep those out of every later query's window.
   static int max_draft_rows(const Protocol& p) { return p.prompt_len() + 1; }
+  // The draft width after a pass of `rows` rows of which `kept` held, from `width`, at most `most`
+  // (Options::draft_rows): half after a wrong guess, twice after a pass as wide as the width whose
+  // guesses all held, else the same.
+  static int next_draft_width(int width, int rows, int kept, int most);
   // A decoder cache of `slots` streams of this protocol's left pad, any delay. Paged: rings of
   // pages of page_positions(window) entries (the ring rounded up to whole pages); the caller sets
   // the page count.
@@ -95,6 +102,7 @@ class StreamState {
   bool prompt_ready() const;  // the prompt's positions are encoded and it has not run
   void decode_prompt();
   int rows_ready() const;     // decoder rows this stream puts in the next pass
+  int draft_width() const { return draft_width_; }  // the most rows it drafts now (Options::draft_rows)
   // Appends its next k rows to `rows` and copies their adapter vectors into `pass_audio` rows
   // [rows.size(), + k) (re-basing first when the positions would pass the limit).
   void put_rows(int k, std::vector<SessionRow>& rows, Mat pass_audio);
@@ -149,6 +157,7 @@ class StreamState {
   int64_t final_positions_ = -1;    // after the flush: N
   int32_t last_token_ = 0;
   int put_rows_ = 0;                // rows in the pass being run
+  int draft_width_ = 1;             // rows_ready()'s most, 1 .. Options::draft_rows
   std::vector<Step> steps_;
   bool stopped_ = false;
   int64_t rebases_ = 0;

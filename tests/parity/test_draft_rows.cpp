@@ -17,6 +17,7 @@
 #include "voxrt/voxrt.h"
 #include "voxtral/benchmark.h"
 #include "voxtral/decoder_step.h"
+#include "voxtral/stream_state.h"
 
 namespace voxrt::test {
 namespace {
@@ -90,6 +91,27 @@ TEST_P(DraftRows, RowsOfOnePassEqualSingleSteps) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, DraftRows, ::testing::Values("cpu", "cuda"),
                          [](const auto& info) { return info.param; });
+
+// The width a stream drafts follows its guesses: it doubles after passes as wide as it whose
+// guesses all held, up to draft_rows, halves after a wrong guess, down to 1, and a pass narrower
+// than the width (fewer positions were waiting) that held leaves it as it was.
+TEST(DraftWidth, FollowsHowOftenTheGuessesHold) {
+  EXPECT_EQ(StreamState::next_draft_width(1, 1, 1, 8), 2);
+  EXPECT_EQ(StreamState::next_draft_width(2, 2, 2, 8), 4);
+  EXPECT_EQ(StreamState::next_draft_width(8, 8, 8, 8), 8);  // not past draft_rows
+  EXPECT_EQ(StreamState::next_draft_width(4, 4, 4, 6), 6);
+  EXPECT_EQ(StreamState::next_draft_width(8, 3, 3, 8), 8);  // a narrow pass that held: no news
+  EXPECT_EQ(StreamState::next_draft_width(4, 1, 1, 8), 4);
+  EXPECT_EQ(StreamState::next_draft_width(8, 8, 1, 8), 4);  // a wrong guess halves it ...
+  EXPECT_EQ(StreamState::next_draft_width(8, 8, 7, 8), 4);
+  EXPECT_EQ(StreamState::next_draft_width(2, 2, 1, 8), 1);
+  EXPECT_EQ(StreamState::next_draft_width(1, 1, 0, 8), 1);  // ... down to 1
+  EXPECT_EQ(StreamState::next_draft_width(1, 1, 1, 1), 1);  // draft_rows 1: one row a pass for good
+  // From 8, a stream whose guesses never hold drafts 1 or 2 rows once it has met two wrong guesses.
+  int w = 8;
+  for (int pass = 0; pass < 3; ++pass) w = StreamState::next_draft_width(w, w, 1, 8);
+  EXPECT_EQ(w, 1);
+}
 
 std::vector<float> wav(const std::string& name) { return load_audio_mono(test_data() / "audio" / (name + ".wav")); }
 
