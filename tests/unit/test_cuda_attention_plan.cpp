@@ -31,8 +31,9 @@ std::string describe(const HeadShape& s, int kv_bytes) {
 // Shapes of the tensor-core kernel (bf16 caches, 64- or 128-wide heads): Voxtral's encoder and
 // decoder, and a short window.
 const std::vector<HeadShape> kTensorCoreShapes = {{32, 32, 64, 750, 4}, {32, 8, 128, 8192, 1}, {8, 8, 64, 100, 1}};
-// The most rows a block of these shapes groups: 4 queries a block, 4 rows of one head or 4 heads.
-int most_rows(const HeadShape& s) { return s.heads == s.kv_heads ? 4 : 1; }
+// The most rows a tensor-core block of these shapes groups: 8 queries a block, 8 rows of one head
+// or 2 rows of the decoder's 4 heads.
+int most_rows(const HeadShape& s) { return s.heads == s.kv_heads ? 8 : 2; }
 #endif
 
 TEST(CudaAttentionPlan, ChunkDependsOnTheModelNotTheLaunch) {
@@ -74,8 +75,8 @@ TEST(CudaAttentionPlan, RowsShareABlockOnlyAsConsecutivePositionsOfOneSlot) {
 #ifndef VOXRT_WITH_CUDA
   GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
 #else
-  auto rows_per_block = [](std::vector<cuda::DevRowRef> rows, int heads, int kv_heads) {
-    return cuda::attention_rows_per_block(rows.data(), static_cast<int>(rows.size()), heads, kv_heads);
+  auto rows_per_block = [](std::vector<cuda::DevRowRef> rows, int heads, int kv_heads, bool aligned = false) {
+    return cuda::attention_rows_per_block(rows.data(), static_cast<int>(rows.size()), heads, kv_heads, aligned);
   };
   const std::vector<cuda::DevRowRef> step = {{0, 100}, {0, 101}, {0, 102}, {0, 103}};
   EXPECT_EQ(rows_per_block(step, 32, 32), 4);  // an encoder step: MHA, 4 queries a block
@@ -89,6 +90,20 @@ TEST(CudaAttentionPlan, RowsShareABlockOnlyAsConsecutivePositionsOfOneSlot) {
   EXPECT_EQ(rows_per_block({{0, 7}, {0, 9}, {0, 10}, {0, 11}}, 32, 32), 1);
   EXPECT_EQ(rows_per_block({{0, 7}, {0, 8}, {0, 9}, {0, 10}, {0, 12}, {0, 13}}, 32, 32), 4);
   EXPECT_EQ(rows_per_block({{0, 7}, {0, 8}, {0, 9}, {0, 10}, {0, 12}, {0, 14}}, 32, 32), 1);
+  // The tensor-core kernel groups 8 queries: 8 rows of one head, 4 of 2 heads, 2 of the decoder's
+  // 4; where 8 rows do not fit the launch's rows, 4 (the live encoder's 4 frames a stream).
+  EXPECT_EQ(rows_per_block(step, 32, 32, true), 8);
+  EXPECT_EQ(rows_per_block(step, 32, 16, true), 4);
+  EXPECT_EQ(rows_per_block(step, 32, 8, true), 2);
+  EXPECT_EQ(rows_per_block({{0, 100}}, 32, 32, true), 1);
+  std::vector<cuda::DevRowRef> pass, streams;
+  for (int i = 0; i < 12; ++i) pass.push_back({3, 40 + i});
+  for (int i = 0; i < 12; ++i) streams.push_back({i / 4, 40 + i % 4});
+  EXPECT_EQ(rows_per_block(pass, 32, 32, true), 8);     // an offline pass: 8 and a short group of 4
+  EXPECT_EQ(rows_per_block(streams, 32, 32, true), 4);  // three streams of 4 frames
+  EXPECT_EQ(rows_per_block(streams, 32, 8, true), 2);
+  EXPECT_EQ(rows_per_block({{0, 7}, {0, 8}, {1, 9}, {1, 10}}, 32, 32, true), 1);
+  EXPECT_EQ(rows_per_block({{0, 7}, {0, 8}, {0, 9}, {1, 10}}, 32, 8, true), 1);
   // The chunk does not depend on the grouping (only the block's shared memory does).
   const cuda::AttentionPlan one = cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm, 1);
   const cuda::AttentionPlan four = cuda::plan_attention(4, 32, 32, 64, 2, 750, 750, 4, kH200Sms, kBlocksPerSm, 4);

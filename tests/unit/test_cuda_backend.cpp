@@ -629,31 +629,34 @@ TEST_F(CudaBackendTest, AttentionRowsSharingABlockComputeTheSameBitsAsAlone) {
   // Consecutive positions of one slot (an encoder step's frames, an offline chunk) share a block's
   // keys and values (attention_rows_per_block); each row must come out bit for bit as when it is
   // launched alone, past the window and before it (where every row's keys start at 0), and for
-  // a group cut short by the end of the launch.
-  const KvCacheShape s{2, 2, 768, 32, 64};
-  KvCache cache(&gpu(), s);
-  const size_t total = s.elements();
-  const auto k = as_stored_kv(random(total)), v = as_stored_kv(random(total));
-  gpu().upload_kv(cache, k.data(), v.data());
-  const int heads = 32, window = 750, qw = heads * s.head_dim;
-  for (const int64_t first : {int64_t{1000}, int64_t{0}, int64_t{745}}) {
-    for (const int n_rows : {4, 7}) {
-      for (const int step_rows : {1, 4}) {
-        SCOPED_TRACE("first=" + std::to_string(first) + " rows=" + std::to_string(n_rows) +
-                     " step_rows=" + std::to_string(step_rows));
-        std::vector<RowRef> rows;
-        for (int i = 0; i < n_rows; ++i) rows.push_back({1, first + i});
-        const auto q = random(static_cast<size_t>(n_rows) * qw);
-        const AttentionParams p{heads, s.kv_heads, s.head_dim, window, 0.125f, step_rows};
-        Buffer gq = put(gpu(), q, n_rows, qw), together(&gpu(), n_rows, qw), alone(&gpu(), 1, qw);
-        gpu().attention(cache, 1, gq.all(), rows, p, together.all());
-        const auto grouped = get(gpu(), together.all());
-        for (int i = 0; i < n_rows; ++i) {
-          gpu().attention(cache, 1, gq.view(i, 1), std::span<const RowRef>(rows).subspan(i, 1), p, alone.all());
-          const auto single = get(gpu(), alone.all());
-          EXPECT_TRUE(exact(single, std::vector<float>(grouped.begin() + static_cast<ptrdiff_t>(i) * qw,
-                                                       grouped.begin() + static_cast<ptrdiff_t>(i + 1) * qw)))
-              << "row " << i;
+  // a group cut short by the end of the launch. MHA (the encoder's: 8 rows a block on the tensor
+  // cores, 4 on the CUDA cores) and GQA 4 (the decoder's: 2 rows a block on the tensor cores).
+  for (const int kv_heads : {32, 8}) {
+    const KvCacheShape s{2, 2, 768, kv_heads, 64};
+    KvCache cache(&gpu(), s);
+    const size_t total = s.elements();
+    const auto k = as_stored_kv(random(total)), v = as_stored_kv(random(total));
+    gpu().upload_kv(cache, k.data(), v.data());
+    const int heads = 32, window = 750, qw = heads * s.head_dim;
+    for (const int64_t first : {int64_t{1000}, int64_t{0}, int64_t{745}}) {
+      for (const int n_rows : {4, 7, 12, 16}) {
+        for (const int step_rows : {1, 4}) {
+          SCOPED_TRACE("kv_heads=" + std::to_string(kv_heads) + " first=" + std::to_string(first) +
+                       " rows=" + std::to_string(n_rows) + " step_rows=" + std::to_string(step_rows));
+          std::vector<RowRef> rows;
+          for (int i = 0; i < n_rows; ++i) rows.push_back({1, first + i});
+          const auto q = random(static_cast<size_t>(n_rows) * qw);
+          const AttentionParams p{heads, s.kv_heads, s.head_dim, window, 0.125f, step_rows};
+          Buffer gq = put(gpu(), q, n_rows, qw), together(&gpu(), n_rows, qw), alone(&gpu(), 1, qw);
+          gpu().attention(cache, 1, gq.all(), rows, p, together.all());
+          const auto grouped = get(gpu(), together.all());
+          for (int i = 0; i < n_rows; ++i) {
+            gpu().attention(cache, 1, gq.view(i, 1), std::span<const RowRef>(rows).subspan(i, 1), p, alone.all());
+            const auto single = get(gpu(), alone.all());
+            EXPECT_TRUE(exact(single, std::vector<float>(grouped.begin() + static_cast<ptrdiff_t>(i) * qw,
+                                                         grouped.begin() + static_cast<ptrdiff_t>(i + 1) * qw)))
+                << "row " << i;
+          }
         }
       }
     }

@@ -92,15 +92,18 @@ __device__ __forceinline__ ChunkBlock chunk_block(const SplitParams& p) {
 // exceeds the 65535 of a second dimension with long rows).
 dim3 chunk_grid(const SplitParams& sp);
 
-// The (heads per block G, rows per block R) pairs both chunk kernels are built for: calls f(G, R),
-// each a std::integral_constant, for the plan's pair. R > 1 only where R * G <= 4
-// (attention_rows_per_block groups no more).
-template <typename F>
+// The (heads per block G, rows per block R) pairs the chunk kernels are built for: calls f(G, R),
+// each a std::integral_constant, for the plan's pair. The CUDA-core kernel groups rows only where
+// R * G <= 4; the tensor-core kernel (kEight) where R * G is 8, or 4 (attention_rows_per_block).
+template <bool kEight = false, typename F>
 void dispatch_block_shape(const SplitParams& sp, F&& f) {
   using std::integral_constant;
   const int g = sp.heads_per_block, r = sp.rows_per_block;
   if (g == 1 && r == 4) f(integral_constant<int, 1>{}, integral_constant<int, 4>{});
   else if (g == 2 && r == 2) f(integral_constant<int, 2>{}, integral_constant<int, 2>{});
+  else if (kEight && g == 1 && r == 8) f(integral_constant<int, 1>{}, integral_constant<int, 8>{});
+  else if (kEight && g == 2 && r == 4) f(integral_constant<int, 2>{}, integral_constant<int, 4>{});
+  else if (kEight && g == 4 && r == 2) f(integral_constant<int, 4>{}, integral_constant<int, 2>{});
   else if (r != 1) throw Error("cuda attention: " + std::to_string(r) + " rows per block unsupported for " +
                                std::to_string(g) + " heads per block");
   else if (g == 1) f(integral_constant<int, 1>{}, integral_constant<int, 1>{});

@@ -499,16 +499,18 @@ class CudaBackend final : public Backend {
     use_device();
     // Planned for a full window whatever the positions (blocks past a row's keys return at once):
     // the launch then depends on shapes only, so a recorded step replays at any position.
-    const int rows_per_block = options_.attention_group_rows
-                                   ? cuda::attention_rows_per_block(reinterpret_cast<const DevRowRef*>(rows.data()),
-                                                                    q.rows, p.n_heads, p.n_kv_heads)
-                                   : 1;
+    const bool tensor_cores = attention_kernels_ == AttentionKernels::Automatic
+                                  ? options_.tensor_core_attention
+                                  : attention_kernels_ == AttentionKernels::TensorCores;
+    const int kv_bytes = static_cast<int>(cache.element_bytes());
+    const int rows_per_block =
+        options_.attention_group_rows
+            ? cuda::attention_rows_per_block(reinterpret_cast<const DevRowRef*>(rows.data()), q.rows, p.n_heads,
+                                             p.n_kv_heads, cuda::attention_aligned(kv_bytes, p.head_dim, tensor_cores))
+            : 1;
     const cuda::AttentionPlan plan =
-        cuda::plan_attention(q.rows, p.n_heads, p.n_kv_heads, p.head_dim, static_cast<int>(cache.element_bytes()),
-                             p.window, p.window, p.step_rows, sm_count_, options_.attention_blocks_per_sm,
-                             rows_per_block,
-                             attention_kernels_ == AttentionKernels::Automatic ? options_.tensor_core_attention
-                                                                               : attention_kernels_ == AttentionKernels::TensorCores,
+        cuda::plan_attention(q.rows, p.n_heads, p.n_kv_heads, p.head_dim, kv_bytes, p.window, p.window, p.step_rows,
+                             sm_count_, options_.attention_blocks_per_sm, rows_per_block, tensor_cores,
                              options_.attention_chunks_per_block, options_.attention_combine_warp);
     const auto d = upload_args({{rows.data(), q.rows * sizeof(RowRef)}});
     cuda::AttentionArgs a;

@@ -128,7 +128,12 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
 // than 1 when every group of that many consecutive rows holds consecutive positions of one slot
 // (an encoder step's frames, an offline pass's chunk) and the group's queries fit a block. Results
 // are the same bits either way (kernels_attention.cu). rows: host memory.
-int attention_rows_per_block(const DevRowRef* rows, int n_rows, int n_heads, int n_kv_heads);
+// aligned: the launch goes to the tensor-core kernel (attention_aligned), which groups up to 8
+// queries, and also half its most where the most does not fit the rows.
+int attention_rows_per_block(const DevRowRef* rows, int n_rows, int n_heads, int n_kv_heads, bool aligned);
+// Whether a launch on a cache of kv_bytes elements and this head size goes to the tensor-core
+// kernel (its aligned chunks), with tensor-core attention enabled or not.
+bool attention_aligned(int kv_bytes, int head_dim, bool tensor_cores);
 bool attention_head_dim_supported(int head_dim);  // 32, 64, 128, 256
 
 struct AttentionArgs {

@@ -103,10 +103,15 @@ int heads_per_block(int group) {
   return g;
 }
 
-// Queries (rows x heads) a block may take when it groups rows: more would not fit its
-// accumulators in registers.
+// Queries (rows x heads) a block may take when it groups rows: on the CUDA cores 4 (more would
+// not fit its accumulators in registers), on the tensor cores 8 (the mma's N: a block of 8 rows
+// stages each key once for all of them, where offline passes of many rows a stream re-staged it
+// for every 4).
 constexpr int kMaxGroupedQueries = 4;
-int max_rows_per_block(int group) { return std::max(1, kMaxGroupedQueries / heads_per_block(group)); }
+constexpr int kMaxGroupedQueriesTensorCores = 8;
+int max_rows_per_block(int group, bool aligned) {
+  return std::max(1, (aligned ? kMaxGroupedQueriesTensorCores : kMaxGroupedQueries) / heads_per_block(group));
+}
 
 // One (R rows, kv head, head block, key chunk): see the file comment. HD is the head dimension, T
 // the cache's element type, G the query heads per block (the group, rounded up to a power of two,
@@ -520,12 +525,25 @@ bool attention_head_dim_supported(int head_dim) {
   return head_dim == 32 || head_dim == 64 || head_dim == 128 || head_dim == 256;
 }
 
-int attention_rows_per_block(const DevRowRef* rows, int n_rows, int n_heads, int n_kv_heads) {
-  const int r = max_rows_per_block(n_heads / std::max(1, n_kv_heads));
-  if (r == 1 || n_rows < 2) return 1;
-  for (int i = 1; i < n_rows; ++i)
-    if (i % r != 0 && (rows[i].slot != rows[i - 1].slot || rows[i].pos != rows[i - 1].pos + 1)) return 1;
-  return r;
+bool attention_aligned(int kv_bytes, int head_dim, bool tensor_cores) {
+  // bf16 and fp8 caches go to the tensor-core kernel where it takes the head size
+  // (kernels_attention_mma.cu); fp32 caches, which it does not take, to the CUDA-core kernel.
+  return tensor_cores && attention_mma_elements(kv_bytes) && attention_mma_head_dim(head_dim);
+}
+
+int attention_rows_per_block(const DevRowRef* rows, int n_rows, int n_heads, int n_kv_heads, bool aligned) {
+  const int group = n_heads / std::max(1, n_kv_heads), most = max_rows_per_block(group, aligned);
+  if (most == 1 || n_rows < 2) return 1;
+  // Every group of r consecutive rows of the launch holds consecutive positions of one slot.
+  auto fits = [&](int r) {
+    for (int i = 1; i < n_rows; ++i)
+      if (i % r != 0 && (rows[i].slot != rows[i - 1].slot || rows[i].pos != rows[i - 1].pos + 1)) return false;
+    return true;
+  };
+  if (fits(most)) return most;
+  // The tensor-core kernel also takes half as many (live encoder passes: 4 frames a stream).
+  if (aligned && most / 2 > 1 && fits(most / 2)) return most / 2;
+  return 1;
 }
 
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
@@ -533,9 +551,7 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
                              bool tensor_cores, int chunks_per_block, bool combine_warp) {
   AttentionPlan plan;
   const int group = n_heads / n_kv_heads;
-  // bf16 and fp8 caches go to the tensor-core kernel where it takes the head size
-  // (kernels_attention_mma.cu); fp32 caches, which it does not take, to the CUDA-core kernel.
-  plan.aligned = tensor_cores && attention_mma_elements(kv_bytes) && attention_mma_head_dim(head_dim);
+  plan.aligned = attention_aligned(kv_bytes, head_dim, tensor_cores);
   auto smem_bytes = [&](int rows, int c) {
     return plan.aligned ? attention_mma_smem_bytes(head_dim, c, plan.chunks_per_block > 1, kv_bytes)
                         : chunk_smem_bytes(head_dim, kv_bytes, heads_per_block(group), rows, c);
@@ -556,9 +572,10 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   while (chunk > kMinChunk && blocks_per_split * cdiv(basis, chunk) < per_sm * sm_count) chunk /= 2;
   // A block stages its chunk's keys and values in shared memory; the cap assumes the most rows a
   // block may group, so that the chunk does not depend on how a launch's rows are grouped.
-  const int most_rows = max_rows_per_block(group);
+  const int most_rows = max_rows_per_block(group, plan.aligned);
   while (chunk > kMinChunk && smem_bytes(most_rows, chunk) > kAttentionMaxSmemBytes) chunk /= 2;
-  check(rows_per_block == 1 || rows_per_block == most_rows, "cuda attention", "unsupported rows per block");
+  check(rows_per_block == 1 || rows_per_block == most_rows || (plan.aligned && 2 * rows_per_block == most_rows),
+        "cuda attention", "unsupported rows per block");
   plan.chunk = chunk;
   plan.rows_per_block = rows_per_block;
   // Aligned chunks: a block's rows (up to most_rows consecutive positions) reach from the first

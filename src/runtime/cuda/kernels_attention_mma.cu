@@ -485,7 +485,7 @@ void launch_shape(const SplitParams& sp, Stream s) {
 
 template <int HD, typename T>
 void launch_head_dim(const SplitParams& sp, Stream s) {
-  dispatch_block_shape(sp, [&](auto g, auto r) { launch_shape<HD, T, decltype(g)::value, decltype(r)::value>(sp, s); });
+  dispatch_block_shape<true>(sp, [&](auto g, auto r) { launch_shape<HD, T, decltype(g)::value, decltype(r)::value>(sp, s); });
 }
 
 template <typename T>
