@@ -42,7 +42,7 @@ class StreamState {
     // guess are kept, so the ids are those of one step at a time, bit for bit on a batch-invariant
     // backend (Backend::batch_invariant()), while the weights are read once for the whole pass.
     // 1: one position per pass. At most max_draft_rows().
-    // The rows a pass takes adapt to how often the guesses hold (draft_width()): twice as many
+    // The rows a pass takes adapt to how often the guesses hold (next_draft_width()): twice as many
     // after a pass whose guesses all held, half as many after one with a wrong guess, between 1 and
     // draft_rows. Which rows share a pass never changes an id, only how much work is thrown away.
     int draft_rows = 1;
@@ -102,7 +102,6 @@ class StreamState {
   bool prompt_ready() const;  // the prompt's positions are encoded and it has not run
   void decode_prompt();
   int rows_ready() const;     // decoder rows this stream puts in the next pass
-  int draft_width() const { return draft_width_; }  // the most rows it drafts now (Options::draft_rows)
   // Appends its next k rows to `rows` and copies their adapter vectors into `pass_audio` rows
   // [rows.size(), + k) (re-basing first when the positions would pass the limit).
   void put_rows(int k, std::vector<SessionRow>& rows, Mat pass_audio);

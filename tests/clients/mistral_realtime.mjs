@@ -10,22 +10,21 @@
 // sends the session.update the Python SDK would send with the connection's own JSON sender
 // (sendJson, private in the TypeScript types only), then streams as transcribeStream does.
 //   node mistral_realtime.mjs CLIENTS_DIR SERVER_URL API_KEY AUDIO_16K_PCM16_WAV EXPECTED_DIR DELAY_MS
-import fs from 'node:fs';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
-const { pcm16 } = createRequire(import.meta.url)('./wav_pcm16.cjs');
+const requireHere = createRequire(import.meta.url);
+const { pcm16 } = requireHere('./wav_pcm16.cjs');
+const { loadExpected, sameSegments } = requireHere('./expected.cjs');
 
 const [clientsDir, serverURL, apiKey, audio, expectedDir, delayArg] = process.argv.slice(2);
 const realtime = createRequire(path.join(clientsDir, 'package.json')).resolve('@mistralai/mistralai/extra/realtime');
 const { RealtimeTranscription, AudioEncoding } = await import(pathToFileURL(realtime).href);
 const model = 'voxtral-mini-transcribe-realtime-2602';
 const delay = Number(delayArg);
-const stem = path.basename(audio, path.extname(audio));
-const expected = JSON.parse(fs.readFileSync(path.join(expectedDir, `${stem}.json`), 'utf8'));
-const ms = (s) => Math.round(s * 1000);
+const { stem, expected } = loadExpected(expectedDir, audio);
 
 
 async function* chunks(samples) {
@@ -56,15 +55,6 @@ async function* streamWithDelay(client, audioStream, audioFormat) {
     await connection.close();
     await sending;
   }
-}
-
-function sameSegments(got, what) {
-  assert.equal(got.length, expected.segments.length, `${what}: segment count`);
-  got.forEach((s, i) => {
-    assert.equal(s.text, expected.segments[i].text, `${what} ${i}: text`);
-    assert.equal(ms(s.start), ms(expected.segments[i].start), `${what} ${i}: start`);
-    assert.equal(ms(s.end), ms(expected.segments[i].end), `${what} ${i}: end`);
-  });
 }
 
 async function main() {
@@ -100,8 +90,8 @@ async function main() {
   assert.equal(done.model, model, 'transcription.done model');
   assert.equal(done.text, expected.text, 'transcription.done text');
   assert.equal(deltas.trimStart(), expected.text, 'the deltas add up to the text');
-  sameSegments(segments, 'transcription.segment');
-  sameSegments(done.segments, 'transcription.done segment');
+  sameSegments(segments, expected.segments, 'transcription.segment');
+  sameSegments(done.segments, expected.segments, 'transcription.done segment');
   assert.equal(done.usage.promptAudioSeconds, Math.ceil(expected.duration), 'usage: audio seconds');
   const how = delay === defaultDelay ? 'transcribeStream' : 'connect + session.update';
   console.log(`mistral realtime (@mistralai/mistralai, ${how}): ${stem} at ${delay} ms: the deltas, ` +
