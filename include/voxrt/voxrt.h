@@ -31,6 +31,13 @@ struct SessionOptions;
 struct EngineOptions {
   std::string device = "auto";  // "auto" (a GPU if there is one, else the CPU), "cuda" or "cpu"
   int gpu = 0;                  // CUDA device index
+  // Several devices in one engine (data parallel): the checkpoint is read once and its weights
+  // uploaded to each, each runs a scheduler of its own, and every new session or file goes to the
+  // device with the most free cache memory (then the fewest sessions). A device whose model work
+  // fails takes no new sessions (EngineStats::devices says why) while the others go on. CUDA device
+  // indices, each at most once; empty: `gpu` alone. On the CPU, N entries load N copies (each with
+  // `threads`), as placement tests do. max_memory and max_sessions apply to each device.
+  std::vector<int> gpus;
   int threads = 0;             // 0: all cores
   std::string layout = "auto"; // "auto", "mistral" or "hf": which checkpoint files to read
   // Decoder positions verified in one pass when audio is ahead of the decoder (StreamDecoder's
@@ -137,7 +144,21 @@ struct Histogram {
   uint64_t count = 0;
 };
 
+// One device of an engine (EngineStats::devices): its health and its share of the load.
+struct DeviceStats {
+  std::string device;       // "cuda:0", "cpu:1"
+  bool failed = false;      // its model work failed: it takes no new sessions
+  std::string failure;      // why (the first failure)
+  int sessions_open = 0;
+  uint64_t sessions_opened = 0;
+  uint64_t steps = 0;
+  size_t cache_bytes_in_use = 0, cache_bytes_total = 0;
+  size_t memory_in_use = 0, memory_available = 0;
+};
+
 // An engine's counters since it was loaded (Engine::stats), for monitoring: voxrt serve's /metrics.
+// With several devices, the counters are their sums (histograms added bucket by bucket, the
+// overload percentile the highest device's) and `devices` has each.
 struct EngineStats {
   int sessions_open = 0;          // live sessions and transcriptions holding caches now
   uint64_t sessions_opened = 0;   // since load
@@ -160,7 +181,12 @@ struct EngineStats {
   // memory and the host's available memory).
   size_t memory_in_use = 0;
   size_t memory_available = 0;
+  std::vector<DeviceStats> devices;  // one per device, in EngineOptions::gpus order
 };
+
+// CUDA devices this machine and build have (0 without the CUDA backend or a device): what
+// `--gpus all` takes.
+VOXRT_API int cuda_device_count();
 
 class VOXRT_API Engine {
  public:

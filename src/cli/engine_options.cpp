@@ -1,5 +1,6 @@
 #include "cli/engine_options.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -82,6 +83,45 @@ void parse_max_memory(const std::string& text, EngineArgs& args) {
   throw bad();
 }
 
+std::vector<int> parse_gpus(const std::string& text, int cuda_devices) {
+  auto bad = [&](const std::string& why) { return UsageError("--gpus " + text + ": " + why); };
+  if (text == "all") {
+    if (cuda_devices <= 0) throw bad("no CUDA device found (on the CPU, give a count: --gpus 2 loads two copies)");
+    std::vector<int> all(static_cast<size_t>(cuda_devices));
+    for (int i = 0; i < cuda_devices; ++i) all[static_cast<size_t>(i)] = i;
+    return all;
+  }
+  auto number = [&](const std::string& s) {
+    if (s.empty() || s.size() > 4 || s.find_first_not_of("0123456789") != std::string::npos)
+      throw bad("expected all, a count, or device indices separated by commas (0,2,3)");
+    return std::stoi(s);
+  };
+  std::vector<int> out;
+  if (text.find(',') == std::string::npos) {
+    const int n = number(text);
+    if (n < 1 || n > 64) throw bad("expected a count of 1 to 64 devices");
+    for (int i = 0; i < n; ++i) out.push_back(i);
+    return out;
+  }
+  size_t from = 0;
+  while (true) {
+    const size_t comma = text.find(',', from);
+    const int g = number(text.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
+    if (std::find(out.begin(), out.end(), g) != out.end()) throw bad("device " + std::to_string(g) + " given twice");
+    out.push_back(g);
+    if (comma == std::string::npos) return out;
+    from = comma + 1;
+  }
+}
+
+void add_gpus_option(CLI::App* cmd, EngineArgs& a) {
+  cmd->add_option_function<std::string>(
+      "--gpus", [&a](const std::string& v) { a.gpus = parse_gpus(v, cuda_device_count()); },
+      "Spread the work over several devices: all, a count N (devices 0..N-1; on the CPU, N copies of the model), or "
+      "indices such as 0,2,3. The checkpoint is read once; each device holds a copy of the weights and its own "
+      "--max-memory / --max-sessions, and each new session or file goes to the one with the most free cache");
+}
+
 void add_capacity_options(CLI::App* cmd, EngineArgs& a, const std::string& sessions_help) {
   cmd->add_option("--max-sessions", a.max_sessions, sessions_help);
   cmd->add_option_function<std::string>(
@@ -133,6 +173,7 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
   EngineOptions eo;
   eo.device = a.device;
   eo.gpu = a.gpu;
+  eo.gpus = a.gpus;
   eo.threads = a.threads;
   eo.layout = a.layout;
   eo.draft_rows = a.draft_rows;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "voxrt/voxrt.h"
 
@@ -26,6 +27,7 @@ struct EngineArgs {
   double max_memory_fraction = 0;  // or a fraction of what the weights leave free
   double max_session_seconds = 0;
   bool refuse_when_overloaded = false;  // serve: new live sessions refused while the open ones lag
+  std::vector<int> gpus;  // --gpus (add_gpus_option): empty, or the devices to spread over
   bool quiet = false;
 };
 
@@ -37,6 +39,12 @@ void add_capacity_options(CLI::App* cmd, EngineArgs& args, const std::string& se
 // the memory free once the weights are loaded). Sets one of the two; UsageError naming --max-memory
 // otherwise.
 void parse_max_memory(const std::string& text, EngineArgs& args);
+
+// --gpus all|N|LIST (serve, transcribe): the devices sessions and files are spread over.
+void add_gpus_option(CLI::App* cmd, EngineArgs& args);
+// --gpus's value: "all" (every CUDA device; cuda_devices of them), "N" (devices 0 .. N-1; on the CPU, N
+// copies of the model) or "0,2,3" (those). UsageError naming --gpus otherwise.
+std::vector<int> parse_gpus(const std::string& text, int cuda_devices);
 
 // --delay-ms; 0 stays "not given" (tekken.json's default), any given value (0 too) is checked as it
 // is parsed.

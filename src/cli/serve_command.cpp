@@ -143,6 +143,7 @@ void add_serve_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "Serve OpenAI's transcription API over HTTP (docs/serve.md)");
   add_engine_options(cmd, args->engine);
   add_capacity_options(cmd, args->engine, "Requests transcribing at once (more wait their turn)");
+  add_gpus_option(cmd, args->engine);
   cmd->add_option("--host", args->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port,-p", args->port, "Port to listen on (0: any free one, printed)")->capture_default_str();
   cmd->add_option("--api-key", args->api_key, "Require 'Authorization: Bearer KEY' (WebSockets may send the subprotocol openai-insecure-api-key.KEY "

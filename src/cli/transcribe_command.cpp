@@ -304,6 +304,7 @@ void add_transcribe_command(CLI::App& app) {
   auto args = std::make_shared<TranscribeArgs>();
   CLI::App* cmd = app.add_subcommand("transcribe", "Transcribe audio files (offline, whole file)");
   add_engine_options(cmd, args->engine);
+  add_gpus_option(cmd, args->engine);
   add_delay_option(cmd, args->delay_ms);
   cmd->add_option("--format,-f", args->format, "Output format: txt, json, srt or vtt; several with --output-dir (srt,vtt,json)")
       ->capture_default_str();

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include "audio/audio_reader.h"
 #include "audio/log_mel.h"
@@ -16,6 +18,7 @@
 #endif
 #include "engine/engine_bench.h"
 #include "engine/live_session.h"
+#include "engine/multi_device_engine.h"
 #include "engine/ordered_batch.h"
 #include "engine/scheduler.h"
 #include "tokenizer/tekken.h"
@@ -93,7 +96,8 @@ LogMelParams mel_params(const ModelConfig& c) {
 
 class EngineImpl final : public Engine {
  public:
-  EngineImpl(const std::filesystem::path& dir, const EngineOptions& o) {
+  // `shared`: the checkpoint already open (a multi-device engine reads it once for every device).
+  EngineImpl(const std::filesystem::path& dir, const EngineOptions& o, const Checkpoint* shared = nullptr) {
     const auto t0 = std::chrono::steady_clock::now();
     if (o.draft_rows < 0 || o.draft_rows > EngineOptions::kMaxDraftRows)
       throw Error("draft_rows " + std::to_string(o.draft_rows) + ": expected 0 (automatic) to " +
@@ -102,8 +106,10 @@ class EngineImpl final : public Engine {
     if (!std::filesystem::exists(tekken)) throw Error(dir.string() + ": missing tekken.json (the tokenizer)");
     tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::load(tekken));
     backend_ = make_backend(o, info_.device_note);
+    device_ = backend_->name() + ":" + std::to_string(o.gpu);
     {
-      const Checkpoint ckpt = Checkpoint::open(dir, parse_layout(o.layout));
+      std::optional<Checkpoint> own;
+      const Checkpoint& ckpt = shared != nullptr ? *shared : own.emplace(Checkpoint::open(dir, parse_layout(o.layout)));
       check(ckpt.config().decoder.vocab_size <= tokenizer_->vocab_size() || tokenizer_->vocab_size() == 0,
             tekken.string(), "vocabulary smaller than the model's");
       model_ = std::make_unique<VoxtralModel>(ckpt, *backend_);
@@ -162,20 +168,8 @@ class EngineImpl final : public Engine {
     const int workers = files_in_flight > 0 ? files_in_flight : backend_->batch_invariant() ? kDefaultFilesInFlight : 1;
     TranscribeOptions each = o;
     each.progress = nullptr;
-    run_ordered_batch(
-        files.size(), workers, std::max<size_t>(64, 8 * static_cast<size_t>(workers)),
-        [&](size_t i) {
-          BatchItem item;
-          item.index = i;
-          item.file = files[i];
-          try {
-            item.transcript = transcribe_file(files[i], each);
-          } catch (const std::exception& e) {
-            item.error = e.what();
-          }
-          return item;
-        },
-        on_result);
+    transcribe_files_in_order(
+        files, workers, [&](const std::filesystem::path& file) { return transcribe_file(file, each); }, on_result);
   }
 
   std::unique_ptr<Session> open_session(const SessionOptions& o) override {
@@ -190,6 +184,18 @@ class EngineImpl final : public Engine {
     EngineStats s = scheduler_->stats();
     s.memory_in_use = backend_->memory_in_use();
     s.memory_available = backend_->memory_available();
+    DeviceStats d;
+    d.device = device_;
+    d.failure = scheduler_->failure();
+    d.failed = !d.failure.empty();
+    d.sessions_open = s.sessions_open;
+    d.sessions_opened = s.sessions_opened;
+    d.steps = s.steps;
+    d.cache_bytes_in_use = s.cache_bytes_in_use;
+    d.cache_bytes_total = s.cache_bytes_total;
+    d.memory_in_use = s.memory_in_use;
+    d.memory_available = s.memory_available;
+    s.devices = {d};
     return s;
   }
 
@@ -340,6 +346,7 @@ class EngineImpl final : public Engine {
   std::unique_ptr<LogMel> logmel_;
   std::unique_ptr<Scheduler> scheduler_;  // after the model: its loop stops before the model goes
   ModelInfo info_;
+  std::string device_;  // "cuda:0", "cpu:1": its EngineStats::devices entry
   int draft_rows_ = 1;
 };
 
@@ -372,8 +379,55 @@ std::vector<BatchItem> Engine::transcribe_batch(std::span<const std::filesystem:
   return items;
 }
 
+int cuda_device_count() {
+#ifdef VOXRT_WITH_CUDA
+  return cuda::device_count();
+#else
+  return 0;
+#endif
+}
+
+namespace {
+
+// EngineOptions::gpus of two devices or more: the checkpoint opened once, each device's engine
+// built from it on a thread of its own (their uploads overlap), any device's failure to load the
+// whole load's error.
+std::unique_ptr<Engine> load_devices(const std::filesystem::path& dir, const EngineOptions& options) {
+  for (size_t i = 0; i < options.gpus.size(); ++i) {
+    const int g = options.gpus[i];
+    if (g < 0) throw Error("gpus: device " + std::to_string(g) + ": expected an index, 0 or more");
+    if (std::count(options.gpus.begin(), options.gpus.end(), g) > 1)
+      throw Error("gpus: device " + std::to_string(g) + " given twice");
+  }
+  const Checkpoint ckpt = Checkpoint::open(dir, parse_layout(options.layout));
+  std::vector<std::unique_ptr<Engine>> engines(options.gpus.size());
+  std::vector<std::string> errors(options.gpus.size());
+  std::vector<std::thread> loaders;
+  for (size_t i = 0; i < options.gpus.size(); ++i)
+    loaders.emplace_back([&, i] {
+      EngineOptions one = options;
+      one.gpus.clear();
+      one.gpu = options.gpus[i];
+      try {
+        engines[i] = std::make_unique<EngineImpl>(dir, one, &ckpt);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  for (std::thread& t : loaders) t.join();
+  for (size_t i = 0; i < errors.size(); ++i)
+    if (!errors[i].empty()) throw Error("device " + std::to_string(options.gpus[i]) + ": " + errors[i]);
+  return std::make_unique<MultiDeviceEngine>(std::move(engines));
+}
+
+}  // namespace
+
 std::unique_ptr<Engine> Engine::load(const std::filesystem::path& model_dir, const EngineOptions& options) {
-  return std::make_unique<EngineImpl>(model_dir, options);
+  if (options.gpus.size() > 1) return load_devices(model_dir, options);
+  EngineOptions one = options;
+  if (one.gpus.size() == 1) one.gpu = one.gpus.front();
+  one.gpus.clear();
+  return std::make_unique<EngineImpl>(model_dir, one);
 }
 
 }  // namespace voxrt

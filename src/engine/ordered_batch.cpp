@@ -70,4 +70,23 @@ void run_ordered_batch(size_t n, int workers, size_t window, const std::function
   finish();
 }
 
+void transcribe_files_in_order(std::span<const std::filesystem::path> files, int workers,
+                               const std::function<Transcript(const std::filesystem::path&)>& transcribe_one,
+                               const std::function<void(BatchItem&)>& on_result) {
+  run_ordered_batch(
+      files.size(), workers, std::max<size_t>(64, 8 * static_cast<size_t>(std::max(workers, 1))),
+      [&](size_t i) {
+        BatchItem item;
+        item.index = i;
+        item.file = files[i];
+        try {
+          item.transcript = transcribe_one(files[i]);
+        } catch (const std::exception& e) {
+          item.error = e.what();
+        }
+        return item;
+      },
+      on_result);
+}
+
 }  // namespace voxrt

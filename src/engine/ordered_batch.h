@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <functional>
+#include <span>
 
 #include "voxrt/voxrt.h"
 
@@ -14,5 +16,11 @@ namespace voxrt {
 // the run: no new job starts, the running ones finish, and it is rethrown.
 void run_ordered_batch(size_t n, int workers, size_t window, const std::function<BatchItem(size_t)>& work,
                        const std::function<void(BatchItem&)>& deliver);
+
+// Engine::transcribe_each's body: each file through transcribe_one (an exception from it becomes
+// that file's error), `workers` at a time, results handed over in input order.
+void transcribe_files_in_order(std::span<const std::filesystem::path> files, int workers,
+                               const std::function<Transcript(const std::filesystem::path&)>& transcribe_one,
+                               const std::function<void(BatchItem&)>& on_result);
 
 }  // namespace voxrt

@@ -213,6 +213,11 @@ Scheduler::CacheUse Scheduler::cache_use() const {
   return cache_use_locked();
 }
 
+std::string Scheduler::failure() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failure_;
+}
+
 EngineStats Scheduler::stats() const {
   EngineStats s;
   counters_.fill(s);
@@ -303,6 +308,7 @@ void Scheduler::loop() {
     lock.lock();
     if (rounds_.size() == kRoundHistory) rounds_.erase(rounds_.begin(), rounds_.begin() + kRoundHistory / 2);
     rounds_.push_back(round);
+    if (!failure.empty() && failure_.empty()) failure_ = failure;
     for (Entry* e : active) {
       for (const StreamState::Step& s : e->state->take_steps()) e->outbox.push_back(s);
       if (!failure.empty()) e->error = failure;

@@ -127,6 +127,9 @@ class Scheduler {
   // The counters since the scheduler started, with the caches' use and the overload window's
   // percentile (the engine adds the backend's memory).
   EngineStats stats() const;
+  // The first round whose model work failed, or empty: the device is suspect from then on (a
+  // multi-device engine places no new session here).
+  std::string failure() const;
 
  private:
   void loop();
@@ -168,6 +171,7 @@ class Scheduler {
   std::list<Entry> entries_;
   std::vector<Round> rounds_;
   bool stop_ = false;
+  std::string failure_;  // the first failed round's error (under mu_)
   std::thread thread_;  // last: started once everything above exists
 };
 

@@ -227,6 +227,25 @@ std::string ApiService::metrics() const {
           static_cast<double>(s.memory_in_use));
   m.gauge("voxrt_memory_available_bytes", "The backend's memory free (GPU: device; CPU: the host's available)",
           static_cast<double>(s.memory_available));
+  // Each device's share (--gpus): the sums above split by device.
+  auto per_device = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
+    m.family(name, type, help);
+    for (const DeviceStats& d : s.devices) m.sample(name, static_cast<double>(value(d)), {{"device", d.device}});
+  };
+  per_device("voxrt_device_up", "gauge", "1 while a device takes new sessions, 0 once its model work failed",
+             [](const DeviceStats& d) { return d.failed ? 0 : 1; });
+  per_device("voxrt_device_sessions_active", "gauge", "Engine sessions holding caches on a device now",
+             [](const DeviceStats& d) { return d.sessions_open; });
+  per_device("voxrt_device_sessions_total", "counter", "Engine sessions opened on a device",
+             [](const DeviceStats& d) { return d.sessions_opened; });
+  per_device("voxrt_device_steps_total", "counter", "Rounds of a device's step loop",
+             [](const DeviceStats& d) { return d.steps; });
+  per_device("voxrt_device_cache_bytes_in_use", "gauge", "Key/value cache bytes holding or kept for a device's sessions",
+             [](const DeviceStats& d) { return d.cache_bytes_in_use; });
+  per_device("voxrt_device_cache_bytes_total", "gauge", "Key/value cache bytes allocated on a device (0: grown on demand)",
+             [](const DeviceStats& d) { return d.cache_bytes_total; });
+  per_device("voxrt_device_memory_available_bytes", "gauge", "A device's memory free",
+             [](const DeviceStats& d) { return d.memory_available; });
   return m.str();
 }
 
@@ -298,8 +317,22 @@ void ApiService::answer(Request request, Reply reply) {
     json j = {{"status", e ? "ok" : "loading"},
               {"requests_in_progress", in_progress_.load()},
               {"api_key_required", !options_.api_key.empty()}};  // the caption page asks for one then
-    if (e) j["model"] = {{"id", options_.model_id}, {"backend", e->info().backend}, {"layout", e->info().layout}};
-    return reply.send(make_response(request, e ? 200 : 503, j.dump(), "application/json"));
+    int status = e ? 200 : 503;
+    if (e) {
+      j["model"] = {{"id", options_.model_id}, {"backend", e->info().backend}, {"layout", e->info().layout}};
+      // Each device, and "degraded" while some failed (the others serve) or 503 once all have.
+      json devices = json::array();
+      int failed = 0;
+      for (const DeviceStats& d : e->stats().devices) {
+        json one = {{"device", d.device}, {"status", d.failed ? "failed" : "ok"}, {"sessions", d.sessions_open}};
+        if (d.failed) one["error"] = d.failure, ++failed;
+        devices.push_back(std::move(one));
+      }
+      j["devices"] = devices;
+      if (failed > 0 && failed == static_cast<int>(devices.size())) j["status"] = "failed", status = 503;
+      else if (failed > 0) j["status"] = "degraded";
+    }
+    return reply.send(make_response(request, status, j.dump(), "application/json"));
   }
   if (path == "/") return reply.send(make_response(request, 200, std::string(caption_page()), "text/html; charset=utf-8"));
   if (path == "/metrics")

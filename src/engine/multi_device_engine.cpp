@@ -1,0 +1,140 @@
+#include "engine/multi_device_engine.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <tuple>
+
+#include "common/error.h"
+#include "engine/ordered_batch.h"
+#include "voxrt/session.h"
+
+namespace voxrt {
+namespace {
+
+// Files in flight a device takes by default (Engine::transcribe_each): as the engine of one.
+constexpr int kFilesInFlightPerGpu = 16;
+
+void add_histogram(Histogram& into, const Histogram& h) {
+  if (into.counts.empty()) {
+    into = h;
+    return;
+  }
+  // Every device's engine buckets with the same bounds (EngineCounters).
+  check(into.upper_bounds == h.upper_bounds, "engine stats", "devices' histograms with different buckets");
+  for (size_t i = 0; i < into.counts.size(); ++i) into.counts[i] += h.counts[i];
+  into.sum += h.sum;
+  into.count += h.count;
+}
+
+// Room a device has for one more session: its free cache bytes, or, while its caches grow on
+// demand, its free memory.
+size_t room_of(const DeviceStats& d) {
+  return d.cache_bytes_total > 0 ? d.cache_bytes_total - std::min(d.cache_bytes_in_use, d.cache_bytes_total)
+                                 : d.memory_available;
+}
+
+}  // namespace
+
+EngineStats combine_device_stats(const std::vector<EngineStats>& each) {
+  EngineStats s;
+  for (const EngineStats& e : each) {
+    s.sessions_open += e.sessions_open;
+    s.sessions_opened += e.sessions_opened;
+    s.refused_full += e.refused_full;
+    s.refused_overloaded += e.refused_overloaded;
+    s.refused_too_long += e.refused_too_long;
+    s.steps += e.steps;
+    s.decoder_rows += e.decoder_rows;
+    add_histogram(s.step_ms, e.step_ms);
+    add_histogram(s.live_wait_ms, e.live_wait_ms);
+    s.live_wait_p90_ms = std::max(s.live_wait_p90_ms, e.live_wait_p90_ms);
+    s.audio_seconds += e.audio_seconds;
+    s.cache_bytes_in_use += e.cache_bytes_in_use;
+    s.cache_bytes_total += e.cache_bytes_total;
+    s.cache_pages_in_use += e.cache_pages_in_use;
+    s.memory_in_use += e.memory_in_use;
+    s.memory_available += e.memory_available;
+    s.devices.insert(s.devices.end(), e.devices.begin(), e.devices.end());
+  }
+  return s;
+}
+
+MultiDeviceEngine::MultiDeviceEngine(std::vector<std::unique_ptr<Engine>> devices) : devices_(std::move(devices)) {
+  check(!devices_.empty(), "engine", "a multi-device engine needs a device");
+  info_ = devices_.front()->info();
+  for (const auto& d : devices_) info_.load_seconds = std::max(info_.load_seconds, d->info().load_seconds);
+}
+
+std::vector<size_t> MultiDeviceEngine::placement_order() const {
+  struct Candidate {
+    size_t index;
+    size_t room;
+    int sessions;
+  };
+  std::vector<Candidate> healthy;
+  std::string failures;
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const EngineStats s = devices_[i]->stats();
+    check(s.devices.size() == 1, "engine", "a device's engine must report one device");
+    const DeviceStats& d = s.devices.front();
+    if (d.failed) {
+      failures += (failures.empty() ? "" : "; ") + d.device + ": " + d.failure;
+      continue;
+    }
+    healthy.push_back({i, room_of(d), d.sessions_open});
+  }
+  if (healthy.empty()) throw Error("every device has failed (" + failures + "): restart the engine");
+  std::stable_sort(healthy.begin(), healthy.end(), [](const Candidate& a, const Candidate& b) {
+    return std::tie(b.room, a.sessions) < std::tie(a.room, b.sessions);  // most room, then fewest sessions
+  });
+  std::vector<size_t> order;
+  for (const Candidate& c : healthy) order.push_back(c.index);
+  return order;
+}
+
+Transcript MultiDeviceEngine::transcribe(std::span<const float> audio_16k, const TranscribeOptions& options) {
+  return best_device().transcribe(audio_16k, options);
+}
+
+Transcript MultiDeviceEngine::transcribe_file(const std::filesystem::path& audio, const TranscribeOptions& options) {
+  return best_device().transcribe_file(audio, options);
+}
+
+void MultiDeviceEngine::transcribe_each(std::span<const std::filesystem::path> files, const TranscribeOptions& o,
+                                        const std::function<void(BatchItem&)>& on_result, int files_in_flight) {
+  if (files_in_flight < 0) throw Error("files_in_flight " + std::to_string(files_in_flight) + ": expected 0 (automatic) or more");
+  // As many files in flight as the devices take together: each file is placed as it starts.
+  const int per_device = info_.backend == "cuda" ? kFilesInFlightPerGpu : 1;
+  const int workers = files_in_flight > 0 ? files_in_flight : per_device * static_cast<int>(devices_.size());
+  TranscribeOptions each = o;
+  each.progress = nullptr;
+  transcribe_files_in_order(
+      files, workers, [&](const std::filesystem::path& file) { return best_device().transcribe_file(file, each); },
+      on_result);
+}
+
+std::unique_ptr<Session> MultiDeviceEngine::open_session(const SessionOptions& options) {
+  const std::vector<size_t> order = placement_order();
+  SessionOptions now = options;
+  now.wait_for_room = false;
+  std::string first_refusal;
+  for (size_t i : order) {
+    try {
+      return devices_[i]->open_session(now);
+    } catch (const Error& e) {
+      if (first_refusal.empty()) first_refusal = e.what();
+    }
+  }
+  if (options.wait_for_room) return devices_[order.front()]->open_session(options);
+  throw Error(first_refusal);
+}
+
+EngineStats MultiDeviceEngine::stats() const {
+  std::vector<EngineStats> each;
+  each.reserve(devices_.size());
+  for (const auto& d : devices_) each.push_back(d->stats());
+  return combine_device_stats(each);
+}
+
+}  // namespace voxrt

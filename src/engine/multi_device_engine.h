@@ -1,0 +1,45 @@
+// Several devices behind one Engine (EngineOptions::gpus): each device a whole engine of its own
+// (a copy of the weights, its caches and its scheduler), each new session or file placed on the
+// healthy device with the most free cache memory, then the fewest open sessions. A device whose
+// model work failed (EngineStats::devices[i].failed) gets nothing new; the others go on.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "voxrt/voxrt.h"
+
+namespace voxrt {
+
+class MultiDeviceEngine final : public Engine {
+ public:
+  // The devices' engines, each of one device (their stats() report one entry in `devices`).
+  explicit MultiDeviceEngine(std::vector<std::unique_ptr<Engine>> devices);
+
+  Transcript transcribe(std::span<const float> audio_16k, const TranscribeOptions& options) override;
+  Transcript transcribe_file(const std::filesystem::path& audio, const TranscribeOptions& options) override;
+  void transcribe_each(std::span<const std::filesystem::path> files, const TranscribeOptions& options,
+                       const std::function<void(BatchItem&)>& on_result, int files_in_flight) override;
+  // Tries the devices in placement order, each without waiting; when every one refuses, waits on
+  // the first if options.wait_for_room asks, else throws the first one's refusal.
+  std::unique_ptr<Session> open_session(const SessionOptions& options) override;
+  const ModelInfo& info() const override { return info_; }
+  EngineStats stats() const override;
+
+  // The healthy devices, best first (indices into the constructor's list). Throws when none is.
+  std::vector<size_t> placement_order() const;
+  size_t device_count() const { return devices_.size(); }
+
+ private:
+  Engine& best_device() const { return *devices_[placement_order().front()]; }
+
+  std::vector<std::unique_ptr<Engine>> devices_;
+  ModelInfo info_;
+};
+
+// The sum of several devices' stats (histograms added bucket by bucket, the overload percentile
+// the highest), their `devices` entries concatenated.
+EngineStats combine_device_stats(const std::vector<EngineStats>& each);
+
+}  // namespace voxrt

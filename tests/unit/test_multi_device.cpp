@@ -1,0 +1,232 @@
+// Several devices in one engine (EngineOptions::gpus; issue 15), with CPU copies of the tiny model as
+// the devices: sessions and files are placed on the device with the most free cache, each result is
+// the one a single device gives, the counters add up with each device's share, and a device whose
+// model work failed gets nothing new while the others serve. `voxrt transcribe --gpus` spreads
+// files the same way and names a bad --gpus value.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../test_paths.h"
+#include "audio/audio_file.h"
+#include "cli_run.h"
+#include "engine/multi_device_engine.h"
+#include "server_test_support.h"
+#include "voxrt/session.h"
+#include "voxrt/voxrt.h"
+
+namespace voxrt::test {
+namespace {
+
+std::filesystem::path tiny() { return test_data() / "tiny" / "mistral"; }
+
+Transcript live(Engine& engine, std::span<const float> audio) {
+  auto s = engine.open_session({});
+  s->feed(audio);
+  s->flush();
+  return s->transcript();
+}
+
+TEST(MultiDevice, SessionsAndFilesAreSpreadAndEachResultIsOneDevicesResult) {
+  auto one = Engine::load(tiny(), {.device = "cpu", .threads = 1, .max_sessions = 2});
+  auto two = Engine::load(tiny(), {.device = "cpu", .gpus = {0, 1}, .threads = 1, .max_sessions = 2});
+  const std::vector<float> audio = load_audio_mono(test_data() / "audio" / "speech_short.wav");
+
+  EngineStats s = two->stats();
+  ASSERT_EQ(s.devices.size(), 2u);
+  EXPECT_EQ(s.devices[0].device, "cpu:0");
+  EXPECT_EQ(s.devices[1].device, "cpu:1");
+  EXPECT_FALSE(s.devices[0].failed || s.devices[1].failed);
+  EXPECT_GT(s.devices[0].cache_bytes_total, 0u);
+  EXPECT_EQ(s.cache_bytes_total, s.devices[0].cache_bytes_total + s.devices[1].cache_bytes_total);
+
+  // Two sessions: the second goes where the first left more room, the other device.
+  auto a = two->open_session({});
+  auto b = two->open_session({});
+  s = two->stats();
+  EXPECT_EQ(s.devices[0].sessions_open, 1);
+  EXPECT_EQ(s.devices[1].sessions_open, 1);
+  EXPECT_EQ(s.sessions_open, 2);
+  const Transcript expected = live(*one, audio);
+  for (auto* session : {a.get(), b.get()}) {
+    session->feed(audio);
+    session->flush();
+    EXPECT_EQ(session->transcript().tokens, expected.tokens);
+  }
+
+  // Two sessions a device: a fifth is refused, naming the limit, and the four go on.
+  auto c = two->open_session({});
+  auto d = two->open_session({});
+  try {
+    two->open_session({});
+    FAIL() << "a fifth session opened on two devices of two sessions each";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_sessions"), std::string::npos) << e.what();
+  }
+  c->feed(audio);
+  c->flush();
+  EXPECT_EQ(c->transcript().tokens, expected.tokens);
+  a.reset(), b.reset(), c.reset(), d.reset();
+
+  // Files side by side over both devices: each as on one device, in input order.
+  const std::vector<std::filesystem::path> files = {test_data() / "audio" / "speech_short.wav",
+                                                    test_data() / "audio" / "odd_length.wav",
+                                                    test_data() / "audio" / "speech_short.wav"};
+  const std::vector<BatchItem> want = one->transcribe_batch(files);
+  const std::vector<BatchItem> got = two->transcribe_batch(files, {}, 3);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].ok()) << got[i].error;
+    EXPECT_EQ(got[i].index, i);
+    EXPECT_EQ(got[i].transcript.tokens, want[i].transcript.tokens) << files[i];
+  }
+  s = two->stats();
+  EXPECT_EQ(s.sessions_opened, s.devices[0].sessions_opened + s.devices[1].sessions_opened);
+  EXPECT_GT(s.devices[0].sessions_opened, 0u);
+  EXPECT_GT(s.devices[1].sessions_opened, 0u);
+  EXPECT_EQ(s.steps, s.devices[0].steps + s.devices[1].steps);
+  EXPECT_EQ(s.step_ms.count, s.steps);
+}
+
+// A device whose model work failed. A GPU's fault (a sticky CUDA error, memory lost) cannot be
+// caused on the CI machine, so this stands for one: a real engine that reports its device failed,
+// as the scheduler does after a round whose model work threw (Scheduler::failure).
+class FailedDevice final : public Engine {
+ public:
+  explicit FailedDevice(std::unique_ptr<Engine> inner) : inner_(std::move(inner)) {}
+  Transcript transcribe(std::span<const float> a, const TranscribeOptions& o) override { return inner_->transcribe(a, o); }
+  Transcript transcribe_file(const std::filesystem::path& f, const TranscribeOptions& o) override {
+    return inner_->transcribe_file(f, o);
+  }
+  void transcribe_each(std::span<const std::filesystem::path> f, const TranscribeOptions& o,
+                       const std::function<void(BatchItem&)>& r, int n) override {
+    inner_->transcribe_each(f, o, r, n);
+  }
+  std::unique_ptr<Session> open_session(const SessionOptions& o) override { return inner_->open_session(o); }
+  const ModelInfo& info() const override { return inner_->info(); }
+  EngineStats stats() const override {
+    EngineStats s = inner_->stats();
+    s.devices.at(0).failed = true;
+    s.devices.at(0).failure = "cuda: an illegal memory access was encountered";
+    return s;
+  }
+
+ private:
+  std::unique_ptr<Engine> inner_;
+};
+
+TEST(MultiDevice, AFailedDeviceTakesNothingNewWhileTheOthersServe) {
+  const EngineOptions o{.device = "cpu", .threads = 1, .max_sessions = 2};
+  std::vector<std::unique_ptr<Engine>> devices;
+  devices.push_back(std::make_unique<FailedDevice>(Engine::load(tiny(), o)));
+  devices.push_back(Engine::load(tiny(), o));
+  MultiDeviceEngine engine(std::move(devices));
+  const std::vector<float> audio = load_audio_mono(test_data() / "audio" / "speech_short.wav");
+
+  EXPECT_EQ(engine.placement_order(), std::vector<size_t>{1});
+  EXPECT_EQ(engine.transcribe(audio, {}).tokens, Engine::load(tiny(), o)->transcribe(audio).tokens);
+  EXPECT_EQ(engine.stats().devices[1].sessions_opened, 1u);
+  auto a = engine.open_session({});
+  auto b = engine.open_session({});
+  EngineStats s = engine.stats();
+  EXPECT_TRUE(s.devices[0].failed);
+  EXPECT_EQ(s.devices[0].sessions_opened, 0u);
+  EXPECT_EQ(s.devices[1].sessions_open, 2);
+  // The healthy device is full: a third session is refused by it, not placed on the failed one.
+  EXPECT_THROW(engine.open_session({}), Error);
+  EXPECT_EQ(engine.stats().devices[0].sessions_opened, 0u);
+
+  std::vector<std::unique_ptr<Engine>> broken;
+  broken.push_back(std::make_unique<FailedDevice>(Engine::load(tiny(), o)));
+  MultiDeviceEngine dead(std::move(broken));
+  try {
+    dead.open_session({});
+    FAIL() << "a session opened on an engine whose every device failed";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("every device has failed"), std::string::npos) << what;
+    EXPECT_NE(what.find("illegal memory access"), std::string::npos) << what;
+  }
+}
+
+TEST(MultiDevice, CombinedStatsAddTheDevicesHistogramsBucketByBucket) {
+  EngineStats x, y;
+  x.step_ms = {{1, 10}, {1, 2, 3}, 20, 6};
+  y.step_ms = {{1, 10}, {0, 1, 1}, 30, 2};
+  x.live_wait_p90_ms = 12, y.live_wait_p90_ms = 40;
+  x.devices = {{.device = "cuda:0"}}, y.devices = {{.device = "cuda:1", .failed = true}};
+  const EngineStats s = combine_device_stats({x, y});
+  EXPECT_EQ(s.step_ms.counts, (std::vector<uint64_t>{1, 3, 4}));
+  EXPECT_EQ(s.step_ms.count, 8u);
+  EXPECT_DOUBLE_EQ(s.step_ms.sum, 50);
+  EXPECT_DOUBLE_EQ(s.live_wait_p90_ms, 40);
+  ASSERT_EQ(s.devices.size(), 2u);
+  EXPECT_TRUE(s.devices[1].failed);
+}
+
+// voxrt serve's /health and /metrics: each device, its health and its share.
+TEST(MultiDevice, HealthAndMetricsReportEachDevice) {
+  using nlohmann::json;
+  namespace http = boost::beast::http;
+  const EngineOptions o{.device = "cpu", .threads = 1};
+  {
+    RunningServer s({}, true, {}, {.device = "cpu", .gpus = {0, 1}, .threads = 1});
+    const testutil::HttpTestClient c = s.client();
+    const auto health = c.request(http::verb::get, "/health");
+    EXPECT_EQ(health.status, 200);
+    const json h = json::parse(health.body);
+    EXPECT_EQ(h["status"], "ok");
+    ASSERT_EQ(h["devices"].size(), 2u);
+    EXPECT_EQ(h["devices"][1]["device"], "cpu:1");
+    EXPECT_EQ(h["devices"][1]["status"], "ok");
+    const std::string metrics = c.request(http::verb::get, "/metrics").body;
+    EXPECT_NE(metrics.find("voxrt_device_up{device=\"cpu:0\"} 1"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("voxrt_device_up{device=\"cpu:1\"} 1"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("voxrt_device_sessions_active{device=\"cpu:1\"} 0"), std::string::npos) << metrics;
+  }
+  {
+    RunningServer s({}, false);
+    std::vector<std::unique_ptr<Engine>> devices;
+    devices.push_back(Engine::load(tiny(), o));
+    devices.push_back(std::make_unique<FailedDevice>(Engine::load(tiny(), o)));
+    s.service().set_engine(std::make_unique<MultiDeviceEngine>(std::move(devices)));
+    const testutil::HttpTestClient c = s.client();
+    const auto health = c.request(http::verb::get, "/health");
+    EXPECT_EQ(health.status, 200);  // the other device serves
+    const json h = json::parse(health.body);
+    EXPECT_EQ(h["status"], "degraded");
+    EXPECT_EQ(h["devices"][1]["status"], "failed");
+    EXPECT_NE(h["devices"][1]["error"].get<std::string>().find("illegal memory access"), std::string::npos);
+    const std::string metrics = c.request(http::verb::get, "/metrics").body;
+    EXPECT_NE(metrics.find("voxrt_device_up{device=\"cpu:0\"} 1"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("voxrt_device_up{device=\"cpu:0\"} 0"), std::string::npos) << metrics;
+  }
+  {
+    RunningServer s({}, false);
+    std::vector<std::unique_ptr<Engine>> devices;
+    devices.push_back(std::make_unique<FailedDevice>(Engine::load(tiny(), o)));
+    s.service().set_engine(std::make_unique<MultiDeviceEngine>(std::move(devices)));
+    const auto health = s.client().request(http::verb::get, "/health");
+    EXPECT_EQ(health.status, 503);
+    EXPECT_EQ(json::parse(health.body)["status"], "failed");
+  }
+}
+
+TEST(MultiDevice, TranscribeSpreadsFilesOverGpusAndNamesABadValue) {
+  const std::string files = audio("speech_short") + " " + audio("odd_length");
+  const RunResult one = run_voxrt("transcribe -q -f json --device cpu --model " + model_dir() + " " + files);
+  const RunResult two = run_voxrt("transcribe -q -f json --device cpu --gpus 2 --model " + model_dir() + " " + files);
+  ASSERT_EQ(one.status, 0) << one.err;
+  ASSERT_EQ(two.status, 0) << two.err;
+  EXPECT_EQ(two.out, one.out);
+  for (const char* bad : {"0", "x", "1,1", "0,,1", "99999"}) {
+    const RunResult r = run_voxrt(std::string("transcribe -q --device cpu --gpus ") + bad + " --model " + model_dir() + " " +
+                                  audio("speech_short"));
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("--gpus"), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace voxrt::test
