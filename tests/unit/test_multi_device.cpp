@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <cstdio>
 #include <sstream>
+#include <thread>
 
 #include "../test_paths.h"
 #include "audio/audio_file.h"
@@ -211,6 +213,46 @@ TEST(MultiDevice, HealthAndMetricsReportEachDevice) {
     EXPECT_EQ(health.status, 503);
     EXPECT_EQ(json::parse(health.body)["status"], "failed");
   }
+}
+
+// On the GPU machine: the same placement over CUDA engines, each session's ids those it gets
+// alone. Two engines on one GPU stand for two GPUs where the machine has one; with two GPUs or
+// more, EngineOptions::gpus spreads them for real (one checkpoint read, parallel uploads).
+void expect_sessions_spread_and_alone(Engine& engine, Engine& alone) {
+  const std::vector<float> audio = load_audio_mono(test_data() / "audio" / "speech_short.wav");
+  const Transcript expected = live(alone, audio);
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int i = 0; i < 4; ++i) sessions.push_back(engine.open_session({}));
+  std::vector<std::thread> feeders;
+  for (auto& s : sessions)
+    feeders.emplace_back([&s, &audio] {
+      s->feed(audio);
+      s->flush();
+    });
+  for (auto& t : feeders) t.join();
+  for (auto& s : sessions) EXPECT_EQ(s->transcript().tokens, expected.tokens);
+  const EngineStats st = engine.stats();
+  ASSERT_EQ(st.devices.size(), 2u);
+  EXPECT_EQ(st.devices[0].sessions_open, 2);
+  EXPECT_EQ(st.devices[1].sessions_open, 2);
+}
+
+TEST(CudaMultiDevice, SessionsPlacedOverCudaEnginesGetTheirAloneIds) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine (or a build without CUDA): GPU test skipped";
+  const EngineOptions o{.device = "cuda", .max_sessions = 2};
+  auto alone = Engine::load(tiny(), o);
+  std::vector<std::unique_ptr<Engine>> devices;
+  devices.push_back(Engine::load(tiny(), o));
+  devices.push_back(Engine::load(tiny(), o));
+  MultiDeviceEngine one_gpu(std::move(devices));
+  expect_sessions_spread_and_alone(one_gpu, *alone);
+  if (cuda_device_count() < 2) {
+    std::printf("one CUDA device: EngineOptions::gpus over two GPUs not run\n");
+    return;
+  }
+  auto two_gpus = Engine::load(tiny(), {.device = "cuda", .gpus = {0, 1}, .max_sessions = 2});
+  expect_sessions_spread_and_alone(*two_gpus, *alone);
+  EXPECT_EQ(two_gpus->stats().devices[1].device, "cuda:1");
 }
 
 TEST(MultiDevice, TranscribeSpreadsFilesOverGpusAndNamesABadValue) {
