@@ -189,8 +189,9 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
     if (!info.device_note.empty()) std::cerr << "voxrt: " << info.device_note << "\n";
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.2f", info.load_seconds);
-    std::cerr << "voxrt: loaded " << dir.string() << " (" << info.layout << " layout, " << info.backend << ") in "
-              << seconds << " s\n";
+    const std::string devices = a.gpus.size() > 1 ? " on " + std::to_string(a.gpus.size()) + " devices" : "";
+    std::cerr << "voxrt: loaded " << dir.string() << " (" << info.layout << " layout, " << info.backend << devices
+              << ") in " << seconds << " s\n";
   }
   return engine;
 }
