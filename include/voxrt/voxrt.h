@@ -33,10 +33,11 @@ struct EngineOptions {
   int gpu = 0;                  // CUDA device index
   // Several devices in one engine (data parallel): the checkpoint is read once and its weights
   // uploaded to each, each runs a scheduler of its own, and every new session or file goes to the
-  // device with the most free cache memory (then the fewest sessions). A device whose model work
+  // device with the fewest sessions (then the most free cache memory). A device whose model work
   // fails takes no new sessions (EngineStats::devices says why) while the others go on. CUDA device
   // indices, each at most once; empty: `gpu` alone. On the CPU, N entries load N copies (each with
-  // `threads`), as placement tests do. max_memory and max_sessions apply to each device.
+  // `threads`), as placement tests do (they share the host: its memory figures count once a copy).
+  // max_memory and max_sessions apply to each device.
   std::vector<int> gpus;
   int threads = 0;             // 0: all cores
   std::string layout = "auto"; // "auto", "mistral" or "hf": which checkpoint files to read

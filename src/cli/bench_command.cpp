@@ -63,6 +63,8 @@ std::string utc_stamp() {
 }
 
 void check_args(const BenchArgs& a) {
+  if (a.engine.gpus.size() > 1 && a.streams == 0)
+    throw UsageError("--gpus: bench spreads --streams over several devices; its other figures time one device");
   if (a.steps < 1 || a.steps > kMaxSteps)
     throw UsageError("--steps " + std::to_string(a.steps) + ": expected 1 to " + std::to_string(kMaxSteps));
   for (double s : a.offline_seconds)
@@ -214,6 +216,7 @@ void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure load, per-step and offline speed against the hardware floor");
   add_engine_options(cmd, args->engine);
+  add_gpus_option(cmd, args->engine);
   add_delay_option(cmd, args->delay_ms);
   cmd->add_option("--audio", args->audio,
                   "Speech to tile into the offline inputs (default: jfk.wav next to the program, else generated)");

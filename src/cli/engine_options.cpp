@@ -119,7 +119,7 @@ void add_gpus_option(CLI::App* cmd, EngineArgs& a) {
       "--gpus", [&a](const std::string& v) { a.gpus = parse_gpus(v, cuda_device_count()); },
       "Spread the work over several devices: all, a count N (devices 0..N-1; on the CPU, N copies of the model), or "
       "indices such as 0,2,3. The checkpoint is read once; each device holds a copy of the weights and its own "
-      "--max-memory / --max-sessions, and each new session or file goes to the one with the most free cache");
+      "--max-memory / --max-sessions, and each new session or file goes to the one with the fewest sessions, then the most free cache");
 }
 
 void add_capacity_options(CLI::App* cmd, EngineArgs& a, const std::string& sessions_help) {

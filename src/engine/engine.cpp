@@ -228,11 +228,8 @@ class EngineImpl final : public Engine {
     return r;
   }
 
-  nlohmann::json benchmark_streams(std::span<const float> audio, const StreamsBenchOptions& o) {
-    return described(o.find_capacity ? find_streams_capacity(*this, *scheduler_, *model_, audio, o)
-                                     : run_streams_benchmark(*this, *scheduler_, *model_, audio, o),
-                     o.delay_ms);
-  }
+  // This engine as a device of `bench --streams` (its own, or one of a multi-device engine's).
+  BenchDevice bench_device() { return {device_, scheduler_.get(), model_.get()}; }
   nlohmann::json benchmark_offline_batch(std::span<const float> audio, const OfflineBatchOptions& o) {
     return described(run_offline_batch_benchmark(*this, *scheduler_, *model_, audio, o), o.delay_ms);
   }
@@ -355,19 +352,30 @@ class EngineImpl final : public Engine {
 nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k, int delay_ms,
                                 const BenchOptions& options) {
   auto* impl = dynamic_cast<EngineImpl*>(&engine);
-  check(impl != nullptr, "bench", "not a voxrt engine");
+  check(impl != nullptr, "bench", "one device a run for this figure (--gpus spreads only --streams)");
   return impl->benchmark(audio_16k, delay_ms, options);
 }
 
 nlohmann::json benchmark_streams(Engine& engine, std::span<const float> audio_16k, const StreamsBenchOptions& options) {
-  auto* impl = dynamic_cast<EngineImpl*>(&engine);
-  check(impl != nullptr, "bench", "not a voxrt engine");
-  return impl->benchmark_streams(audio_16k, options);
+  // The streams go through `engine` (placed on its devices); each device's scheduler is watched.
+  std::vector<EngineImpl*> impls;
+  if (auto* multi = dynamic_cast<MultiDeviceEngine*>(&engine))
+    for (size_t i = 0; i < multi->device_count(); ++i) impls.push_back(dynamic_cast<EngineImpl*>(&multi->device(i)));
+  else
+    impls.push_back(dynamic_cast<EngineImpl*>(&engine));
+  std::vector<BenchDevice> devices;
+  for (EngineImpl* impl : impls) {
+    check(impl != nullptr, "bench", "not a voxrt engine");
+    devices.push_back(impl->bench_device());
+  }
+  return impls.front()->described(options.find_capacity ? find_streams_capacity(engine, devices, audio_16k, options)
+                                                         : run_streams_benchmark(engine, devices, audio_16k, options),
+                                  options.delay_ms);
 }
 
 nlohmann::json benchmark_offline_batch(Engine& engine, std::span<const float> audio_16k, const OfflineBatchOptions& options) {
   auto* impl = dynamic_cast<EngineImpl*>(&engine);
-  check(impl != nullptr, "bench", "not a voxrt engine");
+  check(impl != nullptr, "bench", "one device a run for this figure (--gpus spreads only --streams)");
   return impl->benchmark_offline_batch(audio_16k, options);
 }
 

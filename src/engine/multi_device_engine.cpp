@@ -60,17 +60,32 @@ EngineStats combine_device_stats(const std::vector<EngineStats>& each) {
   return s;
 }
 
-MultiDeviceEngine::MultiDeviceEngine(std::vector<std::unique_ptr<Engine>> devices) : devices_(std::move(devices)) {
+MultiDeviceEngine::MultiDeviceEngine(std::vector<std::unique_ptr<Engine>> devices)
+    : devices_(std::move(devices)), placing_(devices_.size(), 0) {
   check(!devices_.empty(), "engine", "a multi-device engine needs a device");
   info_ = devices_.front()->info();
   for (const auto& d : devices_) info_.load_seconds = std::max(info_.load_seconds, d->info().load_seconds);
 }
 
+MultiDeviceEngine::Claim::Claim(MultiDeviceEngine& e, size_t device) : owner_(e), device_(device) {}
+
+void MultiDeviceEngine::Claim::done() {
+  if (!counted_) return;
+  counted_ = false;
+  std::lock_guard<std::mutex> lock(owner_.mu_);
+  --owner_.placing_[device_];
+}
+
 std::vector<size_t> MultiDeviceEngine::placement_order() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return placement_order_locked();
+}
+
+std::vector<size_t> MultiDeviceEngine::placement_order_locked() const {
   struct Candidate {
     size_t index;
-    size_t room;
     int sessions;
+    size_t room;
   };
   std::vector<Candidate> healthy;
   std::string failures;
@@ -82,23 +97,38 @@ std::vector<size_t> MultiDeviceEngine::placement_order() const {
       failures += (failures.empty() ? "" : "; ") + d.device + ": " + d.failure;
       continue;
     }
-    healthy.push_back({i, room_of(d), d.sessions_open});
+    healthy.push_back({i, d.sessions_open + placing_[i], room_of(d)});
   }
   if (healthy.empty()) throw Error("every device has failed (" + failures + "): restart the engine");
   std::stable_sort(healthy.begin(), healthy.end(), [](const Candidate& a, const Candidate& b) {
-    return std::tie(b.room, a.sessions) < std::tie(a.room, b.sessions);  // most room, then fewest sessions
+    return std::tie(a.sessions, b.room) < std::tie(b.sessions, a.room);  // fewest sessions, then most room
   });
   std::vector<size_t> order;
   for (const Candidate& c : healthy) order.push_back(c.index);
   return order;
 }
 
+size_t MultiDeviceEngine::claim_best() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const size_t best = placement_order_locked().front();
+  ++placing_[best];
+  return best;
+}
+
+// Runs run(engine) on the best device, counted there while it runs (a transcription holds its
+// session throughout).
+template <typename Run>
+auto MultiDeviceEngine::on_best_device(Run run) {
+  Claim claim(*this, claim_best());
+  return run(claim.engine());
+}
+
 Transcript MultiDeviceEngine::transcribe(std::span<const float> audio_16k, const TranscribeOptions& options) {
-  return best_device().transcribe(audio_16k, options);
+  return on_best_device([&](Engine& e) { return e.transcribe(audio_16k, options); });
 }
 
 Transcript MultiDeviceEngine::transcribe_file(const std::filesystem::path& audio, const TranscribeOptions& options) {
-  return best_device().transcribe_file(audio, options);
+  return on_best_device([&](Engine& e) { return e.transcribe_file(audio, options); });
 }
 
 void MultiDeviceEngine::transcribe_each(std::span<const std::filesystem::path> files, const TranscribeOptions& o,
@@ -110,23 +140,33 @@ void MultiDeviceEngine::transcribe_each(std::span<const std::filesystem::path> f
   TranscribeOptions each = o;
   each.progress = nullptr;
   transcribe_files_in_order(
-      files, workers, [&](const std::filesystem::path& file) { return best_device().transcribe_file(file, each); },
-      on_result);
+      files, workers, [&](const std::filesystem::path& file) { return transcribe_file(file, each); }, on_result);
 }
 
 std::unique_ptr<Session> MultiDeviceEngine::open_session(const SessionOptions& options) {
-  const std::vector<size_t> order = placement_order();
+  // Each device in placement order, without waiting; the first refusal is the answer when all refuse.
+  std::vector<size_t> order;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    order = placement_order_locked();
+    ++placing_[order.front()];
+  }
   SessionOptions now = options;
   now.wait_for_room = false;
   std::string first_refusal;
-  for (size_t i : order) {
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (k > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++placing_[order[k]];
+    }
+    const Claim claim(*this, order[k]);  // until the session is open (then its device counts it) or refused
     try {
-      return devices_[i]->open_session(now);
+      return devices_[order[k]]->open_session(now);
     } catch (const Error& e) {
       if (first_refusal.empty()) first_refusal = e.what();
     }
   }
-  if (options.wait_for_room) return devices_[order.front()]->open_session(options);
+  if (options.wait_for_room) return on_best_device([&](Engine& e) { return e.open_session(options); });
   throw Error(first_refusal);
 }
 

@@ -1,11 +1,13 @@
 // Several devices behind one Engine (EngineOptions::gpus): each device a whole engine of its own
 // (a copy of the weights, its caches and its scheduler), each new session or file placed on the
-// healthy device with the most free cache memory, then the fewest open sessions. A device whose
-// model work failed (EngineStats::devices[i].failed) gets nothing new; the others go on.
+// healthy device with the fewest sessions (open, or placed and still opening), then the most free
+// cache memory. A device whose model work failed (EngineStats::devices[i].failed) gets nothing new;
+// the others go on.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "voxrt/voxrt.h"
@@ -22,7 +24,7 @@ class MultiDeviceEngine final : public Engine {
   void transcribe_each(std::span<const std::filesystem::path> files, const TranscribeOptions& options,
                        const std::function<void(BatchItem&)>& on_result, int files_in_flight) override;
   // Tries the devices in placement order, each without waiting; when every one refuses, waits on
-  // the first if options.wait_for_room asks, else throws the first one's refusal.
+  // the best one if options.wait_for_room asks, else throws the first one's refusal.
   std::unique_ptr<Session> open_session(const SessionOptions& options) override;
   const ModelInfo& info() const override { return info_; }
   EngineStats stats() const override;
@@ -30,12 +32,36 @@ class MultiDeviceEngine final : public Engine {
   // The healthy devices, best first (indices into the constructor's list). Throws when none is.
   std::vector<size_t> placement_order() const;
   size_t device_count() const { return devices_.size(); }
+  Engine& device(size_t i) { return *devices_.at(i); }
 
  private:
-  Engine& best_device() const { return *devices_[placement_order().front()]; }
+  // A placement in flight: counted on its device from the choice until `done` (its session open,
+  // or its transcription over), so that sessions placed at the same moment spread instead of all
+  // seeing the same device as the emptiest.
+  class Claim {
+   public:
+    Claim(MultiDeviceEngine& e, size_t device);  // `device` already counted in placing_
+    ~Claim() { done(); }
+    Claim(const Claim&) = delete;
+    Claim& operator=(const Claim&) = delete;
+    void done();
+    Engine& engine() const { return *owner_.devices_[device_]; }
+
+   private:
+    MultiDeviceEngine& owner_;
+    size_t device_;
+    bool counted_ = true;
+  };
+  std::vector<size_t> placement_order_locked() const;  // with mu_ held
+  // The best device, counted as placing (a Claim on it ends that).
+  size_t claim_best();
+  template <typename Run>
+  auto on_best_device(Run run);
 
   std::vector<std::unique_ptr<Engine>> devices_;
   ModelInfo info_;
+  mutable std::mutex mu_;    // guards placing_
+  std::vector<int> placing_;  // placements in flight per device
 };
 
 // The sum of several devices' stats (histograms added bucket by bucket, the overload percentile

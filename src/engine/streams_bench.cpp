@@ -22,12 +22,23 @@ using bench_support::Clock;
 using bench_support::looped;
 using bench_support::spread;
 
-nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, VoxtralModel& model,
-                                     std::span<const float> audio, const StreamsBenchOptions& o) {
+nlohmann::json run_streams_benchmark(Engine& engine, std::span<const BenchDevice> devices, std::span<const float> audio,
+                                     const StreamsBenchOptions& o) {
   check(o.streams >= 1 && !audio.empty(), "bench --streams", "at least one stream and some audio expected");
+  check(!devices.empty(), "bench --streams", "a device expected");
+  VoxtralModel& model = *devices.front().model;
+  const Scheduler& scheduler = *devices.front().scheduler;  // the caches' shape: every device's is the same
+  auto each_backend = [&](auto f) {
+    for (const BenchDevice& d : devices) f(d.model->backend());
+  };
+  auto memory_in_use = [&] {
+    size_t bytes = 0;
+    each_backend([&](Backend& b) { bytes += b.memory_in_use(); });
+    return bytes;
+  };
   check(o.measure_seconds > 0 && o.stream_seconds >= o.measure_seconds, "bench --streams",
         "--stream-seconds must be at least --measure-seconds");
-  Backend& be = model.backend();
+  Backend& be = model.backend();  // its ceilings stand for every device's (the same GPUs)
   const ModelConfig& c = model.config();
   const int rate = c.audio.sampling_rate;
   const size_t step = static_cast<size_t>(c.samples_per_step());
@@ -37,7 +48,7 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
   const size_t fill_chunk = 5 * static_cast<size_t>(rate);
 
   const Ceilings ceil = be.measure_ceilings();
-  const size_t memory_before = be.memory_in_use();
+  const size_t memory_before = memory_in_use();
   std::vector<std::vector<double>> lags(o.streams);  // ms, per stream
   std::vector<std::string> errors(o.streams);
   Barrier filled(o.streams + 1);
@@ -84,23 +95,32 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
   }
   const Clock::time_point t0 = filled.arrive_and_wait();
   const double fill_s = std::chrono::duration<double>(t0 - fill_start).count();
-  const size_t memory_filled = be.memory_in_use();
-  const Scheduler::CacheUse cache = scheduler.cache_use();
-  scheduler.take_rounds();  // the fill's rounds are not measured
-  be.profile_window(true);
-  std::vector<Scheduler::Round> rounds;
+  const size_t memory_filled = memory_in_use();
+  Scheduler::CacheUse cache;
+  std::vector<int> device_streams;
+  for (const BenchDevice& d : devices) {
+    const Scheduler::CacheUse u = d.scheduler->cache_use();
+    cache.mapped_bytes += u.mapped_bytes;
+    cache.total_bytes += u.total_bytes;
+    device_streams.push_back(d.scheduler->open_streams());
+    d.scheduler->take_rounds();  // the fill's rounds are not measured
+  }
+  each_backend([](Backend& b) { b.profile_window(true); });
+  std::vector<std::vector<Scheduler::Round>> device_rounds;
   {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return finished == o.streams; });
-    rounds = scheduler.take_rounds();
+    for (const BenchDevice& d : devices) device_rounds.push_back(d.scheduler->take_rounds());
     measured = true;
   }
-  be.profile_window(false);
+  each_backend([](Backend& b) { b.profile_window(false); });
   cv.notify_all();
   for (std::thread& t : threads) t.join();
   for (int i = 0; i < o.streams; ++i)
     if (!errors[i].empty()) throw Error("bench --streams: stream " + std::to_string(i) + ": " + errors[i]);
 
+  std::vector<Scheduler::Round> rounds;  // every device's
+  for (const auto& d : device_rounds) rounds.insert(rounds.end(), d.begin(), d.end());
   std::vector<double> all_lags, round_ms, round_rows, round_streams, encoder_ms, decoder_ms, other_ms;
   int late_streams = 0;
   double worst = 0;
@@ -136,13 +156,16 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
   // The rounds' time for each step of audio says how busy the GPU is: with arrivals spread over the
   // step it nears the whole step as soon as rounds run back to back, whatever their cost, so it
   // shows saturation, not distance from the floor (the lags show whether the streams keep up).
-  double busy_ms = 0;
+  // With several devices, each runs its rounds side by side: the busiest one's.
   std::vector<double> round_floor_ms;
-  for (const Scheduler::Round& r : rounds) {
-    busy_ms += r.seconds * 1e3;
-    round_floor_ms.push_back(floor_ms_of(r.streams));
-  }
-  const double busy_ms_per_step = paced_steps ? busy_ms / paced_steps : 0.0;
+  for (const Scheduler::Round& r : rounds) round_floor_ms.push_back(floor_ms_of(r.streams));
+  auto busy_of = [&](const std::vector<Scheduler::Round>& rs) {
+    double ms = 0;
+    for (const Scheduler::Round& r : rs) ms += r.seconds * 1e3;
+    return paced_steps ? ms / paced_steps : 0.0;
+  };
+  double busy_ms_per_step = 0;
+  for (const auto& d : device_rounds) busy_ms_per_step = std::max(busy_ms_per_step, busy_of(d));
 
   nlohmann::json r;
   r["backend"] = be.name();
@@ -171,17 +194,27 @@ nlohmann::json run_streams_benchmark(Engine& engine, Scheduler& scheduler, Voxtr
                  {"cache_mapped_bytes_per_stream", static_cast<double>(cache.mapped_bytes) / o.streams},
                  {"cache_total_bytes", static_cast<double>(cache.total_bytes)},
                  {"growth_per_stream_bytes", (static_cast<double>(memory_filled) - memory_before) / o.streams}};
+  if (devices.size() > 1) {
+    r["devices"] = nlohmann::json::array();
+    for (size_t i = 0; i < devices.size(); ++i) {
+      std::vector<double> ms, streams;
+      for (const Scheduler::Round& x : device_rounds[i]) ms.push_back(x.seconds * 1e3), streams.push_back(x.streams);
+      r["devices"].push_back({{"device", devices[i].name}, {"streams", device_streams[i]},
+                              {"rounds", {{"count", device_rounds[i].size()}, {"ms", spread(ms)}, {"streams", spread(streams)}}},
+                              {"busy_ms_per_step", busy_of(device_rounds[i])}});
+    }
+  }
   return r;
 }
 
-nlohmann::json find_streams_capacity(Engine& engine, Scheduler& scheduler, VoxtralModel& model,
-                                     std::span<const float> audio, const StreamsBenchOptions& options) {
+nlohmann::json find_streams_capacity(Engine& engine, std::span<const BenchDevice> devices, std::span<const float> audio,
+                                     const StreamsBenchOptions& options) {
   nlohmann::json trials = nlohmann::json::array();
   auto keeps_up = [&](int n) {
     StreamsBenchOptions o = options;
     o.streams = n;
     try {
-      nlohmann::json r = run_streams_benchmark(engine, scheduler, model, audio, o);
+      nlohmann::json r = run_streams_benchmark(engine, devices, audio, o);
       const bool ok = r["within_real_time"].get<bool>();
       trials.push_back(std::move(r));
       return ok;
@@ -206,7 +239,7 @@ nlohmann::json find_streams_capacity(Engine& engine, Scheduler& scheduler, Voxtr
     else
       bad = mid;
   }
-  return {{"backend", model.backend().name()}, {"capacity", good}, {"first_failing", bad}, {"trials", trials}};
+  return {{"backend", devices.front().model->backend().name()}, {"capacity", good}, {"first_failing", bad}, {"trials", trials}};
 }
 
 std::string format_streams_benchmark(const nlohmann::json& r) {
@@ -262,6 +295,13 @@ std::string format_streams_benchmark(const nlohmann::json& r) {
                 mem["cache_bytes_per_stream"].get<double>() / 1e9, mem.value("cache_mapped_bytes_per_stream", 0.0) / 1e9,
                 mem.value("cache_total_bytes", 0.0) / 1e9, mem["filled_bytes"].get<double>() / 1e9);
   out += buf;
+  for (const auto& d : r.value("devices", nlohmann::json::array())) {
+    std::snprintf(buf, sizeof buf, "  %s: %d streams; %d rounds, p50 %.2f ms, p99 %.2f ms, streams a round p50 %.0f; busy %.1f ms of each %.0f ms\n",
+                  d["device"].get<std::string>().c_str(), d["streams"].get<int>(), d["rounds"]["count"].get<int>(),
+                  d["rounds"]["ms"]["p50"].get<double>(), d["rounds"]["ms"]["p99"].get<double>(),
+                  d["rounds"]["streams"]["p50"].get<double>(), d["busy_ms_per_step"].get<double>(), step_ms);
+    out += buf;
+  }
   return out;
 }
 

@@ -1,5 +1,5 @@
 // Several devices in one engine (EngineOptions::gpus; issue 15), with CPU copies of the tiny model as
-// the devices: sessions and files are placed on the device with the most free cache, each result is
+// the devices: sessions and files are placed on the device with the fewest sessions (then the most free cache), each result is
 // the one a single device gives, the counters add up with each device's share, and a device whose
 // model work failed gets nothing new while the others serve. `voxrt transcribe --gpus` spreads
 // files the same way and names a bad --gpus value.
@@ -43,7 +43,7 @@ TEST(MultiDevice, SessionsAndFilesAreSpreadAndEachResultIsOneDevicesResult) {
   EXPECT_GT(s.devices[0].cache_bytes_total, 0u);
   EXPECT_EQ(s.cache_bytes_total, s.devices[0].cache_bytes_total + s.devices[1].cache_bytes_total);
 
-  // Two sessions: the second goes where the first left more room, the other device.
+  // Two sessions: the second goes to the device without one.
   auto a = two->open_session({});
   auto b = two->open_session({});
   s = two->stats();
@@ -253,6 +253,30 @@ TEST(CudaMultiDevice, SessionsPlacedOverCudaEnginesGetTheirAloneIds) {
   auto two_gpus = Engine::load(tiny(), {.device = "cuda", .gpus = {0, 1}, .max_sessions = 2});
   expect_sessions_spread_and_alone(*two_gpus, *alone);
   EXPECT_EQ(two_gpus->stats().devices[1].device, "cuda:1");
+}
+
+// bench --streams over two devices: the streams are placed on both, and each device's share and
+// rounds are reported beside the totals.
+TEST(MultiDevice, BenchStreamsReportsEachDevicesShare) {
+  testutil::TempDir out;
+  const RunResult r = run_voxrt("bench -q --device cpu --gpus 2 --model " + model_dir() +
+                                " --streams 4 --stream-seconds 2 --measure-seconds 1 --out " + out.path().string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("  cpu:1: 2 streams;"), std::string::npos) << r.out;
+  nlohmann::json j;
+  for (const auto& f : std::filesystem::directory_iterator(out.path())) j = nlohmann::json::parse(slurp(f.path()));
+  ASSERT_EQ(j["devices"].size(), 2u) << j.dump();
+  int streams = 0, rounds = 0;
+  for (const auto& d : j["devices"]) {
+    EXPECT_EQ(d["streams"], 2);
+    EXPECT_GT(d["rounds"]["count"].get<int>(), 0);
+    streams += d["streams"].get<int>(), rounds += d["rounds"]["count"].get<int>();
+  }
+  EXPECT_EQ(streams, 4);
+  EXPECT_EQ(rounds, j["rounds"]["count"].get<int>());
+  const RunResult other = run_voxrt("bench -q --device cpu --gpus 2 --model " + model_dir() + " --offline-batch 2");
+  EXPECT_EQ(other.status, 2) << other.err;
+  EXPECT_NE(other.err.find("--gpus"), std::string::npos) << other.err;
 }
 
 TEST(MultiDevice, TranscribeSpreadsFilesOverGpusAndNamesABadValue) {
