@@ -165,7 +165,7 @@ class EngineImpl final : public Engine {
   void transcribe_each(std::span<const std::filesystem::path> files, const TranscribeOptions& o,
                        const std::function<void(BatchItem&)>& on_result, int files_in_flight) override {
     if (files_in_flight < 0) throw Error("files_in_flight " + std::to_string(files_in_flight) + ": expected 0 (automatic) or more");
-    const int workers = files_in_flight > 0 ? files_in_flight : backend_->batch_invariant() ? kDefaultFilesInFlight : 1;
+    const int workers = files_in_flight > 0 ? files_in_flight : default_files_in_flight();
     TranscribeOptions each = o;
     each.progress = nullptr;
     transcribe_files_in_order(
@@ -227,6 +227,10 @@ class EngineImpl final : public Engine {
     r["layout"] = info_.layout;
     return r;
   }
+
+  // transcribe_each's files at once when its caller does not say: as many as the backend steps
+  // together with profit.
+  int default_files_in_flight() const { return backend_->batch_invariant() ? kDefaultFilesInFlight : 1; }
 
   // This engine as a device of `bench --streams` (its own, or one of a multi-device engine's).
   BenchDevice bench_device() { return {device_, scheduler_.get(), model_.get()}; }
@@ -423,9 +427,12 @@ std::unique_ptr<Engine> load_devices(const std::filesystem::path& dir, const Eng
       }
     });
   for (std::thread& t : loaders) t.join();
-  for (size_t i = 0; i < errors.size(); ++i)
+  int files_in_flight = 0;
+  for (size_t i = 0; i < errors.size(); ++i) {
     if (!errors[i].empty()) throw Error("device " + std::to_string(options.gpus[i]) + ": " + errors[i]);
-  return std::make_unique<MultiDeviceEngine>(std::move(engines));
+    files_in_flight += static_cast<EngineImpl&>(*engines[i]).default_files_in_flight();
+  }
+  return std::make_unique<MultiDeviceEngine>(std::move(engines), files_in_flight);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "engine/multi_device_engine.h"
 
 #include <algorithm>
-#include <numeric>
 #include <string>
 #include <tuple>
 
@@ -11,9 +10,6 @@
 
 namespace voxrt {
 namespace {
-
-// Files in flight a device takes by default (Engine::transcribe_each): as the engine of one.
-constexpr int kFilesInFlightPerGpu = 16;
 
 void add_histogram(Histogram& into, const Histogram& h) {
   if (into.counts.empty()) {
@@ -60,18 +56,16 @@ EngineStats combine_device_stats(const std::vector<EngineStats>& each) {
   return s;
 }
 
-MultiDeviceEngine::MultiDeviceEngine(std::vector<std::unique_ptr<Engine>> devices)
-    : devices_(std::move(devices)), placing_(devices_.size(), 0) {
+MultiDeviceEngine::MultiDeviceEngine(std::vector<std::unique_ptr<Engine>> devices, int files_in_flight)
+    : devices_(std::move(devices)),
+      files_in_flight_(files_in_flight > 0 ? files_in_flight : static_cast<int>(devices_.size())),
+      placing_(devices_.size(), 0) {
   check(!devices_.empty(), "engine", "a multi-device engine needs a device");
   info_ = devices_.front()->info();
   for (const auto& d : devices_) info_.load_seconds = std::max(info_.load_seconds, d->info().load_seconds);
 }
 
-MultiDeviceEngine::Claim::Claim(MultiDeviceEngine& e, size_t device) : owner_(e), device_(device) {}
-
-void MultiDeviceEngine::Claim::done() {
-  if (!counted_) return;
-  counted_ = false;
+MultiDeviceEngine::Claim::~Claim() {
   std::lock_guard<std::mutex> lock(owner_.mu_);
   --owner_.placing_[device_];
 }
@@ -135,8 +129,7 @@ void MultiDeviceEngine::transcribe_each(std::span<const std::filesystem::path> f
                                         const std::function<void(BatchItem&)>& on_result, int files_in_flight) {
   if (files_in_flight < 0) throw Error("files_in_flight " + std::to_string(files_in_flight) + ": expected 0 (automatic) or more");
   // As many files in flight as the devices take together: each file is placed as it starts.
-  const int per_device = info_.backend == "cuda" ? kFilesInFlightPerGpu : 1;
-  const int workers = files_in_flight > 0 ? files_in_flight : per_device * static_cast<int>(devices_.size());
+  const int workers = files_in_flight > 0 ? files_in_flight : files_in_flight_;
   TranscribeOptions each = o;
   each.progress = nullptr;
   transcribe_files_in_order(

@@ -17,7 +17,9 @@ namespace voxrt {
 class MultiDeviceEngine final : public Engine {
  public:
   // The devices' engines, each of one device (their stats() report one entry in `devices`).
-  explicit MultiDeviceEngine(std::vector<std::unique_ptr<Engine>> devices);
+  // files_in_flight: what transcribe_each runs at once when its caller does not say, the devices'
+  // own defaults added up (0: one a device).
+  explicit MultiDeviceEngine(std::vector<std::unique_ptr<Engine>> devices, int files_in_flight = 0);
 
   Transcript transcribe(std::span<const float> audio_16k, const TranscribeOptions& options) override;
   Transcript transcribe_file(const std::filesystem::path& audio, const TranscribeOptions& options) override;
@@ -35,22 +37,20 @@ class MultiDeviceEngine final : public Engine {
   Engine& device(size_t i) { return *devices_.at(i); }
 
  private:
-  // A placement in flight: counted on its device from the choice until `done` (its session open,
-  // or its transcription over), so that sessions placed at the same moment spread instead of all
-  // seeing the same device as the emptiest.
+  // A placement in flight: counted on its device from the choice until the Claim ends (its session
+  // open, or its transcription over), so that sessions placed at the same moment spread instead of
+  // all seeing the same device as the emptiest.
   class Claim {
    public:
-    Claim(MultiDeviceEngine& e, size_t device);  // `device` already counted in placing_
-    ~Claim() { done(); }
+    Claim(MultiDeviceEngine& e, size_t device) : owner_(e), device_(device) {}  // `device` already counted
+    ~Claim();
     Claim(const Claim&) = delete;
     Claim& operator=(const Claim&) = delete;
-    void done();
     Engine& engine() const { return *owner_.devices_[device_]; }
 
    private:
     MultiDeviceEngine& owner_;
     size_t device_;
-    bool counted_ = true;
   };
   std::vector<size_t> placement_order_locked() const;  // with mu_ held
   // The best device, counted as placing (a Claim on it ends that).
@@ -59,6 +59,7 @@ class MultiDeviceEngine final : public Engine {
   auto on_best_device(Run run);
 
   std::vector<std::unique_ptr<Engine>> devices_;
+  int files_in_flight_;
   ModelInfo info_;
   mutable std::mutex mu_;    // guards placing_
   std::vector<int> placing_;  // placements in flight per device
