@@ -4,6 +4,7 @@
 // voxrt bench --model DIR --streams N [--find-capacity] [--stream-seconds 300] [--measure-seconds 10]: N live streams
 // at once (engine/streams_bench.h) instead of the per-stream figures.
 // voxrt bench --model DIR --offline-batch B [--offline-seconds 30]: B offline transcriptions at once.
+// With --gpus, --streams and --offline-batch spread their sessions over the devices.
 // Prints each figure against its floor (from ceilings measured in the same run) and writes the
 // whole result as JSON under --out (default: the current directory), named by date and backend.
 // Works from any directory: the default audio is found next to the program (see data_files.h).
@@ -63,8 +64,8 @@ std::string utc_stamp() {
 }
 
 void check_args(const BenchArgs& a) {
-  if (a.engine.gpus.size() > 1 && a.streams == 0)
-    throw UsageError("--gpus: bench spreads --streams over several devices; its other figures time one device");
+  if (a.engine.gpus.size() > 1 && a.streams == 0 && a.offline_batch == 0)
+    throw UsageError("--gpus: bench spreads --streams or --offline-batch over several devices; its other figures time one device");
   if (a.steps < 1 || a.steps > kMaxSteps)
     throw UsageError("--steps " + std::to_string(a.steps) + ": expected 1 to " + std::to_string(kMaxSteps));
   for (double s : a.offline_seconds)
@@ -175,8 +176,12 @@ void run_bench(BenchArgs a) {
   // Many sessions at once: caches for exactly that many, allocated at load, so that memory per
   // stream is what a server loaded for them holds (not the slack of caches grown by doubling).
   // Their length is known: that is what each reserves (and what the caches are sized by).
-  if (a.engine.max_sessions == 0 && !a.find_capacity && a.engine.max_memory == 0 && a.engine.max_memory_fraction == 0)
-    a.engine.max_sessions = std::max(a.streams, a.offline_batch);
+  // Over several devices the sessions spread evenly (placement by the fewest sessions): each
+  // device's share.
+  if (a.engine.max_sessions == 0 && !a.find_capacity && a.engine.max_memory == 0 && a.engine.max_memory_fraction == 0) {
+    const int devices = std::max<int>(1, static_cast<int>(a.engine.gpus.size()));
+    a.engine.max_sessions = (std::max(a.streams, a.offline_batch) + devices - 1) / devices;
+  }
   if (a.engine.max_session_seconds == 0) {
     if (a.streams > 0) a.engine.max_session_seconds = a.stream_seconds;
     else if (a.offline_batch > 0 && !a.offline_seconds.empty()) a.engine.max_session_seconds = a.offline_seconds.front() + 1;
@@ -245,7 +250,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--measure-seconds", args->measure_seconds, "With --streams: the paced, measured part at the end")
       ->capture_default_str();
   add_capacity_options(cmd, args->engine,
-                       "Caches for this many sessions, allocated at load (default with --streams N or --offline-batch B: N or B)");
+                       "Caches for this many sessions, allocated at load, on each device (default with --streams N or "
+                       "--offline-batch B: N or B, shared evenly by the --gpus)");
   cmd->add_flag("--aligned-arrivals", args->aligned_arrivals,
                 "With --streams: every stream's 80 ms chunks arrive at the same instant (default: spread over the 80 ms)");
   cmd->add_flag("--find-capacity", args->find_capacity,

@@ -1,5 +1,5 @@
-// What the many-session benchmarks (streams_bench.h, offline_batch_bench.h) share: percentiles,
-// a start line for their threads, and audio looped to any length.
+// What the many-session benchmarks (streams_bench.h, offline_batch_bench.h) share: the devices
+// they watch, percentiles, a start line for their threads, and audio looped to any length.
 #pragma once
 
 #include <algorithm>
@@ -9,10 +9,25 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
+
+namespace voxrt {
+class Scheduler;
+class VoxtralModel;
+
+// A device of the engine under test: its scheduler and model (one, or each of EngineOptions::gpus).
+// The sessions go through the engine, which places them; the benchmark watches each device's rounds.
+struct BenchDevice {
+  std::string name;  // "cuda:0"
+  Scheduler* scheduler = nullptr;
+  VoxtralModel* model = nullptr;
+};
+
+}  // namespace voxrt
 
 namespace voxrt::bench_support {
 

@@ -232,11 +232,8 @@ class EngineImpl final : public Engine {
   // together with profit.
   int default_files_in_flight() const { return backend_->batch_invariant() ? kDefaultFilesInFlight : 1; }
 
-  // This engine as a device of `bench --streams` (its own, or one of a multi-device engine's).
+  // This engine as a device of `bench --streams` / `--offline-batch` (its own, or one of a multi-device engine's).
   BenchDevice bench_device() { return {device_, scheduler_.get(), model_.get()}; }
-  nlohmann::json benchmark_offline_batch(std::span<const float> audio, const OfflineBatchOptions& o) {
-    return described(run_offline_batch_benchmark(*this, *scheduler_, *model_, audio, o), o.delay_ms);
-  }
   // A benchmark result with the engine's description.
   nlohmann::json described(nlohmann::json r, int delay_ms) const {
     r["delay_ms"] = delay_ms > 0 ? delay_ms : info_.default_delay_ms;
@@ -356,31 +353,44 @@ class EngineImpl final : public Engine {
 nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k, int delay_ms,
                                 const BenchOptions& options) {
   auto* impl = dynamic_cast<EngineImpl*>(&engine);
-  check(impl != nullptr, "bench", "one device a run for this figure (--gpus spreads only --streams)");
+  check(impl != nullptr, "bench", "one device a run for this figure (--gpus spreads only --streams and --offline-batch)");
   return impl->benchmark(audio_16k, delay_ms, options);
 }
 
-nlohmann::json benchmark_streams(Engine& engine, std::span<const float> audio_16k, const StreamsBenchOptions& options) {
-  // The streams go through `engine` (placed on its devices); each device's scheduler is watched.
+namespace {
+
+// The engine's devices as the many-session benchmarks watch them: its own, or each of a
+// multi-device engine's (the sessions still go through `engine`, which places them).
+std::vector<EngineImpl*> device_engines(Engine& engine) {
   std::vector<EngineImpl*> impls;
   if (auto* multi = dynamic_cast<MultiDeviceEngine*>(&engine))
     for (size_t i = 0; i < multi->device_count(); ++i) impls.push_back(dynamic_cast<EngineImpl*>(&multi->device(i)));
   else
     impls.push_back(dynamic_cast<EngineImpl*>(&engine));
+  for (EngineImpl* impl : impls) check(impl != nullptr, "bench", "not a voxrt engine");
+  return impls;
+}
+
+std::vector<BenchDevice> bench_devices(const std::vector<EngineImpl*>& impls) {
   std::vector<BenchDevice> devices;
-  for (EngineImpl* impl : impls) {
-    check(impl != nullptr, "bench", "not a voxrt engine");
-    devices.push_back(impl->bench_device());
-  }
+  for (EngineImpl* impl : impls) devices.push_back(impl->bench_device());
+  return devices;
+}
+
+}  // namespace
+
+nlohmann::json benchmark_streams(Engine& engine, std::span<const float> audio_16k, const StreamsBenchOptions& options) {
+  const std::vector<EngineImpl*> impls = device_engines(engine);
+  const std::vector<BenchDevice> devices = bench_devices(impls);
   return impls.front()->described(options.find_capacity ? find_streams_capacity(engine, devices, audio_16k, options)
                                                          : run_streams_benchmark(engine, devices, audio_16k, options),
                                   options.delay_ms);
 }
 
 nlohmann::json benchmark_offline_batch(Engine& engine, std::span<const float> audio_16k, const OfflineBatchOptions& options) {
-  auto* impl = dynamic_cast<EngineImpl*>(&engine);
-  check(impl != nullptr, "bench", "one device a run for this figure (--gpus spreads only --streams)");
-  return impl->benchmark_offline_batch(audio_16k, options);
+  const std::vector<EngineImpl*> impls = device_engines(engine);
+  return impls.front()->described(run_offline_batch_benchmark(engine, bench_devices(impls), audio_16k, options),
+                                  options.delay_ms);
 }
 
 std::vector<BatchItem> Engine::transcribe_batch(std::span<const std::filesystem::path> files,

@@ -18,9 +18,10 @@ namespace voxrt {
 nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k, int delay_ms,
                                 const BenchOptions& options);
 
-// N live streams at once through the engine's scheduler (engine/streams_bench.h).
+// N live streams at once through the engine's scheduler, or its devices' (engine/streams_bench.h).
 nlohmann::json benchmark_streams(Engine& engine, std::span<const float> audio_16k, const StreamsBenchOptions& options);
-// B offline transcriptions at once through the engine's scheduler (engine/streams_bench.h).
+// B offline transcriptions at once through the engine's scheduler, or its devices'
+// (engine/offline_batch_bench.h).
 nlohmann::json benchmark_offline_batch(Engine& engine, std::span<const float> audio_16k, const OfflineBatchOptions& options);
 
 }  // namespace voxrt

@@ -1,11 +1,11 @@
-// `voxrt bench --offline-batch B`: many offline transcriptions through one engine's scheduler.
+// `voxrt bench --offline-batch B`: many offline transcriptions through an engine's schedulers.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 
-#include "engine/scheduler.h"
+#include "engine/bench_support.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt {
@@ -14,13 +14,16 @@ namespace voxrt {
 // each fed as fast as the engine takes it (a session fed in 5 s pieces, then flushed: the offline
 // ids, without stopping at EOS so that every run does the same work). Reported: wall time, RTFx
 // (B x S seconds of audio over the wall time), the scheduler's rounds, and the compute floor
-// (every position's FLOPs at the matrix rate).
+// (every position's FLOPs at the matrix rate of every device together).
 struct OfflineBatchOptions {
   int batch = 1;
   double seconds = 30;
   int delay_ms = 0;
 };
-nlohmann::json run_offline_batch_benchmark(Engine& engine, Scheduler& scheduler, VoxtralModel& model,
+// The transcriptions are opened through `engine`, which places them on its devices; with several
+// devices the result has each one's transcriptions, rounds and busy time in "devices", and the
+// rounds' figures (and "seconds_in") cover every device's rounds.
+nlohmann::json run_offline_batch_benchmark(Engine& engine, std::span<const BenchDevice> devices,
                                            std::span<const float> audio, const OfflineBatchOptions& options);
 std::string format_offline_batch_benchmark(const nlohmann::json& result);
 

@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 
+#include "engine/bench_support.h"
 #include "engine/scheduler.h"
 #include "voxrt/voxrt.h"
 
@@ -29,13 +30,6 @@ struct StreamsBenchOptions {
   double measure_seconds = 10;  // the paced part at the end, measured
   int delay_ms = 0;             // 0: the model's default
   bool aligned_arrivals = false;  // every stream's chunks at the same instant (else spread over a step)
-};
-
-// A device of the engine under test: its scheduler and model (one, or each of EngineOptions::gpus).
-struct BenchDevice {
-  std::string name;  // "cuda:0"
-  Scheduler* scheduler = nullptr;
-  VoxtralModel* model = nullptr;
 };
 
 // `audio` (16 kHz) is looped; stream i starts at a different place in it. The streams are opened

@@ -17,6 +17,7 @@
 #include "server_test_support.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
+#include "voxtral/protocol.h"
 
 namespace voxrt::test {
 namespace {
@@ -253,6 +254,11 @@ TEST(CudaMultiDevice, SessionsPlacedOverCudaEnginesGetTheirAloneIds) {
   auto two_gpus = Engine::load(tiny(), {.device = "cuda", .gpus = {0, 1}, .max_sessions = 2});
   expect_sessions_spread_and_alone(*two_gpus, *alone);
   EXPECT_EQ(two_gpus->stats().devices[1].device, "cuda:1");
+  // Each device's memory figures are its own (cudaMemGetInfo reads the calling thread's current
+  // device): 2 GB of caches held on GPU 0 alone show on device 0 only.
+  auto ballast = Engine::load(tiny(), {.device = "cuda", .gpu = 0, .max_memory = size_t{2} << 30});
+  const EngineStats st = two_gpus->stats();
+  EXPECT_GT(st.devices[0].memory_in_use, st.devices[1].memory_in_use + (size_t{3} << 29)) << "each device's own memory expected";
 }
 
 // bench --streams over two devices: the streams are placed on both, and each device's share and
@@ -274,9 +280,35 @@ TEST(MultiDevice, BenchStreamsReportsEachDevicesShare) {
   }
   EXPECT_EQ(streams, 4);
   EXPECT_EQ(rounds, j["rounds"]["count"].get<int>());
-  const RunResult other = run_voxrt("bench -q --device cpu --gpus 2 --model " + model_dir() + " --offline-batch 2");
+  const RunResult other = run_voxrt("bench -q --device cpu --gpus 2 --model " + model_dir() + " --figures decoder");
   EXPECT_EQ(other.status, 2) << other.err;
   EXPECT_NE(other.err.find("--gpus"), std::string::npos) << other.err;
+}
+
+// bench --offline-batch over two devices: the transcriptions are placed on both (caches for half
+// of them on each), every step of each is run, and each device's share is reported.
+TEST(MultiDevice, BenchOfflineBatchSpreadsTheTranscriptions) {
+  testutil::TempDir out;
+  const RunResult r = run_voxrt("bench -q --device cpu --gpus 2 --model " + model_dir() +
+                                " --offline-batch 4 --offline-seconds 3 --out " + out.path().string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("  cpu:1: 2 transcriptions;"), std::string::npos) << r.out;
+  nlohmann::json j;
+  for (const auto& f : std::filesystem::directory_iterator(out.path())) j = nlohmann::json::parse(slurp(f.path()));
+  Protocol p;  // the tiny model's tekken.json
+  EXPECT_EQ(j["steps"].get<int64_t>(), 4 * p.offline_steps(3 * 16000));
+  EXPECT_EQ(j["device_count"], 2);
+  ASSERT_EQ(j["devices"].size(), 2u) << j.dump();
+  int rounds = 0;
+  int64_t rows = 0;
+  for (const auto& d : j["devices"]) {
+    EXPECT_EQ(d["transcriptions"], 2);
+    EXPECT_GT(d["busy_s"].get<double>(), 0);
+    EXPECT_LE(d["busy_s"].get<double>(), j["wall_s"].get<double>() + 1e-6);
+    rounds += d["rounds"]["count"].get<int>(), rows += d["decoder_rows"].get<int64_t>();
+  }
+  EXPECT_EQ(rounds, j["rounds"]["count"].get<int>());
+  EXPECT_EQ(rows, j["decoder_rows"].get<int64_t>());
 }
 
 TEST(MultiDevice, TranscribeSpreadsFilesOverGpusAndNamesABadValue) {

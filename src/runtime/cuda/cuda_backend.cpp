@@ -199,15 +199,17 @@ class CudaBackend final : public Backend {
     return true;
   }
 
+  // cudaMemGetInfo reads the calling thread's current device: a monitoring thread (/metrics) asks
+  // every device's backend in turn, so each first makes its own device current.
   size_t memory_in_use() const override {
     size_t free = 0, total = 0;
-    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+    if (!device_memory(free, total)) return 0;
     return total - free;
   }
 
   size_t memory_available() const override {
     size_t free = 0, total = 0;
-    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0;
+    if (!device_memory(free, total)) return 0;
     return free;
   }
 
@@ -705,9 +707,19 @@ class CudaBackend final : public Backend {
     return Error(msg);
   }
 
-  void use_device() {
+  // Makes this backend's device the calling thread's current one: every call that allocates,
+  // copies, launches or asks the device goes through here first, as the threads that call a
+  // backend (the scheduler's, sessions', monitoring) may have used another device last.
+  void use_device() const {
     int current = -1;
     if (cudaGetDevice(&current) != cudaSuccess || current != device_) VOXRT_CUDA_CHECK(cudaSetDevice(device_));
+  }
+
+  // The device's free and total bytes; false (without throwing: monitoring asks) when it cannot tell.
+  bool device_memory(size_t& free, size_t& total) const {
+    int current = -1;
+    if ((cudaGetDevice(&current) != cudaSuccess || current != device_) && cudaSetDevice(device_) != cudaSuccess) return false;
+    return cudaMemGetInfo(&free, &total) == cudaSuccess;
   }
 
   void sync_stream() {
