@@ -7,10 +7,10 @@
 #       --gpus GPUS; within real time when no stream's chunk waited past 80 ms. One GPU holds 200
 #       (bf16): N GPUs should hold N x 200.
 #   scripts/gpu_scaling.sh offline GPUS FILES
-#       bench --offline-batch FILES --offline-seconds 30 over --gpus GPUS (RTFx against the compute
-#       floor of those GPUs), then `voxrt transcribe --gpus GPUS --batch 64xG` of FILES generated
-#       30 s WAV files (G GPUs, 64 files in flight on each as in the bench), timed from the
-#       command's start, load included.
+#       bench --offline-batch 64xG --offline-seconds 30 over --gpus GPUS (G GPUs: 64 transcriptions
+#       at once on each, what one H200's caches hold with room; RTFx against the compute floor of
+#       those GPUs), then `voxrt transcribe --gpus GPUS --batch 64xG` of FILES generated 30 s WAV
+#       files, timed from the command's start, with and without its load (its load message).
 #   scripts/gpu_scaling.sh compare GPUS_A GPUS_B FILES
 #       both transcribe runs of `offline` in one call, and their transcripts compared file by file
 #       (a file's transcript does not depend on the device it was placed on).
@@ -70,9 +70,11 @@ timed_transcribe() {
   t1=$(date +%s.%N)
   local n
   n=$(ls "$dir" | wc -l)
-  grep -a "loaded\|error" "$out/transcribe-$label.log" | head -5
-  python3 -c "import sys; w=float(sys.argv[2])-float(sys.argv[1]); n=int(sys.argv[3]); print(f'transcribe --gpus {sys.argv[4]}: exit {sys.argv[5]}, {n} files of 30 s in {w:.2f} s wall (load included): RTFx {n*30/w:.1f}')" \
-    "$t0" "$t1" "$n" "$gpus" "$rc" | tee -a "$out/$stamp-scaling.txt"
+  grep -a "error" "$out/transcribe-$label.log" | head -5
+  local load
+  load=$(grep -ao "loaded .* in [0-9.]* s" "$out/transcribe-$label.log" | grep -o "[0-9.]* s$" | tr -d ' s')
+  python3 -c "import sys; w=float(sys.argv[2])-float(sys.argv[1]); n=int(sys.argv[3]); l=float(sys.argv[6] or 0); print(f'transcribe --gpus {sys.argv[4]}: exit {sys.argv[5]}, {n} files of 30 s in {w:.2f} s wall: RTFx {n*30/w:.1f} load included, {n*30/(w-l):.1f} after the {l:.2f} s load')" \
+    "$t0" "$t1" "$n" "$gpus" "$rc" "$load" | tee -a "$out/$stamp-scaling.txt"
 }
 
 case "$what" in
@@ -83,7 +85,7 @@ streams)
   ;;
 offline)
   gpus=${2:?GPUS} files=${3:?FILES}
-  .carry/run voxrt bench --device cuda --model "$model" -q --gpus "$gpus" --offline-batch "$files" --offline-seconds 30 \
+  .carry/run voxrt bench --device cuda --model "$model" -q --gpus "$gpus" --offline-batch $((64 * $(gpu_count "$gpus"))) --offline-seconds 30 \
     --out "$out" | tee -a "$out/$stamp-scaling.txt"
   make_files /tmp/scaling-files "$files"
   timed_transcribe "$gpus" /tmp/scaling-files

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <thread>
@@ -51,16 +52,27 @@ Scheduler::PoolShapes Scheduler::pool_shapes(const VoxtralModel& model, const Pr
   const size_t kv_bytes = model.backend().kv_element_bytes();
   const double enc_page = static_cast<double>(KvPool::page_bytes(p.encoder, kv_bytes));
   const double dec_page = static_cast<double>(KvPool::page_bytes(p.decoder, kv_bytes));
+  const double one = enc * enc_page + dec * dec_page;  // a session's pages
+  const std::string seconds = l.stream_seconds > 0 ? std::to_string(static_cast<int>(std::ceil(l.stream_seconds))) + " s"
+                                                   : std::string("a whole window");
+  // Caches allocated at load must fit what the device has left once the weights are in (the
+  // passes' working memory comes on top): said at once, with what was asked, rather than as the
+  // allocator's failure of one piece.
+  const double free = static_cast<double>(model.backend().memory_available());
+  const std::string room = format_gb(free) + " the device has free after the weights";
   if (l.max_cache_bytes > 0) {
-    const double budget = static_cast<double>(l.max_cache_bytes), one = enc * enc_page + dec * dec_page;
+    const double budget = static_cast<double>(l.max_cache_bytes);
+    check(free <= 0 || budget <= free, "engine",
+          "a cache memory (max_memory) of " + format_gb(budget) + " is more than the " + room);
     const double sessions = budget / one;
     check(sessions >= 1, "engine",
-          "a cache memory of " + format_gb(budget) + " holds no session: one of " +
-              (l.stream_seconds > 0 ? std::to_string(l.stream_seconds) + " s" : std::string("a whole window")) +
-              " needs " + format_gb(one));
+          "a cache memory of " + format_gb(budget) + " holds no session: one of " + seconds + " needs " + format_gb(one));
     p.encoder.pages = std::max(enc, static_cast<int>(sessions * enc));
     p.decoder.pages = static_cast<int>((budget - p.encoder.pages * enc_page) / dec_page);
   } else {
+    check(l.max_streams == 0 || free <= 0 || slots * one <= free, "engine",
+          "the caches of " + std::to_string(slots) + " sessions (max_sessions) of " + seconds + " need " +
+              format_gb(slots * one) + ", more than the " + room + ": ask for fewer sessions, or set max_memory");
     p.encoder.pages = slots * enc;
     p.decoder.pages = slots * dec;
     p.grows = l.max_streams == 0;

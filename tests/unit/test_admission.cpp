@@ -191,6 +191,19 @@ TEST(Admission, NegativeMaxSessionsIsAnError) {
   EXPECT_THROW(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .max_sessions = -1}), Error);
 }
 
+// Caches that cannot fit the device are refused at load, naming what was asked and what is free,
+// before any of it is allocated (not as the allocator's failure of one piece).
+TEST(Admission, CachesLargerThanTheFreeMemoryAreRefusedAtLoad) {
+  try {
+    Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .max_memory = size_t{1} << 50});
+    FAIL() << "a petabyte of caches loaded";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("max_memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("free after the weights"), std::string::npos) << what;
+  }
+}
+
 TEST(Admission, AnOverloadWaitOfZeroIsAnError) {
   EXPECT_THROW(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .overload_wait_ms = 0}), Error);
 }
