@@ -80,11 +80,16 @@ struct DeviceWeight {
   uint32_t magic = kWeightMagic;
   void* data = nullptr;
   bool bf16 = false;
+  int device = 0;  // where data lives: freed with that device current (a weight may be dropped on any thread)
   DeviceWeight() = default;
   DeviceWeight(const DeviceWeight&) = delete;
   DeviceWeight& operator=(const DeviceWeight&) = delete;
   ~DeviceWeight() {
-    if (data) cudaFree(data);  // a destructor cannot throw; an error here would be a sticky earlier one
+    if (!data) return;
+    // A destructor cannot throw; an error here would be a sticky earlier one.
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess || current != device) cudaSetDevice(device);
+    cudaFree(data);
   }
 };
 
@@ -640,6 +645,7 @@ class CudaBackend final : public Backend {
     const size_t n = static_cast<size_t>(rows) * cols;
     auto d = std::make_shared<DeviceWeight>();
     d->bf16 = bf16;
+    d->device = device_;
     if (bf16 && !cuda::gemv_supports_k(cols)) cublas_weights_ = true;  // linear() sends it to cuBLAS
     const size_t bytes = std::max<size_t>(256, n * (bf16 ? 2 : 4));
     const cudaError_t e = cudaMalloc(&d->data, bytes);
