@@ -1,15 +1,18 @@
 // Running the voxrt command from a test: through the shell (so that a test can redirect its output
 // to /dev/full or run it from another directory), with its exit status, standard output and
-// standard error. Shared by the command-line tests.
+// standard error; and `voxrt bench` with its result parsed. Shared by the command-line tests.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "temp_dir.h"
 #include "test_paths.h"
@@ -58,5 +61,20 @@ inline RunResult run_voxrt(const std::string& args, const RunOptions& o = {}) {
 
 inline std::string model_dir() { return (test_data() / "tiny" / "mistral").string(); }
 inline std::string audio(const std::string& name) { return (test_data() / "audio" / (name + ".wav")).string(); }
+
+// Runs `voxrt bench ARGS` on the tiny model and speech_short, checks it succeeded and printed
+// `printed`, and parses the one result file it wrote into out (fatal failures otherwise: call it
+// inside ASSERT_NO_FATAL_FAILURE).
+inline void run_bench(const std::string& args, const char* printed, nlohmann::json& out) {
+  testutil::TempDir tmp;
+  const RunResult r = run_voxrt("bench -q " + args + " --model " + model_dir() + " --audio " + audio("speech_short") +
+                                " --out " + tmp.path().string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find(printed), std::string::npos) << r.out;
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(tmp.path())) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  out = nlohmann::json::parse(slurp(files[0]));
+}
 
 }  // namespace voxrt::test

@@ -174,19 +174,6 @@ TEST(Cli, PullWithoutNetworkFailsFastWithAMessage) {
 namespace voxrt::test {
 namespace {
 
-// Runs `voxrt bench ARGS` on the tiny model and speech_short, checks it succeeded and printed
-// `printed`, and parses the one result file it wrote into out (fatal failures otherwise).
-void run_bench(const std::string& args, const char* printed, nlohmann::json& out) {
-  testutil::TempDir tmp;
-  const RunResult r = run_voxrt("bench -q " + args + " --model " + model_dir() + " --audio " + audio("speech_short") +
-                                " --out " + tmp.path().string());
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find(printed), std::string::npos) << r.out;
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(tmp.path())) files.push_back(e.path());
-  ASSERT_EQ(files.size(), 1u);
-  out = nlohmann::json::parse(slurp(files[0]));
-}
 
 // voxrt bench runs and records every figure with its floor (the figures themselves are not
 // checked: timing never goes in a test).

@@ -264,13 +264,9 @@ TEST(CudaMultiDevice, SessionsPlacedOverCudaEnginesGetTheirAloneIds) {
 // bench --streams over two devices: the streams are placed on both, and each device's share and
 // rounds are reported beside the totals.
 TEST(MultiDevice, BenchStreamsReportsEachDevicesShare) {
-  testutil::TempDir out;
-  const RunResult r = run_voxrt("bench -q --device cpu --gpus 2 --model " + model_dir() +
-                                " --streams 4 --stream-seconds 2 --measure-seconds 1 --out " + out.path().string());
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("  cpu:1: 2 streams;"), std::string::npos) << r.out;
   nlohmann::json j;
-  for (const auto& f : std::filesystem::directory_iterator(out.path())) j = nlohmann::json::parse(slurp(f.path()));
+  ASSERT_NO_FATAL_FAILURE(
+      run_bench("--device cpu --gpus 2 --streams 4 --stream-seconds 2 --measure-seconds 1", "  cpu:1: 2 streams;", j));
   ASSERT_EQ(j["devices"].size(), 2u) << j.dump();
   int streams = 0, rounds = 0;
   for (const auto& d : j["devices"]) {
@@ -288,13 +284,9 @@ TEST(MultiDevice, BenchStreamsReportsEachDevicesShare) {
 // bench --offline-batch over two devices: the transcriptions are placed on both (caches for half
 // of them on each), every step of each is run, and each device's share is reported.
 TEST(MultiDevice, BenchOfflineBatchSpreadsTheTranscriptions) {
-  testutil::TempDir out;
-  const RunResult r = run_voxrt("bench -q --device cpu --gpus 2 --model " + model_dir() +
-                                " --offline-batch 4 --offline-seconds 3 --out " + out.path().string());
-  ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_NE(r.out.find("  cpu:1: 2 transcriptions;"), std::string::npos) << r.out;
   nlohmann::json j;
-  for (const auto& f : std::filesystem::directory_iterator(out.path())) j = nlohmann::json::parse(slurp(f.path()));
+  ASSERT_NO_FATAL_FAILURE(
+      run_bench("--device cpu --gpus 2 --offline-batch 4 --offline-seconds 3", "  cpu:1: 2 transcriptions;", j));
   Protocol p;  // the tiny model's tekken.json
   EXPECT_EQ(j["steps"].get<int64_t>(), 4 * p.offline_steps(3 * 16000));
   EXPECT_EQ(j["device_count"], 2);

@@ -75,6 +75,14 @@ static_assert(sizeof(RowRef) == sizeof(DevRowRef) && offsetof(RowRef, slot) == o
 
 constexpr uint32_t kWeightMagic = 0x56584355;  // "VXCU": marks storage made by this backend
 
+// Makes `device` the calling thread's current one unless it is already; false when CUDA refuses.
+// Every backend call goes through it (the threads that call a backend, the scheduler's, sessions'
+// and monitoring, may have used another device last), and so does freeing a weight.
+bool make_current(int device) {
+  int current = -1;
+  return (cudaGetDevice(&current) == cudaSuccess && current == device) || cudaSetDevice(device) == cudaSuccess;
+}
+
 // What a Weight's storage points to for this backend.
 struct DeviceWeight {
   uint32_t magic = kWeightMagic;
@@ -87,8 +95,7 @@ struct DeviceWeight {
   ~DeviceWeight() {
     if (!data) return;
     // A destructor cannot throw; an error here would be a sticky earlier one.
-    int current = -1;
-    if (cudaGetDevice(&current) != cudaSuccess || current != device) cudaSetDevice(device);
+    make_current(device);
     cudaFree(data);
   }
 };
@@ -236,7 +243,7 @@ class CudaBackend final : public Backend {
       steps_->defer_release(p);
       return;
     }
-    cudaSetDevice(device_);
+    make_current(device_);
     const cudaError_t e = cudaFreeAsync(p, stream_);
     if (e != cudaSuccess) std::fprintf(stderr, "voxrt: cuda: cudaFreeAsync failed: %s\n", cudaGetErrorString(e));
   }
@@ -687,7 +694,7 @@ class CudaBackend final : public Backend {
   // Frees everything init() made (also after a partial init); never throws.
   void destroy() noexcept {
     if (!stream_) return;  // nothing on the device was made
-    cudaSetDevice(device_);
+    make_current(device_);
     cudaStreamSynchronize(stream_);
     for (Scratch* s : {&xbf_, &args_, &attn_, &results_, &gemv_partials_, &gemv_counters_, &gemm_workspace_})
       if (s->ptr) cudaFreeAsync(s->ptr, stream_);
@@ -713,19 +720,15 @@ class CudaBackend final : public Backend {
     return Error(msg);
   }
 
-  // Makes this backend's device the calling thread's current one: every call that allocates,
-  // copies, launches or asks the device goes through here first, as the threads that call a
-  // backend (the scheduler's, sessions', monitoring) may have used another device last.
+  // This backend's device current before every call that allocates, copies, launches or asks it
+  // (make_current); throws when CUDA refuses.
   void use_device() const {
-    int current = -1;
-    if (cudaGetDevice(&current) != cudaSuccess || current != device_) VOXRT_CUDA_CHECK(cudaSetDevice(device_));
+    if (!make_current(device_)) VOXRT_CUDA_CHECK(cudaSetDevice(device_));
   }
 
   // The device's free and total bytes; false (without throwing: monitoring asks) when it cannot tell.
   bool device_memory(size_t& free, size_t& total) const {
-    int current = -1;
-    if ((cudaGetDevice(&current) != cudaSuccess || current != device_) && cudaSetDevice(device_) != cudaSuccess) return false;
-    return cudaMemGetInfo(&free, &total) == cudaSuccess;
+    return make_current(device_) && cudaMemGetInfo(&free, &total) == cudaSuccess;
   }
 
   void sync_stream() {
