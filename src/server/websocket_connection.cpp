@@ -78,6 +78,13 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
       self->queue({std::move(text), false, 0});
     });
   }
+  void post_resume() {
+    net::post(ws_.get_executor(), [self = shared_from_this()] {
+      if (!self->paused_ || self->finished_) return;
+      self->paused_ = false;
+      self->read();
+    });
+  }
   void post_close(int code, std::string reason) {
     net::post(ws_.get_executor(), [self = shared_from_this(), code, reason = std::move(reason)]() mutable {
       self->queue({std::move(reason), true, code});
@@ -105,6 +112,10 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
         // A dialect's bug must not take the I/O thread (and every other connection) down: this
         // connection ends with "internal error" instead.
         self->queue({std::string("internal error: ") + e.what(), true, 1011});
+        return;
+      }
+      if (self->handler_->pause_reading()) {
+        self->paused_ = true;  // post_resume reads on
         return;
       }
       self->read();
@@ -152,10 +163,15 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
   beast::flat_buffer in_;
   std::deque<Out> out_;
   bool writing_ = false, closing_ = false, finished_ = false;
+  bool paused_ = false;  // no read pending: the handler asked for a pause (pause_reading)
 };
 
 void WebSocketSender::send_text(std::string text) const {
   if (auto c = connection_.lock()) c->post_text(std::move(text));
+}
+
+void WebSocketSender::resume_reading() const {
+  if (auto c = connection_.lock()) c->post_resume();
 }
 
 void WebSocketSender::close(int code, std::string reason) const {

@@ -26,6 +26,9 @@ class WebSocketSender {
   void send_text(std::string text) const;
   // Sends a close frame (after what is queued) with a status code and reason.
   void close(int code, std::string reason) const;
+  // Reading resumes after the handler paused it (WebSocketHandler::pause_reading); a no-op when
+  // it is not paused.
+  void resume_reading() const;
 
  private:
   std::weak_ptr<WebSocketConnection> connection_;
@@ -37,6 +40,10 @@ class WebSocketHandler {
   virtual void on_open(const WebSocketSender& out) = 0;
   virtual void on_message(std::string message, bool binary) = 0;
   virtual void on_close() = 0;  // the connection ended (either side); called once
+  // Asked after each message: true, and the connection reads nothing more until
+  // WebSocketSender::resume_reading() (backpressure: what the client sends next waits in its own
+  // socket, not in the server's memory). On the I/O strand, like on_message.
+  virtual bool pause_reading() { return false; }
 };
 
 struct WebSocketLimits {
