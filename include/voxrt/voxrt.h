@@ -27,6 +27,7 @@ namespace voxrt {
 
 class Session;
 struct SessionOptions;
+struct StreamEvent;  // voxrt/session.h
 
 struct EngineOptions {
   std::string device = "auto";  // "auto" (a GPU if there is one, else the CPU), "cuda" or "cpu"
@@ -84,6 +85,20 @@ struct TranscribeOptions {
   // Called with (steps done, steps total) as the steps run, on the calling thread. Not called by
   // transcribe_each / transcribe_batch.
   std::function<void(int, int)> progress;
+  // The model's events as its steps run (text as the model decides it, words, segments), on the
+  // calling thread: what a caller streams before the transcript is complete. The transcript
+  // returned is the same with or without it. Not called by transcribe_each / transcribe_batch.
+  std::function<void(const StreamEvent&)> on_event;
+  // Audio longer than this (seconds) is refused with an InputError: transcribe_file checks the
+  // file's header before any model work, and stops decoding when a file holds more than its header
+  // said. 0: no limit (a server sets one: a small compressed file can hold hours of audio).
+  double max_audio_seconds = 0;
+  // How long to wait for room when the engine is full (max_sessions, max_memory): < 0 as long as it
+  // takes, 0 not at all, else at most that many seconds; then a BusyError.
+  double wait_for_room_seconds = -1;
+  // Asked between pieces of the input (every few seconds of audio): true stops the transcription
+  // with a CancelledError and frees its session (a client that went away, a server stopping).
+  std::function<bool()> cancelled;
 };
 
 // Times. Every time is in seconds from the start of the input, a whole number of milliseconds, and
@@ -182,6 +197,12 @@ struct EngineStats {
   // memory and the host's available memory).
   size_t memory_in_use = 0;
   size_t memory_available = 0;
+  // Whether a session of the default length (max_session_seconds) would be admitted now: false
+  // while the engine is full (max_sessions, the caches) or overloaded (refuse_when_overloaded).
+  bool has_room = true;
+  // How long the oldest work handed to the step loop has waited without a round finishing (0 when
+  // nothing waits, or rounds are finishing): seconds past a round's time mean the model work is stuck.
+  double stalled_seconds = 0;
   std::vector<DeviceStats> devices;  // one per device, in EngineOptions::gpus order
 };
 

@@ -3,6 +3,10 @@
 // The HTTP server (src/server, docs/serve.md): listens at once, answers /health with 503 while the
 // model loads, then serves every request on the one engine. SIGINT or SIGTERM: stop accepting, let
 // the requests in progress finish (up to --drain-seconds), exit 0.
+#include <malloc.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <ctime>
@@ -14,6 +18,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/engine_options.h"
@@ -25,6 +30,21 @@
 namespace voxrt::cli {
 namespace {
 
+// How often the stopper hands freed memory back (malloc_trim): after a burst of uploads glibc keeps
+// what they freed (1.3 GB seen) for the next, which a server's resident size should not show for ever.
+constexpr std::chrono::seconds kTrimEvery{10};
+// After the drain, how long cancelled work has to answer before the I/O stops; and how long past the
+// drain the process may take to exit before it is ended (a stop is never ignored).
+constexpr std::chrono::milliseconds kCancelGrace{2000};
+constexpr std::chrono::seconds kForcedExitAfter{10};
+
+void release_free_memory() { malloc_trim(0); }
+
+[[noreturn]] void force_exit(const std::string& why) {
+  std::cerr << "voxrt: exiting at once: " << why << std::endl;
+  std::_Exit(1);
+}
+
 struct ServeArgs {
   EngineArgs engine;
   std::string host = "127.0.0.1";
@@ -34,6 +54,10 @@ struct ServeArgs {
   std::string served_model_name;
   int io_threads = 2;
   int workers = 256;
+  int max_transcriptions = 16, max_queued_transcriptions = 64;
+  double queue_timeout_seconds = 60;
+  double max_audio_minutes = 120;
+  std::vector<std::string> allowed_origins;
   double drain_seconds = 30;
   double idle_seconds = 60;
   int max_message_mb = 16;
@@ -73,9 +97,20 @@ void serve(const ServeArgs& a) {
   if (a.port < 0 || a.port > 65535) throw UsageError("--port " + std::to_string(a.port) + ": expected 0 to 65535");
   if (a.max_upload_mb < 1) throw UsageError("--max-upload-mb must be at least 1");
   if (a.io_threads < 1 || a.workers < 1) throw UsageError("--io-threads and --workers must be at least 1");
+  if (a.max_transcriptions < 1 || a.max_queued_transcriptions < 0)
+    throw UsageError("--max-transcriptions must be at least 1 and --max-queued-transcriptions at least 0");
+  if (!(a.queue_timeout_seconds > 0 && a.queue_timeout_seconds <= 86400))
+    throw UsageError("--queue-timeout-seconds: expected more than 0, at most 86400");
+  if (!(a.max_audio_minutes > 0 && a.max_audio_minutes <= 24 * 60))
+    throw UsageError("--max-audio-minutes: expected more than 0, at most 1440");
+  if (!(a.drain_seconds >= 0 && a.drain_seconds <= 86400)) throw UsageError("--drain-seconds: expected 0 to 86400");
   server::ServiceOptions so;
   so.api_key = api_key(a);
   so.workers = a.workers;
+  so.transcriptions = {a.max_transcriptions, a.max_queued_transcriptions};
+  so.queue_timeout = std::chrono::milliseconds(static_cast<long long>(a.queue_timeout_seconds * 1000));
+  so.max_audio_seconds = a.max_audio_minutes * 60;
+  so.allowed_origins = a.allowed_origins;
   if (!(a.idle_seconds >= 1 && a.idle_seconds <= 86400)) throw UsageError("--idle-timeout-seconds: expected 1 to 86400");
   if (a.max_message_mb < 1) throw UsageError("--max-message-mb must be at least 1");
   so.websocket.idle_timeout = std::chrono::milliseconds(static_cast<long long>(a.idle_seconds * 1000));
@@ -94,8 +129,9 @@ void serve(const ServeArgs& a) {
   http.set_handler(std::move(handler));
   std::cerr << "voxrt: serving http://" << a.host << ":" << http.port() << " (loading the model)" << std::endl;
 
-  // SIGINT or SIGTERM (or a failed load) wakes the stopper: no new connections, the requests in
-  // progress finish (up to --drain-seconds), then the I/O ends.
+  // SIGINT or SIGTERM (or a failed load) wakes the stopper: no new work on any connection, the live
+  // utterances finished, the requests in progress given --drain-seconds, then whatever still runs
+  // cancelled and the I/O ended. Meanwhile it hands the memory a burst freed back to the system.
   std::mutex mu;
   std::condition_variable wake;
   bool stop = false;
@@ -104,22 +140,41 @@ void serve(const ServeArgs& a) {
     stop = true;
     wake.notify_all();
   };
-  http.on_stop_signal(request_stop);
+  const auto drain = std::chrono::milliseconds(static_cast<long long>(a.drain_seconds * 1000));
+  http.on_stop_signal([&] {
+    request_stop();
+    // A stop is never ignored: a second signal, or the drain overrun by kForcedExitAfter, ends the
+    // process whatever still runs.
+    http.on_stop_signal([] { force_exit("a second stop signal"); });
+    std::thread([drain] {
+      std::this_thread::sleep_for(drain + kForcedExitAfter);
+      force_exit("the drain (--drain-seconds) overran by " + std::to_string(kForcedExitAfter.count()) + " s");
+    }).detach();
+  });
   std::thread io([&] { http.run(a.io_threads); });
   std::thread stopper([&] {
     std::unique_lock<std::mutex> lock(mu);
-    wake.wait(lock, [&] { return stop; });
+    while (!wake.wait_for(lock, kTrimEvery, [&] { return stop; })) release_free_memory();
     lock.unlock();
     if (!a.engine.quiet)
       std::cerr << "voxrt: stopping: " << http.requests_in_flight() << " requests and " << service.live_sessions()
-                << " live sessions to finish" << std::endl;
+                << " live sessions to finish (at most " << a.drain_seconds << " s)" << std::endl;
     http.stop_accepting();
-    service.finish_live_sessions();
-    const auto drain = std::chrono::milliseconds(static_cast<long long>(a.drain_seconds * 1000));
+    service.begin_shutdown();
     const auto until = std::chrono::steady_clock::now() + drain;
-    http.wait_requests_done(drain);
-    service.wait_live_sessions_closed(
-        std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()));
+    const auto left = [&] {
+      return std::max(std::chrono::milliseconds(0),
+                      std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now()));
+    };
+    bool drained = http.wait_requests_done(left());
+    drained = service.wait_live_sessions_closed(left()) && drained;
+    if (!drained) {
+      if (!a.engine.quiet) std::cerr << "voxrt: the drain is over: cancelling what still runs" << std::endl;
+      service.cancel_remaining();
+      // The cancelled work answers within a round or a piece of audio.
+      http.wait_requests_done(kCancelGrace);
+      service.wait_live_sessions_closed(kCancelGrace);
+    }
     http.stop();
   });
   std::exception_ptr failed;
@@ -153,9 +208,27 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--served-model-name", args->served_model_name, "The model id /v1/models lists");
   cmd->add_option("--io-threads", args->io_threads, "Threads reading and writing connections")->capture_default_str();
-  cmd->add_option("--workers", args->workers, "Requests doing model work at once")->capture_default_str();
+  cmd->add_option("--workers", args->workers,
+                  "Live sessions doing model work at once (the realtime connections' threads)")
+      ->capture_default_str();
+  cmd->add_option("--max-transcriptions", args->max_transcriptions,
+                  "File transcriptions doing model work at once (their own threads)")
+      ->capture_default_str();
+  cmd->add_option("--max-queued-transcriptions", args->max_queued_transcriptions,
+                  "File transcriptions waiting for one of those threads; more are refused at once (503)")
+      ->capture_default_str();
+  cmd->add_option("--queue-timeout-seconds", args->queue_timeout_seconds,
+                  "The longest a file transcription waits, for a thread and for room in the engine, before a 503")
+      ->capture_default_str();
+  cmd->add_option("--max-audio-minutes", args->max_audio_minutes,
+                  "Longest audio an upload may hold (checked from its header, and as it decodes)")
+      ->capture_default_str();
+  cmd->add_option("--allowed-origin", args->allowed_origins,
+                  "A web origin (https://host[:port], or *) whose pages may call the API; the server's own always may")
+      ->take_all();
   cmd->add_flag("--no-access-log", args->no_access_log, "No JSON line per request on standard error");
-  cmd->add_option("--drain-seconds", args->drain_seconds, "On SIGTERM, how long requests in progress may finish")
+  cmd->add_option("--drain-seconds", args->drain_seconds,
+                  "On SIGTERM, how long requests and live sessions in progress may finish before they are cancelled")
       ->capture_default_str();
   cmd->add_option("--idle-timeout-seconds", args->idle_seconds,
                   "A realtime connection from which nothing arrives (not even the answer to a ping) for this long is dropped")

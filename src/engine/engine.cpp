@@ -4,6 +4,7 @@
 // together (engine/scheduler.h); the mel front end runs on the caller's thread.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -147,19 +148,34 @@ class EngineImpl final : public Engine {
 
   // Offline transcription: decode_whole with stop-at-EOS.
   Transcript transcribe(std::span<const float> audio, const TranscribeOptions& o) override {
+    check_audio_length(static_cast<int64_t>(audio.size()), o, "the audio");
     return transcribe_chunks(chunks_of(audio), static_cast<int64_t>(audio.size()), o);
   }
 
   // The file is read a block at a time while it is transcribed: host memory does not grow with its
   // length. Its header's frame count sizes the progress (an estimate for some formats).
+  // A file that does not decode, or is longer than o.max_audio_seconds by its header, is an
+  // InputError before any model work.
   Transcript transcribe_file(const std::filesystem::path& path, const TranscribeOptions& o) override {
-    AudioFileReader reader(path, model_->config().audio.sampling_rate);
+    const auto input_error = [](const Error& e) { return InputError(e.what()); };
+    std::optional<AudioFileReader> reader;
+    try {
+      reader.emplace(path, model_->config().audio.sampling_rate);
+    } catch (const Error& e) {
+      throw input_error(e);
+    }
+    const int64_t expected = reader->expected_samples().value_or(0);
+    check_audio_length(expected, o, path.string() + " (by its header)");
     std::vector<float> block;
     const ChunkSource next = [&]() {
-      reader.read(block, offline_chunk_samples());
+      try {
+        reader->read(block, offline_chunk_samples());
+      } catch (const Error& e) {
+        throw input_error(e);
+      }
       return std::span<const float>(block);
     };
-    return transcribe_chunks(next, reader.expected_samples().value_or(0), o);
+    return transcribe_chunks(next, expected, o, path.string());
   }
 
   void transcribe_each(std::span<const std::filesystem::path> files, const TranscribeOptions& o,
@@ -168,6 +184,7 @@ class EngineImpl final : public Engine {
     const int workers = files_in_flight > 0 ? files_in_flight : default_files_in_flight();
     TranscribeOptions each = o;
     each.progress = nullptr;
+    each.on_event = nullptr;
     transcribe_files_in_order(
         files, workers, [&](const std::filesystem::path& file) { return transcribe_file(file, each); }, on_result);
   }
@@ -260,26 +277,61 @@ class EngineImpl final : public Engine {
     };
   }
 
-  // `expected_samples` sizes the progress total only; the input may turn out shorter or longer.
-  Transcript transcribe_chunks(const ChunkSource& next, int64_t expected_samples, const TranscribeOptions& o) {
+  // Refuses (InputError) `samples` of audio past o.max_audio_seconds; `what` names the input.
+  void check_audio_length(int64_t samples, const TranscribeOptions& o, const std::string& what) const {
+    const double seconds = static_cast<double>(samples) / model_->config().audio.sampling_rate;
+    if (o.max_audio_seconds > 0 && seconds > o.max_audio_seconds) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, ": %.0f s of audio, more than the %.0f s allowed (max_audio_seconds)", seconds,
+                    o.max_audio_seconds);
+      throw InputError(what + buf);
+    }
+  }
+
+  // `expected_samples` sizes the progress total and the caches reserved only; the input may turn
+  // out shorter or longer. `source` names the input in errors.
+  Transcript transcribe_chunks(const ChunkSource& next, int64_t expected_samples, const TranscribeOptions& o,
+                               const std::string& source = "the audio") {
     const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
     const Protocol p = protocol(delay_ms);
     const int64_t expected_steps = expected_samples > 0 ? p.offline_steps(static_cast<size_t>(expected_samples)) : 0;
+    const double rate = model_->config().audio.sampling_rate;
+    const double step_s = static_cast<double>(p.samples_per_step) / rate;
     std::vector<int32_t> tokens;
+    // The events as the steps run (o.on_event), from an assembler of their own: the transcript is
+    // assembled from all the ids at the end, as without them.
+    std::optional<TranscriptAssembler> events;
+    if (o.on_event) events.emplace(*tokenizer_, step_s);
+    std::vector<StreamEvent> pending;
+    const auto deliver = [&] {
+      for (const StreamEvent& e : pending) o.on_event(e);
+      pending.clear();
+    };
     auto on_step = [&](int32_t id, double) {
       tokens.push_back(id);
+      if (events) events->push(id, pending), deliver();
       // A header that under-states the length must not take the progress past 100 %.
       const int64_t done = static_cast<int64_t>(tokens.size());
       if (o.progress) o.progress(static_cast<int>(done), static_cast<int>(std::max(expected_steps, done)));
     };
+    WholeRun::Hooks hooks;
+    hooks.before_chunk = [&](int64_t samples_so_far) {
+      if (o.cancelled && o.cancelled()) throw CancelledError("transcription cancelled");
+      check_audio_length(samples_so_far, o, source);
+    };
+    // The right pad's steps map past the end of the audio: their events are clamped to it, as a
+    // live session's.
+    hooks.before_flush = [&](int64_t samples) {
+      if (events) events->limit_times(static_cast<double>(samples) / rate);
+    };
     // What the stream reserves: the input's length where it is known (a header's count may be an
     // estimate: a little more), else the engine's default. Past it the stream goes on while spare
     // pages last.
-    const double rate = model_->config().audio.sampling_rate;
     const double max_seconds = expected_samples > 0 ? expected_samples / rate * 1.02 + 1.0 : -1.0;
-    const WholeRun run = decode_whole(next, p, on_step, max_seconds);
-    const double step_s = static_cast<double>(p.samples_per_step) / rate;
-    Transcript t = assemble_transcript(*tokenizer_, tokens, step_s, static_cast<double>(run.audio_samples) / rate);
+    const WholeRun run = decode_whole(next, p, on_step, max_seconds, o.wait_for_room_seconds, hooks);
+    const double duration = static_cast<double>(run.audio_samples) / rate;
+    if (events) events->finish(duration, pending), deliver();
+    Transcript t = assemble_transcript(*tokenizer_, tokens, step_s, duration);
     t.eos = run.stopped;
     t.delay_ms = delay_ms;
     return t;
@@ -293,23 +345,34 @@ class EngineImpl final : public Engine {
   struct WholeRun {
     bool stopped = false;  // at EOS
     int64_t audio_samples = 0;  // of the whole input, also the part after an EOS
+    struct Hooks {
+      // Before each piece's model work, with the samples read so far (that piece's included): may
+      // throw to stop (a cancellation, too much audio).
+      std::function<void(int64_t)> before_chunk;
+      // Before the right pad is decoded, with the input's length in samples.
+      std::function<void(int64_t)> before_flush;
+    };
   };
   WholeRun decode_whole(const ChunkSource& next, const Protocol& p, const std::function<void(int32_t, double)>& on_step,
-                        double max_seconds) {
+                        double max_seconds, double wait_seconds = Scheduler::kWaitForever,
+                        const WholeRun::Hooks& hooks = {}) {
     MelFrontEnd front(*logmel_, p);
+    if (hooks.before_chunk) hooks.before_chunk(0);  // cancelled before it even waited for room
     const std::unique_ptr<Scheduler::Stream> stream =
-        scheduler_->open(stream_options(p, /*stop_at_eos=*/true), /*wait_for_room=*/true, max_seconds);
+        scheduler_->open(stream_options(p, /*stop_at_eos=*/true), wait_seconds, max_seconds);
     auto take = [&](const std::vector<StreamState::Step>& steps) {
       for (const StreamState::Step& s : steps) on_step(s.token, s.seconds);
     };
     WholeRun run;
     for (std::span<const float> chunk = next(); !chunk.empty(); chunk = next()) {
       run.audio_samples += static_cast<int64_t>(chunk.size());
+      if (hooks.before_chunk) hooks.before_chunk(run.audio_samples);
       stream->count_audio(static_cast<double>(chunk.size()) / model_->config().audio.sampling_rate);
       if (stream->stopped()) continue;  // after EOS the rest is only counted
       front.feed(chunk);
       take(stream->run(front.take_frames()));
     }
+    if (hooks.before_flush) hooks.before_flush(run.audio_samples);
     front.flush();
     take(stream->run(front.take_frames(), front.final_positions()));
     run.stopped = stream->stopped();

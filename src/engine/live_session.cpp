@@ -14,7 +14,7 @@ LiveSession::LiveSession(const LogMel& logmel, const Tokenizer& tok, Scheduler& 
       delay_ms_(delay_ms),
       sample_rate_(sample_rate),
       front_(logmel, stream_options.protocol),
-      stream_(scheduler.open(stream_options, options.wait_for_room, options.max_seconds > 0 ? options.max_seconds : -1,
+      stream_(scheduler.open(stream_options, options.wait_for_room ? Scheduler::kWaitForever : 0, options.max_seconds > 0 ? options.max_seconds : -1,
                              /*live=*/true)),
       assembler_(tok, stream_options.protocol.samples_per_step / sample_rate_) {}
 

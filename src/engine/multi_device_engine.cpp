@@ -34,7 +34,11 @@ size_t room_of(const DeviceStats& d) {
 
 EngineStats combine_device_stats(const std::vector<EngineStats>& each) {
   EngineStats s;
+  s.has_room = false;  // until a device that has not failed has room
   for (const EngineStats& e : each) {
+    const bool failed = std::any_of(e.devices.begin(), e.devices.end(), [](const DeviceStats& d) { return d.failed; });
+    s.has_room = s.has_room || (e.has_room && !failed);
+    s.stalled_seconds = std::max(s.stalled_seconds, e.stalled_seconds);
     s.sessions_open += e.sessions_open;
     s.sessions_opened += e.sessions_opened;
     s.refused_full += e.refused_full;
@@ -132,6 +136,7 @@ void MultiDeviceEngine::transcribe_each(std::span<const std::filesystem::path> f
   const int workers = files_in_flight > 0 ? files_in_flight : files_in_flight_;
   TranscribeOptions each = o;
   each.progress = nullptr;
+  each.on_event = nullptr;
   transcribe_files_in_order(
       files, workers, [&](const std::filesystem::path& file) { return transcribe_file(file, each); }, on_result);
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "common/error.h"
@@ -23,6 +24,7 @@ struct Scheduler::Entry {
   std::vector<float> inbox;  // frames handed over, not yet given to the state
   int64_t final_positions = -1;
   bool wanted = false;       // the owner waits for the loop to run everything handed over
+  std::chrono::steady_clock::time_point wanted_at{};  // since when (EngineStats::stalled_seconds)
   std::vector<StreamState::Step> outbox;
   std::string error;         // the model work failed: every later run() throws it
   std::condition_variable done;
@@ -124,19 +126,33 @@ bool Scheduler::room_for(int enc_pages, int dec_pages) const {
          (decoder_pool_.grows() || decoder_pool_.fits(dec_pages));
 }
 
-std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& opts, bool wait_for_room,
+bool Scheduler::wait_for_room(std::unique_lock<std::mutex>& model_lock, int enc_pages, int dec_pages,
+                              std::optional<Clock::time_point> deadline) {
+  const auto fits = [&] { return room_for(enc_pages, dec_pages); };
+  if (!deadline) {
+    room_.wait(model_lock, fits);
+    return true;
+  }
+  return room_.wait_until(model_lock, *deadline, fits);
+}
+
+std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& opts, double wait_seconds,
                                                    double max_seconds, bool live) {
+  // When the wait for room ends (none: it does not).
+  std::optional<Clock::time_point> deadline;
+  if (wait_seconds >= 0)
+    deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_seconds));
   if (live && limits_.refuse_when_overloaded) {
     std::unique_lock<std::mutex> lock(mu_);
     while (load_.overloaded(LoadMonitor::Clock::now())) {
-      if (!wait_for_room) {
+      if (deadline && Clock::now() >= *deadline) {
         char buf[200];
         std::snprintf(buf, sizeof buf,
                       "engine overloaded: the live sessions' steps wait %.0f ms (90th percentile), more than the "
                       "%.0f ms of audio a step brings; a new session would make them fall behind. Try again later",
                       load_.p90_ms(LoadMonitor::Clock::now()), load_.budget_ms());
         counters_.refused(EngineCounters::Refusal::Overloaded);
-        throw Error(buf);
+        throw BusyError(buf);
       }
       lock.unlock();
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -152,23 +168,22 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& o
     // One that could never fit is refused even when the caller would wait.
     if (!encoder_pool_.grows() && (enc_pages > encoder_pool_.pages() || dec_pages > decoder_pool_.pages())) {
       counters_.refused(EngineCounters::Refusal::TooLong);
-      throw Error("engine: a session of this length needs " + format_gb(static_cast<double>(bytes)) +
+      throw InputError("engine: a session of this length needs " + format_gb(static_cast<double>(bytes)) +
                   " of cache, more than the engine's " +
                   format_gb(static_cast<double>(bytes_of(encoder_pool_.pages(), decoder_pool_.pages()))));
     }
-    if (!room_for(enc_pages, dec_pages)) {
-      if (!wait_for_room) {
-        counters_.refused(EngineCounters::Refusal::Full);
-        if (limits_.max_streams > 0 && encoder_pool_.in_use() >= limits_.max_streams)
-          throw Error("engine full: all " + std::to_string(limits_.max_streams) +
-                      " sessions it was loaded for are in use (max_sessions); close one, or wait for room");
-        const CacheUse use = cache_use_locked();
-        throw Error("engine full: the session caches (" + format_gb(static_cast<double>(use.total_bytes)) + ", " +
-                    format_gb(static_cast<double>(use.used_bytes)) + " in use or kept for open sessions) have no room for one of " +
-                    format_gb(static_cast<double>(bytes)) +
-                    " more (max_memory); close one, wait for room, or open it for fewer seconds");
-      }
-      room_.wait(model_lock, [&] { return room_for(enc_pages, dec_pages); });
+    if (!wait_for_room(model_lock, enc_pages, dec_pages, deadline)) {
+      counters_.refused(EngineCounters::Refusal::Full);
+      const std::string waited =
+          wait_seconds > 0 ? " (after waiting " + std::to_string(static_cast<int>(std::lround(wait_seconds))) + " s)" : "";
+      if (limits_.max_streams > 0 && encoder_pool_.in_use() >= limits_.max_streams)
+        throw BusyError("engine full: all " + std::to_string(limits_.max_streams) +
+                        " sessions it was loaded for are in use (max_sessions)" + waited + "; close one, or wait for room");
+      const CacheUse use = cache_use_locked();
+      throw BusyError("engine full: the session caches (" + format_gb(static_cast<double>(use.total_bytes)) + ", " +
+                      format_gb(static_cast<double>(use.used_bytes)) + " in use or kept for open sessions) have no room for one of " +
+                      format_gb(static_cast<double>(bytes)) + " more (max_memory)" + waited +
+                      "; close one, wait for room, or open it for fewer seconds");
     }
     const int enc = encoder_pool_.acquire(enc_pages);
     int dec = -1;
@@ -240,14 +255,22 @@ EngineStats Scheduler::stats() const {
     s.cache_bytes_in_use = cache_seen_.used_bytes;
     s.cache_bytes_total = encoder_pool_.grows() ? 0 : cache_seen_.total_bytes;
     s.cache_pages_in_use = cache_seen_.encoder_pages + cache_seen_.decoder_pages;
+    // The oldest hand-over still waiting, against the loop's last sign of life.
+    std::optional<Clock::time_point> oldest;
+    for (const Entry& e : entries_)
+      if (e.wanted && (!oldest || e.wanted_at < *oldest)) oldest = e.wanted_at;
+    if (oldest) s.stalled_seconds = std::chrono::duration<double>(Clock::now() - std::max(*oldest, progress_at_)).count();
+    s.has_room = room_seen_ && !(limits_.refuse_when_overloaded && load_.overloaded(LoadMonitor::Clock::now()));
   }
   return s;
 }
 
 void Scheduler::note_cache_use() {
   const CacheUse use = cache_use_locked();
+  const bool room = room_for(encoder_pages(protocol_, -1), decoder_pages(protocol_, -1));
   std::lock_guard<std::mutex> lock(mu_);
   cache_seen_ = use;
+  room_seen_ = room;
 }
 
 int Scheduler::open_streams() const {
@@ -300,6 +323,7 @@ void Scheduler::loop() {
       const size_t shift = static_cast<size_t>(rounds_run_++ % states.size());
       std::rotate(states.begin(), states.begin() + static_cast<std::ptrdiff_t>(shift), states.end());
     }
+    progress_at_ = Clock::now();
     lock.unlock();
     std::string failure;
     Round round;
@@ -318,6 +342,7 @@ void Scheduler::loop() {
     }
     counters_.round(round.seconds, round.work.decoder_rows);
     lock.lock();
+    progress_at_ = Clock::now();
     if (rounds_.size() == kRoundHistory) rounds_.erase(rounds_.begin(), rounds_.begin() + kRoundHistory / 2);
     rounds_.push_back(round);
     if (!failure.empty() && failure_.empty()) failure_ = failure;
@@ -357,6 +382,7 @@ std::vector<StreamState::Step> Scheduler::Stream::run(std::vector<float> frames,
     e.inbox.insert(e.inbox.end(), frames.begin(), frames.end());
   if (final_positions >= 0) e.final_positions = final_positions;
   e.wanted = true;
+  e.wanted_at = t0;
   owner_.work_.notify_one();
   const bool measured = e.live && paced && final_positions < 0;
   // Under way, the wait counts for the load already (a stalled loop reads as overloaded).

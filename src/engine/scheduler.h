@@ -7,11 +7,13 @@
 // still gets, bit for bit, the ids it gets alone.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,12 +96,14 @@ class Scheduler {
   // A stream of `opts` (its protocol's left pad and max_batch_positions must be the scheduler's:
   // the streams share the caches) that runs for at most max_seconds of audio (0: no limit; < 0:
   // limits.stream_seconds), whose cache pages it reserves. When they do not fit (or
-  // limits.max_streams are open already) it throws voxrt::Error at once, or with wait_for_room
-  // waits until streams close. A stream that runs past max_seconds goes on while spare pages last,
-  // and then fails alone. A live stream (fed at real time) is also refused, or waits, while the
-  // live streams already open do not keep real time (limits.refuse_when_overloaded).
-  std::unique_ptr<Stream> open(const StreamState::Options& opts, bool wait_for_room = false, double max_seconds = -1,
+  // limits.max_streams are open already) it waits for streams to close for up to wait_seconds
+  // (< 0: as long as it takes; 0: not at all), then throws BusyError. One that could never fit is
+  // an InputError at once. A stream that runs past max_seconds goes on while spare pages last, and
+  // then fails alone. A live stream (fed at real time) is also refused, or waits, while the live
+  // streams already open do not keep real time (limits.refuse_when_overloaded).
+  std::unique_ptr<Stream> open(const StreamState::Options& opts, double wait_seconds = 0, double max_seconds = -1,
                                bool live = false);
+  static constexpr double kWaitForever = -1;
 
   int open_streams() const;
   // The cache bytes a stream of max_seconds reserves (K and V, encoder and decoder pages).
@@ -124,8 +128,9 @@ class Scheduler {
   std::vector<Round> take_rounds();
   static constexpr size_t kRoundHistory = 1 << 17;
 
-  // The counters since the scheduler started, with the caches' use and the overload window's
-  // percentile (the engine adds the backend's memory).
+  // The counters since the scheduler started, with the caches' use, the overload window's
+  // percentile, whether a stream of the default length would be admitted now, and how long handed
+  // work has waited for a round (the engine adds the backend's memory).
   EngineStats stats() const;
   // The first round whose model work failed, or empty: the device is suspect from then on (a
   // multi-device engine places no new session here).
@@ -138,6 +143,11 @@ class Scheduler {
   int encoder_pages(const Protocol& p, double max_seconds) const;
   int decoder_pages(const Protocol& p, double max_seconds) const;
   bool room_for(int enc_pages, int dec_pages) const;
+  // Waits (model_lock held) until room_for, at most until `deadline` (none: for ever); false when
+  // the time ran out.
+  using Clock = std::chrono::steady_clock;
+  bool wait_for_room(std::unique_lock<std::mutex>& model_lock, int enc_pages, int dec_pages,
+                     std::optional<Clock::time_point> deadline);
   CacheUse cache_use_locked() const;  // with model_mutex_ held
   void note_cache_use();              // with model_mutex_ held (not mu_): updates cache_seen_
   size_t bytes_of(int enc_pages, int dec_pages) const;  // K and V (and scales) of that many pages
@@ -167,11 +177,15 @@ class Scheduler {
   EngineCounters counters_;  // has a mutex of its own
   CacheUse cache_seen_;      // the caches' use after the last open, close or round: stats() reads it
                              // without waiting for a round's model lock
+  bool room_seen_ = true;    // likewise, whether a stream of the default length fitted then
   std::condition_variable work_;
   std::list<Entry> entries_;
   std::vector<Round> rounds_;
   bool stop_ = false;
   std::string failure_;  // the first failed round's error (under mu_)
+  // When the loop last started or finished a round (under mu_): with work waiting, the time since
+  // is how long the loop has not moved (EngineStats::stalled_seconds).
+  Clock::time_point progress_at_ = Clock::now();
   std::thread thread_;  // last: started once everything above exists
 };
 

@@ -1,6 +1,7 @@
 #include "server/api_service.h"
 
 #include <boost/asio/post.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
@@ -13,7 +14,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
-#include "audio/audio_file.h"
+#include "audio/audio_reader.h"
 #include "common/error.h"
 #include "server/caption_page.h"
 #include "server/multipart_form.h"
@@ -76,20 +77,65 @@ class UploadFile {
   std::filesystem::path path_;
 };
 
-// The upload's samples at 16 kHz mono; a file that does not decode is the client's fault (400),
-// named as the client named it.
-std::vector<float> decode_upload(const TranscriptionRequest& r) {
-  if (r.audio.empty()) throw RequestError(400, r.filename + ": the file is empty", "file");
-  UploadFile file(r.audio);
+// An engine error's message as the client can read it: the upload's temporary path replaced by the
+// name the client gave the file.
+std::string as_client_named(std::string why, const std::filesystem::path& tmp, const std::string& filename) {
+  const std::string path = tmp.string();
+  for (size_t at; (at = why.find(path)) != std::string::npos;) why.replace(at, path.size(), filename);
+  return why;
+}
+
+// The token of "Authorization: Bearer <token>": the scheme in any case (RFC 9110 §11.1), then
+// spaces.
+std::optional<std::string_view> bearer_token(std::string_view authorization) {
+  constexpr std::string_view scheme = "bearer";
+  if (authorization.size() <= scheme.size() || !boost::beast::iequals(authorization.substr(0, scheme.size()), scheme) ||
+      authorization[scheme.size()] != ' ')
+    return std::nullopt;
+  authorization.remove_prefix(scheme.size());
+  while (!authorization.empty() && authorization.front() == ' ') authorization.remove_prefix(1);
+  while (!authorization.empty() && authorization.back() == ' ') authorization.remove_suffix(1);
+  if (authorization.empty()) return std::nullopt;
+  return authorization;
+}
+
+// Whether a browser's Origin ("scheme://host[:port]") is the server it talks to (the request's
+// Host): a page the server served itself.
+bool origin_is_host(std::string_view origin, std::string_view host) {
+  const size_t scheme_end = origin.find("://");
+  if (scheme_end == std::string_view::npos || host.empty()) return false;
+  const std::string_view scheme = origin.substr(0, scheme_end), authority = origin.substr(scheme_end + 3);
+  if (boost::beast::iequals(authority, host)) return true;
+  // A default port may be written in one and left out of the other.
+  const std::string_view port = boost::beast::iequals(scheme, "https") ? ":443" : ":80";
+  const auto without = [&](std::string_view a) {
+    return a.size() > port.size() && a.substr(a.size() - port.size()) == port ? a.substr(0, a.size() - port.size()) : a;
+  };
+  return boost::beast::iequals(without(authority), without(host));
+}
+
+// The audio's length by the file's header (nullopt: unknown, or the file does not open; the
+// transcription then says why).
+std::optional<double> announced_seconds(const std::filesystem::path& file) {
   try {
-    return load_audio_mono(file.path(), kSampleRate);
-  } catch (const Error& e) {
-    std::string why = e.what();
-    const std::string tmp = file.path().string();
-    for (size_t at; (at = why.find(tmp)) != std::string::npos;) why.replace(at, tmp.size(), r.filename);
-    throw RequestError(400, why, "file");
+    const AudioFileReader reader(file, kSampleRate);
+    const std::optional<int64_t> frames = reader.source_frames();
+    if (!frames || reader.source_rate() <= 0) return std::nullopt;
+    return static_cast<double>(*frames) / reader.source_rate();
+  } catch (const Error&) {
+    return std::nullopt;
   }
 }
+
+// A refusal the client may retry: 503 with Retry-After.
+Response busy_response(const Request& request, const std::string& message) {
+  Response r = make_response(request, 503, error_json(503, message), "application/json");
+  r.set(http::field::retry_after, "5");
+  return r;
+}
+
+// Whole seconds, for messages.
+std::string whole_seconds(double s) { return std::to_string(static_cast<long long>(std::lround(s))) + " s"; }
 
 const json& route_table() {
   static const json routes = {
@@ -144,7 +190,8 @@ std::string path_of(const Request& r) {
 
 }  // namespace
 
-ApiService::ApiService(ServiceOptions options) : options_(std::move(options)), workers_(options_.workers) {}
+ApiService::ApiService(ServiceOptions options)
+    : options_(std::move(options)), transcriptions_(options_.transcriptions), workers_(options_.workers) {}
 
 ApiService::~ApiService() { workers_.join(); }
 
@@ -158,10 +205,19 @@ int ApiService::live_sessions() const {
   return n;
 }
 
-void ApiService::finish_live_sessions() {
+void ApiService::begin_shutdown() {
+  stopping_ = true;
   std::lock_guard<std::mutex> lock(live_mu_);
   for (const auto& w : live_)
     if (const auto s = w.lock()) s->finish_and_close();
+}
+
+void ApiService::cancel_remaining() {
+  stopping_ = true;
+  cancelling_ = true;
+  std::lock_guard<std::mutex> lock(live_mu_);
+  for (const auto& w : live_)
+    if (const auto s = w.lock()) s->close_now(1001, "the server is shutting down");
 }
 
 bool ApiService::wait_live_sessions_closed(std::chrono::milliseconds timeout) {
@@ -189,7 +245,9 @@ std::string ApiService::metrics() const {
     m.family("voxrt_http_responses_total", "counter", "HTTP answers sent, by status code");
     for (const auto& [status, n] : answers_) m.sample("voxrt_http_responses_total", static_cast<double>(n), {{"code", std::to_string(status)}});
   }
-  m.gauge("voxrt_transcription_requests_in_progress", "File transcriptions doing model work now", in_progress_.load());
+  m.gauge("voxrt_transcription_requests_in_progress", "File transcriptions doing model work now", transcriptions_.running());
+  m.gauge("voxrt_transcription_requests_waiting", "File transcriptions waiting for a thread (--max-queued-transcriptions)",
+          transcriptions_.waiting());
   uint64_t realtime_opened = 0;
   {
     std::lock_guard<std::mutex> lock(live_mu_);
@@ -295,10 +353,10 @@ void ApiService::check_headers(const Request& h) const {
     throw RequestError(400, "no WebSocket at " + path + " (the realtime ones are /v1/realtime and " + kMistralRealtime + ")");
   // For probes, scrapers and browsers: no key, nothing private (the page's WebSocket needs one if set).
   if (path == "/" || path == "/health" || path == "/metrics") return;
+  check_origin(h);
   if (!options_.api_key.empty()) {
-    const std::string_view auth = h[http::field::authorization];
-    const std::string_view scheme = "Bearer ";
-    const bool bearer = auth.substr(0, scheme.size()) == scheme && same_secret(auth.substr(scheme.size()), options_.api_key);
+    const std::optional<std::string_view> token = bearer_token(h[http::field::authorization]);
+    const bool bearer = token && same_secret(*token, options_.api_key);
     // A browser's WebSocket (the caption page, OpenAI's browser clients) carries it as a subprotocol.
     const std::optional<std::string_view> offered = upgrade ? subprotocol_api_key(h[http::field::sec_websocket_protocol])
                                                              : std::nullopt;
@@ -310,30 +368,61 @@ void ApiService::check_headers(const Request& h) const {
   if (path != "/v1/models" && !engine()) throw RequestError(503, "the model is still loading");
 }
 
+// A page may call the API from the server's own origin (its Host), or from one allowed by
+// --allowed-origin; requests without an Origin (programs, not browsers) are not concerned.
+void ApiService::check_origin(const Request& h) const {
+  const std::string_view origin = h[http::field::origin];
+  if (origin.empty()) return;
+  if (origin_is_host(origin, h[http::field::host])) return;
+  for (const std::string& allowed : options_.allowed_origins)
+    if (allowed == "*" || boost::beast::iequals(allowed, origin)) return;
+  throw RequestError(403, "Origin " + std::string(origin.substr(0, 200)) +
+                              " may not use this server: only its own pages may, and the origins given with "
+                              "--allowed-origin");
+}
+
+// GET /health: whether this server takes new work now (200), and why not (503): loading, stopping,
+// every device failed, the model work stalled, or saturated (the engine or the transcription queue
+// full: Retry-After says when to ask again). ?live asks only whether it needs a restart (503 for a
+// stall or failed devices), for a liveness probe that must not restart a server for being busy.
+void ApiService::health(const Request& request, const Reply& reply) const {
+  Engine* e = engine();
+  const bool live_only = query_value(request.target(), "live").has_value();
+  json j = {{"status", e ? "ok" : "loading"},
+            {"requests_in_progress", transcriptions_.running()},
+            {"requests_waiting", transcriptions_.waiting()},
+            {"live_sessions", live_sessions()},
+            {"api_key_required", !options_.api_key.empty()}};  // the caption page asks for one then
+  int status = e ? 200 : 503;
+  if (e) {
+    const EngineStats stats = e->stats();
+    j["model"] = {{"id", options_.model_id}, {"backend", e->info().backend}, {"layout", e->info().layout}};
+    // Each device, and "degraded" while some failed (the others serve) or 503 once all have.
+    json devices = json::array();
+    int failed = 0;
+    for (const DeviceStats& d : stats.devices) {
+      json one = {{"device", d.device}, {"status", d.failed ? "failed" : "ok"}, {"sessions", d.sessions_open}};
+      if (d.failed) one["error"] = d.failure, ++failed;
+      devices.push_back(std::move(one));
+    }
+    j["devices"] = devices;
+    j["engine"] = {{"has_room", stats.has_room}, {"stalled_seconds", std::round(stats.stalled_seconds * 10) / 10}};
+    const auto unwell = [&](const char* why) { j["status"] = why, status = 503; };
+    if (failed > 0 && failed == static_cast<int>(devices.size())) unwell("failed");
+    else if (stats.stalled_seconds > options_.stall_seconds) unwell("stalled");
+    else if (live_only) {
+    } else if (stopping_) unwell("stopping");
+    else if (!stats.has_room || transcriptions_.full()) unwell("saturated");
+    else if (failed > 0) j["status"] = "degraded";
+  }
+  Response r = make_response(request, status, j.dump(), "application/json");
+  if (j["status"] == "saturated") r.set(http::field::retry_after, "5");
+  reply.send(std::move(r));
+}
+
 void ApiService::answer(Request request, Reply reply) {
   const std::string path = path_of(request);
-  if (path == "/health") {
-    Engine* e = engine();
-    json j = {{"status", e ? "ok" : "loading"},
-              {"requests_in_progress", in_progress_.load()},
-              {"api_key_required", !options_.api_key.empty()}};  // the caption page asks for one then
-    int status = e ? 200 : 503;
-    if (e) {
-      j["model"] = {{"id", options_.model_id}, {"backend", e->info().backend}, {"layout", e->info().layout}};
-      // Each device, and "degraded" while some failed (the others serve) or 503 once all have.
-      json devices = json::array();
-      int failed = 0;
-      for (const DeviceStats& d : e->stats().devices) {
-        json one = {{"device", d.device}, {"status", d.failed ? "failed" : "ok"}, {"sessions", d.sessions_open}};
-        if (d.failed) one["error"] = d.failure, ++failed;
-        devices.push_back(std::move(one));
-      }
-      j["devices"] = devices;
-      if (failed > 0 && failed == static_cast<int>(devices.size())) j["status"] = "failed", status = 503;
-      else if (failed > 0) j["status"] = "degraded";
-    }
-    return reply.send(make_response(request, status, j.dump(), "application/json"));
-  }
+  if (path == "/health") return health(request, reply);
   if (path == "/") return reply.send(make_response(request, 200, std::string(caption_page()), "text/html; charset=utf-8"));
   if (path == "/metrics")
     return reply.send(make_response(request, 200, metrics(), "text/plain; version=0.0.4; charset=utf-8"));
@@ -341,56 +430,82 @@ void ApiService::answer(Request request, Reply reply) {
     const json model = {{"id", options_.model_id}, {"object", "model"}, {"created", 0}, {"owned_by", "mistralai"}};
     return reply.send(make_response(request, 200, json{{"object", "list"}, {"data", {model}}}.dump(), "application/json"));
   }
-  // POST /v1/audio/transcriptions: model work, on a worker.
-  ++in_progress_;
-  boost::asio::post(workers_, [this, request = std::move(request), reply]() mutable {
-    transcribe(request, reply);
-    --in_progress_;
-  });
+  // POST /v1/audio/transcriptions: model work, on a transcription thread, or refused at once.
+  if (stopping_) return reply.send(busy_response(request, "the server is shutting down"));
+  const TranscriptionQueue::Limits& l = transcriptions_.limits();
+  Response refusal = busy_response(request, "busy: " + std::to_string(l.running) + " transcriptions are running and " +
+                                                std::to_string(l.waiting) +
+                                                " waiting (--max-transcriptions, --max-queued-transcriptions); try again later");
+  if (!transcriptions_.try_post([this, request = std::move(request), reply](TranscriptionQueue::Clock::duration waited) mutable {
+        transcribe(std::move(request), reply, waited);
+      }))
+    reply.send(std::move(refusal));
 }
 
-void ApiService::transcribe(const Request& request, const Reply& reply) {
+void ApiService::transcribe(Request request, const Reply& reply, TranscriptionQueue::Clock::duration waited) {
   bool streaming = false;
+  std::string filename = "file";
+  std::optional<UploadFile> file;
+  // Answers with an error: a status and a message before the stream began, an event after.
+  const auto fail = [&](int status, const std::string& message, const std::string& param = {}) {
+    if (!streaming) {
+      Response r = status == 503 ? busy_response(request, message)
+                                 : make_response(request, status, error_json(status, message, param), "application/json");
+      return reply.send(std::move(r));
+    }
+    reply.write(error_event(status, message));
+    reply.end();
+  };
+  const auto client_named = [&](const std::string& why) { return file ? as_client_named(why, file->path(), filename) : why; };
   try {
-    const std::vector<FormPart> form = parse_form(request[http::field::content_type], request.body());
-    const TranscriptionRequest r = parse_transcription_request(form);
-    const std::vector<float> samples = decode_upload(r);
-    Engine& engine = *engine_;
+    const double waited_s = std::chrono::duration<double>(waited).count();
+    const double timeout_s = std::chrono::duration<double>(options_.queue_timeout).count();
+    if (waited_s > timeout_s)
+      return fail(503, "busy: the transcription waited " + whole_seconds(waited_s) + " for a thread (--queue-timeout-seconds " +
+                           whole_seconds(timeout_s) + "); try again later");
+    if (reply.closed()) return;  // the client left while it waited
+    TranscriptionRequest r;
+    {
+      const std::vector<FormPart> form = parse_form(request[http::field::content_type], request.body());
+      r = parse_transcription_request(form);
+      filename = r.filename;
+      if (r.audio.empty()) throw RequestError(400, r.filename + ": the file is empty", "file");
+      file.emplace(r.audio);  // libsndfile reads files; decoded as it is transcribed, a block at a time
+    }
+    r.audio = {};
+    request.body() = {};  // the upload's bytes are in the file now: not held twice while it runs
+    if (const std::optional<double> seconds = announced_seconds(file->path()); seconds && *seconds > options_.max_audio_seconds)
+      return fail(413, r.filename + ": " + whole_seconds(*seconds) + " of audio by its header, more than the " +
+                           whole_seconds(options_.max_audio_seconds) + " a request may hold (--max-audio-minutes)", "file");
+    TranscribeOptions to;
+    to.delay_ms = r.delay_ms;
+    to.max_audio_seconds = options_.max_audio_seconds;
+    to.wait_for_room_seconds = std::max(0.0, timeout_s - waited_s);
+    to.cancelled = [&] { return cancelling_.load() || reply.closed(); };
+    if (r.stream)  // the text as the model decides it; the stream starts with the first of it
+      to.on_event = [&](const StreamEvent& e) {
+        if (e.kind != StreamEvent::Kind::Text || e.text.empty()) return;
+        if (!streaming) reply.start_stream(200, "text/event-stream"), streaming = true;
+        reply.write(text_delta_event(e.text));
+      };
+    const Transcript t = engine_->transcribe_file(file->path(), to);
     if (!r.stream) {
-      TranscribeOptions to;
-      to.delay_ms = r.delay_ms;
-      const Transcript t = engine.transcribe(samples, to);
       const RenderedTranscription out = render_transcription(t, r);
       return reply.send(make_response(request, 200, out.body, out.content_type));
     }
-    // stream=true: the text as the model decides it, through a live session fed the whole file.
-    SessionOptions so;
-    so.delay_ms = r.delay_ms;
-    so.wait_for_room = true;
-    so.max_seconds = static_cast<double>(samples.size()) / kSampleRate + 1;
-    so.on_event = [&](const StreamEvent& e) {
-      if (e.kind == StreamEvent::Kind::Text && !e.text.empty()) reply.write(text_delta_event(e.text));
-    };
-    std::unique_ptr<Session> session = engine.open_session(so);
-    reply.start_stream(200, "text/event-stream");
-    streaming = true;
-    const size_t chunk = kSampleRate;  // a second at a time, so that a client that left stops the work soon
-    for (size_t at = 0; at < samples.size() && !reply.closed(); at += chunk)
-      session->feed(std::span<const float>(samples).subspan(at, std::min(chunk, samples.size() - at)));
-    if (reply.closed()) return;
-    session->flush();
-    reply.write(text_done_event(session->transcript()));
+    if (!streaming) reply.start_stream(200, "text/event-stream"), streaming = true;
+    reply.write(text_done_event(t));
     reply.end();
   } catch (const RequestError& e) {
-    if (!streaming) return reply.send(make_response(request, e.status(), error_json(e.status(), e.what(), e.param()),
-                                                    "application/json"));
-    reply.write(error_event(e.status(), e.what()));
-    reply.end();
+    fail(e.status(), e.what(), e.param());
+  } catch (const BusyError& e) {
+    fail(503, client_named(e.what()) + "; try again later");
+  } catch (const InputError& e) {
+    fail(400, client_named(e.what()), "file");
+  } catch (const CancelledError&) {
+    if (!reply.closed()) fail(503, "the server is shutting down: the transcription was stopped");
   } catch (const std::exception& e) {
-    const std::string why = std::string("transcription failed: ") + e.what();
-    if (!streaming) return reply.send(make_response(request, 500, error_json(500, why), "application/json"));
-    reply.write(error_event(500, why));
-    reply.end();
+    fail(500, "transcription failed: " + client_named(e.what()));
   }
 }
 

@@ -175,6 +175,11 @@ void LiveTranscription::finish_and_close() {
   });
 }
 
+void LiveTranscription::close_now(int code, const std::string& reason) {
+  closed_ = true;  // the tasks queued on the strand do nothing from here on
+  out_.close(code, reason);
+}
+
 void LiveTranscription::on_close() {
   closed_ = true;
   // The session is freed on the strand that uses it, after whatever step is running.

@@ -61,6 +61,9 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   // The server is stopping: ends the open utterance as its dialect's end of input does (its last
   // words decoded, its done event sent), then closes the connection (1001, going away). Any thread.
   void finish_and_close();
+  // The server stops now: the connection is closed with `code` at once, and what its worker strand
+  // still holds is dropped (its session freed after the step in progress). Any thread.
+  void close_now(int code, const std::string& reason);
   bool closed() const { return closed_.load(); }
 
  protected:

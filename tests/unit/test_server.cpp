@@ -541,7 +541,7 @@ TEST(Server, AStoppingServerFinishesLiveSessionsWithTheirLastWords) {
       break;
     }
     EXPECT_EQ(service.live_sessions(), 1);
-    service.finish_live_sessions();
+    service.begin_shutdown();
     EXPECT_EQ(c.until_done(deltas)["text"], reference().transcribe(audio.heard).text);
     EXPECT_THROW(c.receive(), boost::system::system_error);  // then the close frame
     EXPECT_TRUE(service.wait_live_sessions_closed(std::chrono::seconds(10)));
