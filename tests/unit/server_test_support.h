@@ -59,7 +59,7 @@ class RunningServer {
 
  private:
   static server::ServiceOptions with_workers(server::ServiceOptions o) {
-    o.workers = 8;
+    if (o.workers == server::ServiceOptions{}.workers) o.workers = 8;  // unless a test asks for its own
     return o;
   }
   server::ApiService service_;  // outlives the server's connections (the destructor's order)

@@ -23,6 +23,7 @@
 #include "formats/output_formats.h"
 #include "http_test_client.h"
 #include "server_test_support.h"
+#include "serve_process.h"
 #include "audio/audio_file.h"
 #include "server/api_service.h"
 #include "common/base64.h"
@@ -554,33 +555,9 @@ TEST(Server, AStoppingServerFinishesLiveSessionsWithTheirLastWords) {
 // The command: it says where it listens (--port 0: a free port), serves, and on SIGTERM stops
 // accepting, lets the request in progress finish and exits 0.
 TEST(ServeCommand, ServesAndStopsCleanlyOnSigterm) {
-  int err[2];
-  ASSERT_EQ(pipe(err), 0);
-  const std::string binary = voxrt_binary().string(), model = model_dir();
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    dup2(err[1], 2);
-    close(err[0]);
-    execl(binary.c_str(), binary.c_str(), "serve", "--model", model.c_str(), "--device", "cpu", "--threads", "1",
-          "--port", "0", "--workers", "2", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  close(err[1]);
-  std::string said;
-  uint16_t port = 0;
-  char buf[256];
-  const std::string ready = "voxrt: ready";
-  while (said.find(ready) == std::string::npos) {
-    const ssize_t n = read(err[0], buf, sizeof buf);
-    if (n <= 0) break;
-    said.append(buf, static_cast<size_t>(n));
-  }
-  const size_t at = said.find("serving http://127.0.0.1:");
-  ASSERT_NE(at, std::string::npos) << said;
-  port = static_cast<uint16_t>(std::stoi(said.substr(at + 25)));
-  ASSERT_NE(said.find(ready), std::string::npos) << said;
-  const HttpTestClient c(port);
+  ServeProcess serve({"--workers", "2"});
+  ASSERT_NE(serve.port(), 0) << serve.said();
+  const HttpTestClient c(serve.port());
   EXPECT_EQ(c.request(http::verb::get, "/health").status, 200);
   // A transcription in progress when SIGTERM comes is answered in full.
   std::thread in_progress([&] {
@@ -595,14 +572,10 @@ TEST(ServeCommand, ServesAndStopsCleanlyOnSigterm) {
   });
   while (json::parse(c.request(http::verb::get, "/health").body)["requests_in_progress"] == 0)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  kill(pid, SIGTERM);
+  serve.signal(SIGTERM);
   in_progress.join();
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  for (ssize_t n; (n = read(err[0], buf, sizeof buf)) > 0;) said.append(buf, static_cast<size_t>(n));
-  close(err[0]);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << ": " << said;
-  EXPECT_NE(said.find("voxrt: stopping"), std::string::npos) << said;
+  EXPECT_EQ(serve.wait_exit(std::chrono::seconds(30)), 0) << serve.said();
+  EXPECT_NE(serve.said().find("voxrt: stopping"), std::string::npos) << serve.said();
 }
 
 }  // namespace
