@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole GPU check in one device call: the CUDA backend's op tests and tiny parity (bf16
-# tolerances), then the full-size model against the reference on the chosen backends, with
+# tolerances), the op tests again under compute-sanitizer (memcheck, racecheck on the attention and
+# GEMM kernels: scripts/gpu_sanitize.sh), then the full-size model against the reference on the chosen backends, with
 # per-step timings. Prepare on the development machine with
 #   cmake --preset cuda && cmake --build build/cuda && scripts/carry_binaries.sh build/cuda
 # and run there (device tool, carry [".carry.tar.xz"]):  scripts/gpu_check.sh
@@ -12,6 +13,10 @@ nvidia-smi -L 2>&1 | head -2
 echo "== CUDA op tests and tiny parity"
 .carry/run voxrt_tests --gtest_filter='Cuda*:*DraftRows*:*SessionRows*:*StreamsTogether*:*PagedCache*:*ConvStems*' 2>&1 | tee "$out/gpu_tests.log" | grep -v "relative error\|mel max abs" | tail -40
 grep -E "relative error|argmax" "$out/gpu_tests.log" | sort | awk '!seen[$0]++' | tail -40
+if [ "${VOXRT_SANITIZE:-1}" = 1 ]; then  # VOXRT_SANITIZE=0 leaves it out (a quick rerun of the rest)
+  echo "== the CUDA op tests under compute-sanitizer (scripts/gpu_sanitize.sh)"
+  scripts/gpu_sanitize.sh
+fi
 echo "== many threads through one engine on the GPU (the scheduler batches their rows)"
 VOXRT_CONCURRENCY_DEVICE=cuda VOXRT_CONCURRENCY_THREADS=${VOXRT_CONCURRENCY_THREADS:-16} VOXRT_CONCURRENCY_JOBS=${VOXRT_CONCURRENCY_JOBS:-10} \
   .carry/run voxrt_tests --gtest_filter='Concurrency*' 2>&1 | tee "$out/gpu_concurrency.log" | tail -4
