@@ -130,6 +130,39 @@ TEST(ServeAdmission, ALiveSessionFinishesWhileUploadsWaitForItsSlot) {
   EXPECT_EQ(health(server.port(), &status)["status"], "ok");
 }
 
+// An engine whose model work has not moved for a minute (what EngineStats::stalled_seconds says;
+// the scheduler's own measure of it is tested in test_transcribe_limits.cpp).
+class StalledEngine final : public Engine {
+ public:
+  Transcript transcribe(std::span<const float>, const TranscribeOptions&) override { return {}; }
+  Transcript transcribe_file(const std::filesystem::path&, const TranscribeOptions&) override { return {}; }
+  void transcribe_each(std::span<const std::filesystem::path>, const TranscribeOptions&,
+                       const std::function<void(BatchItem&)>&, int) override {}
+  std::unique_ptr<Session> open_session(const SessionOptions&) override { throw Error("stalled"); }
+  const ModelInfo& info() const override { return info_; }
+  EngineStats stats() const override {
+    EngineStats s;
+    s.stalled_seconds = 60;
+    s.devices = {DeviceStats{.device = "cpu:0"}};
+    return s;
+  }
+
+ private:
+  ModelInfo info_;
+};
+
+TEST(ServeAdmission, HealthSaysStalledWhenTheModelWorkDoesNotMove) {
+  server::ServiceOptions options;
+  options.stall_seconds = 30;
+  RunningServer server(options, /*load=*/false);
+  server.service().set_engine(std::make_unique<StalledEngine>());
+  int status = 0;
+  EXPECT_EQ(health(server.port(), &status)["status"], "stalled");
+  EXPECT_EQ(status, 503);
+  EXPECT_EQ(health(server.port(), &status, "/health?live")["status"], "stalled") << "a stalled server needs a restart";
+  EXPECT_EQ(status, 503);
+}
+
 TEST(ServeAdmission, AnUploadThatWaitsTooLongForRoomIsRefusedWithRetryAfter) {
   server::ServiceOptions options;
   options.queue_timeout = std::chrono::milliseconds(500);

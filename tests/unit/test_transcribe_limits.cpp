@@ -8,12 +8,19 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <mutex>
+#include <thread>
 #include <span>
 #include <string>
 
 #include "../test_paths.h"
 #include "audio/audio_file.h"
+#include "engine/scheduler.h"
+#include "parity/tiny_engine.h"
 #include "temp_dir.h"
+#include "tokenizer/tekken.h"
+#include "voxtral/mel_front_end.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
 
@@ -142,6 +149,34 @@ TEST(TranscribeLimits, NothingIsStalledWhileIdleOrWorking) {
   EXPECT_EQ(engine->stats().stalled_seconds, 0);
   engine->transcribe(load_audio_mono(test_data() / "audio" / "speech_short.wav"));
   EXPECT_EQ(engine->stats().stalled_seconds, 0);
+}
+
+// Work handed to the step loop that no round takes on (here: the model held elsewhere, as a round
+// that never ends would hold it) reads as stalled, for as long as it waits; /health says so.
+TEST(TranscribeLimits, HandedWorkThatNoRoundRunsReadsAsStalled) {
+  auto backend = make_cpu_backend(1);
+  const auto model = tiny_model(*backend);
+  const Tokenizer tok = Tokenizer::load(test_data() / "tiny" / "mistral" / "tekken.json");
+  std::mutex model_mutex;
+  Protocol p;
+  p.n_left_pad_tokens = tok.audio().streaming_n_left_pad_tokens;
+  p.samples_per_step = model->config().samples_per_step();
+  Scheduler scheduler(*model, model_mutex, p, StreamState::Options{}.max_batch_positions);
+  StreamState::Options o;
+  o.protocol = p;
+  o.ids = {tok.bos_id(), tok.eos_id(), tok.streaming_pad_id(), tok.streaming_word_id()};
+  const auto stream = scheduler.open(o);
+  const LogMel logmel;
+  MelFrontEnd front(logmel, p);
+  front.feed(wav("speech_short"));
+  EXPECT_EQ(scheduler.stats().stalled_seconds, 0);
+  std::unique_lock<std::mutex> held(model_mutex);
+  auto run = std::async(std::launch::async, [&] { return stream->run(front.take_frames()); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_GE(scheduler.stats().stalled_seconds, 0.25);
+  held.unlock();
+  EXPECT_FALSE(run.get().empty());
+  EXPECT_EQ(scheduler.stats().stalled_seconds, 0);
 }
 
 }  // namespace
