@@ -260,7 +260,8 @@ Handler ApiService::handler() {
   h.on_request = [this](Request r, Reply reply) { answer(std::move(r), reply); };
   h.on_access = [this](const AccessRecord& r) { count_answer(r.status); };
   // Only the realtime routes get here (check_headers refuses other upgrades).
-  h.on_upgrade = [this](Request r, boost::beast::tcp_stream stream) {
+  h.on_upgrade = [this](Upgrade upgrade) {
+    const Request& r = upgrade.request;
     std::shared_ptr<LiveTranscription> session;
     if (path_of(r) == kMistralRealtime)
       session = std::make_shared<MistralRealtime>(*engine(), workers_,
@@ -276,7 +277,7 @@ Handler ApiService::handler() {
       live_.push_back(session);
       ++realtime_opened_;
     }
-    start_websocket(std::move(stream), std::move(r), std::move(session), options_.websocket);
+    start_websocket(std::move(upgrade), std::move(session), options_.websocket);
   };
   return h;
 }
@@ -352,7 +353,7 @@ void ApiService::answer(Request request, Reply reply) {
 void ApiService::transcribe(const Request& request, const Reply& reply) {
   bool streaming = false;
   try {
-    const std::vector<FormPart> form = parse_form(request[http::field::content_type], request.body());
+    const std::vector<FormPart> form = parse_form(request[http::field::content_type], request.body().view());
     const TranscriptionRequest r = parse_transcription_request(form);
     const std::vector<float> samples = decode_upload(r);
     Engine& engine = *engine_;
