@@ -3,6 +3,7 @@
 // The HTTP server (src/server, docs/serve.md): listens at once, answers /health with 503 while the
 // model loads, then serves every request on the one engine. SIGINT or SIGTERM: stop accepting, let
 // the requests in progress finish (up to --drain-seconds), exit 0.
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <ctime>
@@ -37,6 +38,7 @@ struct ServeArgs {
   double drain_seconds = 30;
   double idle_seconds = 60;
   int max_message_mb = 16;
+  int max_connections = 0;  // 0: min(4096, the open-file limit - 64)
   bool no_access_log = false;
 };
 
@@ -83,6 +85,10 @@ void serve(const ServeArgs& a) {
   so.model_id = a.served_model_name.empty() ? "voxtral-mini-4b-realtime" : a.served_model_name;
   server::HttpLimits limits;
   limits.max_body_bytes = static_cast<size_t>(a.max_upload_mb) << 20;
+  if (a.max_connections < 0) throw UsageError("--max-connections must be at least 1 (0: from the open-file limit)");
+  const uint64_t open_files = server::raise_open_file_limit();
+  limits.max_connections = a.max_connections > 0 ? a.max_connections
+                                                 : static_cast<int>(std::min<uint64_t>(4096, open_files > 65 ? open_files - 64 : 1));
   server::ApiService service(so);  // before the server: outlives its connections (join_workers below)
   server::HttpServer http(a.host, static_cast<uint16_t>(a.port), limits, {});
   server::Handler handler = service.handler();
@@ -161,6 +167,9 @@ void add_serve_command(CLI::App& app) {
                   "A realtime connection from which nothing arrives (not even the answer to a ping) for this long is dropped")
       ->capture_default_str();
   cmd->add_option("--max-message-mb", args->max_message_mb, "Largest realtime WebSocket message taken (MB)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", args->max_connections,
+                  "Connections open at once, WebSockets included; past it: 503 (0: min(4096, the open-file limit - 64))")
       ->capture_default_str();
   cmd->callback([args] {
     args->engine.refuse_when_overloaded = true;
