@@ -53,8 +53,8 @@ class Reply {
   void start_stream(int status, const std::string& content_type) const;
   void write(std::string data) const;  // one chunk of the stream (empty: nothing sent)
   void end() const;
-  // The client went away (it closed or reset its connection, even while the handler works and
-  // nothing is written), or stopped reading a stream, or the server is stopping: stop the work.
+  // The client went away (it closed or reset its connection, noticed even while the handler works
+  // and nothing is written), or let a stream's events pile up unread: the work can stop.
   bool closed() const;
 
  private:
