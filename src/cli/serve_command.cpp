@@ -61,6 +61,7 @@ struct ServeArgs {
   double drain_seconds = 30;
   double idle_seconds = 60;
   int max_message_mb = 16;
+  int max_connections = 0;  // 0: min(4096, the open-file limit - 64)
   bool no_access_log = false;
 };
 
@@ -118,6 +119,10 @@ void serve(const ServeArgs& a) {
   so.model_id = a.served_model_name.empty() ? "voxtral-mini-4b-realtime" : a.served_model_name;
   server::HttpLimits limits;
   limits.max_body_bytes = static_cast<size_t>(a.max_upload_mb) << 20;
+  if (a.max_connections < 0) throw UsageError("--max-connections must be at least 1 (0: from the open-file limit)");
+  const uint64_t open_files = server::raise_open_file_limit();
+  limits.max_connections = a.max_connections > 0 ? a.max_connections
+                                                 : static_cast<int>(std::min<uint64_t>(4096, open_files > 65 ? open_files - 64 : 1));
   server::ApiService service(so);  // before the server: outlives its connections (join_workers below)
   server::HttpServer http(a.host, static_cast<uint16_t>(a.port), limits, {});
   server::Handler handler = service.handler();
@@ -159,7 +164,7 @@ void serve(const ServeArgs& a) {
     if (!a.engine.quiet)
       std::cerr << "voxrt: stopping: " << http.requests_in_flight() << " requests and " << service.live_sessions()
                 << " live sessions to finish (at most " << a.drain_seconds << " s)" << std::endl;
-    http.stop_accepting();
+    http.begin_shutdown();  // no new work on any connection: 503 and Connection: close
     service.begin_shutdown();
     const auto until = std::chrono::steady_clock::now() + drain;
     const auto left = [&] {
@@ -234,6 +239,9 @@ void add_serve_command(CLI::App& app) {
                   "A realtime connection from which nothing arrives (not even the answer to a ping) for this long is dropped")
       ->capture_default_str();
   cmd->add_option("--max-message-mb", args->max_message_mb, "Largest realtime WebSocket message taken (MB)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", args->max_connections,
+                  "Connections open at once, WebSockets included; past it: 503 (0: min(4096, the open-file limit - 64))")
       ->capture_default_str();
   cmd->callback([args] {
     args->engine.refuse_when_overloaded = true;

@@ -318,7 +318,8 @@ Handler ApiService::handler() {
   h.on_request = [this](Request r, Reply reply) { answer(std::move(r), reply); };
   h.on_access = [this](const AccessRecord& r) { count_answer(r.status); };
   // Only the realtime routes get here (check_headers refuses other upgrades).
-  h.on_upgrade = [this](Request r, boost::beast::tcp_stream stream) {
+  h.on_upgrade = [this](Upgrade upgrade) {
+    const Request& r = upgrade.request;
     std::shared_ptr<LiveTranscription> session;
     if (path_of(r) == kMistralRealtime)
       session = std::make_shared<MistralRealtime>(*engine(), workers_,
@@ -334,7 +335,7 @@ Handler ApiService::handler() {
       live_.push_back(session);
       ++realtime_opened_;
     }
-    start_websocket(std::move(stream), std::move(r), std::move(session), options_.websocket);
+    start_websocket(std::move(upgrade), std::move(session), options_.websocket);
   };
   return h;
 }
@@ -466,7 +467,7 @@ void ApiService::transcribe(Request request, const Reply& reply, TranscriptionQu
     if (reply.closed()) return;  // the client left while it waited
     TranscriptionRequest r;
     {
-      const std::vector<FormPart> form = parse_form(request[http::field::content_type], request.body());
+      const std::vector<FormPart> form = parse_form(request[http::field::content_type], request.body().view());
       r = parse_transcription_request(form);
       filename = r.filename;
       if (r.audio.empty()) throw RequestError(400, r.filename + ": the file is empty", "file");

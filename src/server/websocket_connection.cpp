@@ -1,11 +1,15 @@
 #include "server/websocket_connection.h"
 
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/websocket.hpp>
 
 #include <deque>
+#include <sstream>
 
 namespace voxrt::server {
 
@@ -46,10 +50,68 @@ std::optional<std::string> chosen_subprotocol(std::string_view header) {
 namespace websocket = beast::websocket;
 namespace net = boost::asio;
 
+namespace {
+
+// A dropped close frame gets this long to get out before the socket goes: a client that reads
+// nothing does not read it either.
+constexpr auto kStuckCloseGrace = std::chrono::milliseconds(500);
+
+}  // namespace
+
+// The WebSocket's transport: the upgraded connection, whose reads first return the bytes the HTTP
+// side read past the upgrade request (a client's first frames, sent before the 101 came).
+class HandoverStream {
+ public:
+  using executor_type = beast::tcp_stream::executor_type;
+
+  HandoverStream(beast::tcp_stream stream, beast::flat_buffer early)
+      : stream_(std::move(stream)), early_(std::move(early)) {}
+
+  executor_type get_executor() noexcept { return stream_.get_executor(); }
+  beast::tcp_stream& next_layer() noexcept { return stream_; }
+  const beast::tcp_stream& next_layer() const noexcept { return stream_; }
+
+  template <class MutableBufferSequence, class ReadToken>
+  auto async_read_some(const MutableBufferSequence& buffers, ReadToken&& token) {
+    return net::async_initiate<ReadToken, void(beast::error_code, size_t)>(
+        [this](auto handler, const MutableBufferSequence& into) {
+          if (early_.size() == 0) {
+            stream_.async_read_some(into, std::move(handler));
+            return;
+          }
+          const size_t n = net::buffer_copy(into, early_.data());
+          early_.consume(n);
+          net::post(stream_.get_executor(), beast::bind_front_handler(std::move(handler), beast::error_code{}, n));
+        },
+        token, buffers);
+  }
+
+  template <class ConstBufferSequence, class WriteToken>
+  auto async_write_some(const ConstBufferSequence& buffers, WriteToken&& token) {
+    return stream_.async_write_some(buffers, std::forward<WriteToken>(token));
+  }
+
+ private:
+  beast::tcp_stream stream_;
+  beast::flat_buffer early_;
+};
+
+// The closing handshake's end (Beast finds it by argument-dependent lookup): the TCP stream's.
+template <class TeardownHandler>
+void async_teardown(beast::role_type role, HandoverStream& stream, TeardownHandler&& handler) {
+  beast::async_teardown(role, stream.next_layer(), std::forward<TeardownHandler>(handler));
+}
+
 class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnection> {
  public:
-  WebSocketConnection(beast::tcp_stream stream, std::shared_ptr<WebSocketHandler> handler, const WebSocketLimits& limits)
-      : ws_(std::move(stream)), handler_(std::move(handler)) {
+  WebSocketConnection(Upgrade upgrade, std::shared_ptr<WebSocketHandler> handler, const WebSocketLimits& limits)
+      : request_(std::move(upgrade.request)),
+        ws_(std::move(upgrade.stream), std::move(upgrade.buffered)),
+        handler_(std::move(handler)),
+        max_queued_(limits.max_send_queue_bytes),
+        log_handshake_(std::move(upgrade.log_handshake)),
+        slot_(std::move(upgrade.slot)),
+        close_timer_(ws_.get_executor()) {
     ws_.read_message_max(limits.max_message_bytes);
     // A handshake must finish in 30 s; an idle peer is pinged halfway through idle_timeout and
     // dropped if nothing (not even the pong) arrives by its end.
@@ -59,14 +121,24 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     ws_.set_option(timeout);
   }
 
-  void start(Request request) {
+  void start() {
+    // The decorator sees every handshake answer, Beast's refusals included: what it saw is the
+    // access record's status and size.
     ws_.set_option(websocket::stream_base::decorator(
-        [protocol = chosen_subprotocol(request[beast::http::field::sec_websocket_protocol])](websocket::response_type& r) {
+        [this, protocol = chosen_subprotocol(request_[beast::http::field::sec_websocket_protocol])](
+            websocket::response_type& r) {
           r.set(beast::http::field::server, "voxrt");
-          if (protocol) r.set(beast::http::field::sec_websocket_protocol, *protocol);
+          if (protocol && r.result() == beast::http::status::switching_protocols)
+            r.set(beast::http::field::sec_websocket_protocol, *protocol);
+          std::ostringstream os;
+          os << r;
+          answer_status_ = static_cast<int>(r.result_int());
+          answer_bytes_ = os.str().size();
         }));
     beast::get_lowest_layer(ws_).expires_never();  // the websocket's own timeouts take over
-    ws_.async_accept(request, [self = shared_from_this()](beast::error_code ec) {
+    ws_.async_accept(request_, [self = shared_from_this()](beast::error_code ec) {
+      self->request_ = {};  // answered: its header's memory goes
+      self->log_handshake(ec);
       if (ec) return self->finish();
       self->handler_->on_open(WebSocketSender(self->weak_from_this()));
       self->read();
@@ -98,9 +170,17 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     int code;
   };
 
+  // A refusal Beast wrote whole ends with its own error; any other error cut the answer short.
+  void log_handshake(beast::error_code ec) {
+    if (!log_handshake_) return;
+    const bool refused = ec && ec.category() == websocket::make_error_code(websocket::error::closed).category();
+    log_handshake_(answer_status_ ? answer_status_ : 400, answer_bytes_, !ec || refused);
+    log_handshake_ = nullptr;
+  }
+
   void read() {
     ws_.async_read(in_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (ec) {
+      if (ec || self->finished_) {
         // A message over the limit is answered with a close frame saying so (the stream sends it).
         return self->finish();
       }
@@ -124,7 +204,30 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
 
   void queue(Out out) {
     if (finished_ || closing_) return;
+    // One message always goes, however large; past that, a client that lets the queue grow this
+    // far is not reading.
+    if (!out.close && !out_.empty() && queued_ + out.data.size() > max_queued_) return give_up_on_reader();
+    queued_ += out.data.size();
     out_.push_back(std::move(out));
+    if (!writing_) write_next();
+  }
+
+  // What waits is dropped and a close frame (1008) goes next; if it cannot get out (the write
+  // before it is stuck behind the client's full socket), the socket goes without it.
+  void give_up_on_reader() {
+    const size_t keep = writing_ ? 1 : 0;  // the message being written stays until its write ends
+    while (out_.size() > keep) {
+      queued_ -= out_.back().data.size();
+      out_.pop_back();
+    }
+    out_.push_back({"the client does not read its events (more than " + std::to_string(max_queued_ >> 10) +
+                        " KiB wait)",
+                    true, 1008});
+    closing_ = true;
+    close_timer_.expires_after(kStuckCloseGrace);
+    close_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec) self->finish();
+    });
     if (!writing_) write_next();
   }
 
@@ -143,7 +246,8 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     }
     ws_.text(true);
     ws_.async_write(net::buffer(o.data), [self = shared_from_this()](beast::error_code ec, size_t) {
-      if (ec) return self->finish();
+      if (ec || self->finished_) return self->finish();  // finished meanwhile: out_ is gone
+      self->queued_ -= self->out_.front().data.size();
       self->out_.pop_front();
       self->write_next();
     });
@@ -153,15 +257,26 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     if (finished_) return;
     finished_ = true;
     out_.clear();
+    queued_ = 0;
+    close_timer_.cancel();
     beast::error_code ignored;
     beast::get_lowest_layer(ws_).socket().close(ignored);
+    slot_.reset();  // the descriptor is closed: it no longer counts among the connections
     handler_->on_close();
   }
 
-  websocket::stream<beast::tcp_stream> ws_;
+  Request request_;  // the upgrade request, kept until Beast has answered it
+  websocket::stream<HandoverStream> ws_;
   std::shared_ptr<WebSocketHandler> handler_;
+  const size_t max_queued_;
+  std::function<void(int, size_t, bool)> log_handshake_;
+  std::shared_ptr<const void> slot_;
+  net::steady_timer close_timer_;  // for a close frame that cannot get out
+  int answer_status_ = 0;          // the handshake's answer, as the decorator saw it
+  size_t answer_bytes_ = 0;
   beast::flat_buffer in_;
   std::deque<Out> out_;
+  size_t queued_ = 0;  // bytes in out_
   bool writing_ = false, closing_ = false, finished_ = false;
   bool paused_ = false;  // no read pending: the handler asked for a pause (pause_reading)
 };
@@ -178,9 +293,8 @@ void WebSocketSender::close(int code, std::string reason) const {
   if (auto c = connection_.lock()) c->post_close(code, std::move(reason));
 }
 
-void start_websocket(beast::tcp_stream stream, Request request, std::shared_ptr<WebSocketHandler> handler,
-                     const WebSocketLimits& limits) {
-  std::make_shared<WebSocketConnection>(std::move(stream), std::move(handler), limits)->start(std::move(request));
+void start_websocket(Upgrade upgrade, std::shared_ptr<WebSocketHandler> handler, const WebSocketLimits& limits) {
+  std::make_shared<WebSocketConnection>(std::move(upgrade), std::move(handler), limits)->start();
 }
 
 }  // namespace voxrt::server

@@ -1,6 +1,8 @@
 // One WebSocket connection (Boost.Beast), after an HTTP upgrade: reads messages one at a time and
 // hands each to its handler on the connection's I/O strand; sends what it is given, in order, from
-// any thread. The handler (a realtime dialect) must not block: model work goes elsewhere.
+// any thread. The handler (a realtime dialect) must not block: model work goes elsewhere. What
+// waits to be sent is bounded (max_send_queue_bytes): a client that does not read its events is
+// disconnected rather than given the server's memory.
 #pragma once
 
 #include <boost/beast/core/tcp_stream.hpp>
@@ -52,6 +54,9 @@ struct WebSocketLimits {
   // through a silence the server pings: a client that is still there answers (browsers and WebSocket
   // libraries do it on their own), so a live session may stay silent for any time and resume.
   std::chrono::milliseconds idle_timeout{60'000};
+  // Bytes queued for a client that does not read them: past it the connection is closed (1008),
+  // or dropped if even the close frame cannot get out, and the handler's on_close runs.
+  size_t max_send_queue_bytes = size_t{4} << 20;
 };
 
 // The subprotocols a client offers (Sec-WebSocket-Protocol: a comma-separated list).
@@ -64,8 +69,8 @@ std::optional<std::string_view> subprotocol_api_key(std::string_view header);
 // handshake that selects none.)
 std::optional<std::string> chosen_subprotocol(std::string_view header);
 
-// Accepts the upgrade `request` on `stream` and runs the connection until it closes.
-void start_websocket(boost::beast::tcp_stream stream, Request request, std::shared_ptr<WebSocketHandler> handler,
-                     const WebSocketLimits& limits);
+// Answers the upgrade's handshake (its access record says how: 101, or Beast's refusal) and runs
+// the connection until it closes; the bytes that came behind the upgrade request are its first.
+void start_websocket(Upgrade upgrade, std::shared_ptr<WebSocketHandler> handler, const WebSocketLimits& limits);
 
 }  // namespace voxrt::server
