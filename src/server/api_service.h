@@ -26,6 +26,7 @@ struct ServiceOptions {
   std::string api_key;  // empty: no authentication; else every route but /health wants "Bearer <key>"
   int workers = 256;     // requests doing model work at once (each waits its turn in the scheduler)
   WebSocketLimits websocket;  // the realtime connections' message size and idle timeout
+  RealtimeLimits realtime;    // what a realtime connection may hold (audio, events)
 };
 
 class ApiService {

@@ -79,8 +79,8 @@ Histogram LiveLag::histogram_ms() const {
   return ms_.histogram();
 }
 
-LiveTranscription::LiveTranscription(Engine& engine, boost::asio::thread_pool& workers)
-    : engine_(engine), work_(boost::asio::make_strand(workers.get_executor())) {}
+LiveTranscription::LiveTranscription(Engine& engine, boost::asio::thread_pool& workers, const RealtimeLimits& limits)
+    : engine_(engine), limits_(limits), work_(boost::asio::make_strand(workers.get_executor())) {}
 
 void LiveTranscription::send(const nlohmann::json& event) const { out_.send_text(dump_event(event)); }
 

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/histogram_counter.h"
+#include "server/event_json.h"
 #include "server/websocket_connection.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
@@ -52,9 +53,14 @@ class LiveLag {
   HistogramCounter ms_;
 };
 
+// What one realtime connection may hold, whatever its client sends.
+struct RealtimeLimits {
+  EventJsonLimits json;  // each text message's size, depth and values
+};
+
 class LiveTranscription : public WebSocketHandler, public std::enable_shared_from_this<LiveTranscription> {
  public:
-  LiveTranscription(Engine& engine, boost::asio::thread_pool& workers);
+  LiveTranscription(Engine& engine, boost::asio::thread_pool& workers, const RealtimeLimits& limits = {});
   // Counts this connection's lag into `lag` from now on (none: not counted). Before its first message.
   void count_lag_in(std::shared_ptr<LiveLag> lag) { lag_ = std::move(lag); }
   void on_close() override;
@@ -82,6 +88,7 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   void after_queued(std::function<void()> task);
 
   void send(const nlohmann::json& event) const;  // a text frame, from any thread
+  const RealtimeLimits& limits() const { return limits_; }
   // Adds the words ended since the last text delta to this one (worker strand; DeltaWords above).
   void attach_delta_words(nlohmann::json& delta) { delta_words_.attach(delta); }
   const WebSocketSender& sender() const { return out_; }
@@ -99,6 +106,7 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   void finish_session();
 
   Engine& engine_;
+  const RealtimeLimits limits_;
   boost::asio::strand<boost::asio::thread_pool::executor_type> work_;
   std::shared_ptr<LiveLag> lag_;
   WebSocketSender out_{std::weak_ptr<WebSocketConnection>()};

@@ -21,12 +21,13 @@ std::optional<SampleType> encoding_type(const std::string& name) {
   return std::nullopt;
 }
 
-constexpr int kBadRequest = 400, kServerError = 500, kUnavailable = 503;
+constexpr int kBadRequest = 400, kTooLarge = 413, kServerError = 500, kUnavailable = 503;
 
 }  // namespace
 
-MistralRealtime::MistralRealtime(Engine& engine, boost::asio::thread_pool& workers, std::string model)
-    : LiveTranscription(engine, workers),
+MistralRealtime::MistralRealtime(Engine& engine, boost::asio::thread_pool& workers, std::string model,
+                                 const RealtimeLimits& limits)
+    : LiveTranscription(engine, workers, limits),
       model_(std::move(model)),
       request_id_(random_id("req_")),
       delay_ms_(engine.info().default_delay_ms) {}
@@ -49,8 +50,12 @@ void MistralRealtime::send_error(const std::string& message, int code) const {
 
 void MistralRealtime::on_message(std::string message, bool binary) {
   if (binary) return append(message);  // voxrt's extension: the audio bytes without base64
-  const json event = json::parse(message, nullptr, false);
-  if (event.is_discarded() || !event.is_object()) return send_error("invalid JSON: each message is one JSON object", kBadRequest);
+  json event;
+  try {
+    event = parse_event(message, "input_audio.append", limits().json);
+  } catch (const EventJsonError& e) {
+    return send_error(e.what(), e.kind() == EventJsonError::Kind::TooLarge ? kTooLarge : kBadRequest);
+  }
   const json& type = event.contains("type") ? event["type"] : json();
   if (!type.is_string()) return send_error("an event needs a string \"type\"", kBadRequest);
   const std::string& t = type.get_ref<const std::string&>();

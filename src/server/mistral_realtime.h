@@ -22,7 +22,7 @@ namespace voxrt::server {
 
 class MistralRealtime final : public LiveTranscription {
  public:
-  MistralRealtime(Engine& engine, boost::asio::thread_pool& workers, std::string model);
+  MistralRealtime(Engine& engine, boost::asio::thread_pool& workers, std::string model, const RealtimeLimits& limits = {});
   void on_open(const WebSocketSender& out) override;
   void on_message(std::string message, bool binary) override;
 

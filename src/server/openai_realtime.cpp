@@ -29,8 +29,8 @@ json user_item(const std::string& id) {
 
 }  // namespace
 
-OpenAiRealtime::OpenAiRealtime(Engine& engine, boost::asio::thread_pool& workers)
-    : LiveTranscription(engine, workers),
+OpenAiRealtime::OpenAiRealtime(Engine& engine, boost::asio::thread_pool& workers, const RealtimeLimits& limits)
+    : LiveTranscription(engine, workers, limits),
       session_id_(random_id("sess_")),
       audio_(SampleType::S16, kOpenAiRate),
       delay_ms_(engine.info().default_delay_ms),
@@ -80,9 +80,17 @@ void OpenAiRealtime::on_open(const WebSocketSender& out) {
 
 void OpenAiRealtime::on_message(std::string message, bool binary) {
   if (binary) return append(message);  // voxrt's extension: the audio bytes without base64
-  const json event = json::parse(message, nullptr, false);
-  if (event.is_discarded() || !event.is_object())
-    return send_error(nullptr, "invalid_json", "The message could not be parsed as a JSON object.");
+  json event;
+  try {
+    event = parse_event(message, "input_audio_buffer.append", limits().json);
+  } catch (const EventJsonError& e) {
+    switch (e.kind()) {
+      case EventJsonError::Kind::NotJson:
+        return send_error(nullptr, "invalid_json", "The message could not be parsed as a JSON object.");
+      case EventJsonError::Kind::TooNested: return send_error(nullptr, "invalid_json", e.what());
+      case EventJsonError::Kind::TooLarge: return send_error(nullptr, "event_too_large", e.what());
+    }
+  }
   const json& type = event.contains("type") ? event["type"] : json();
   if (!type.is_string()) return send_error(event, "invalid_event", "An event needs a string 'type'.", "type");
   const std::string& t = type.get_ref<const std::string&>();

@@ -29,7 +29,7 @@ namespace voxrt::server {
 
 class OpenAiRealtime final : public LiveTranscription {
  public:
-  OpenAiRealtime(Engine& engine, boost::asio::thread_pool& workers);
+  OpenAiRealtime(Engine& engine, boost::asio::thread_pool& workers, const RealtimeLimits& limits = {});
   void on_open(const WebSocketSender& out) override;
   void on_message(std::string message, bool binary) override;
 

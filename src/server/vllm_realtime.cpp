@@ -19,8 +19,16 @@ void VllmRealtime::send_error(const std::string& message, const std::string& cod
 
 void VllmRealtime::on_message(std::string message, bool binary) {
   if (binary) return append(message);  // voxrt's extension: raw PCM16 frames
-  const nlohmann::json event = nlohmann::json::parse(message, nullptr, false);
-  if (event.is_discarded() || !event.is_object()) return send_error("Invalid JSON", "invalid_json");
+  nlohmann::json event;
+  try {
+    event = parse_event(message, "input_audio_buffer.append", limits().json);
+  } catch (const EventJsonError& e) {
+    switch (e.kind()) {
+      case EventJsonError::Kind::NotJson: return send_error("Invalid JSON", "invalid_json");  // vLLM's words
+      case EventJsonError::Kind::TooNested: return send_error(e.what(), "invalid_json");
+      case EventJsonError::Kind::TooLarge: return send_error(e.what(), "event_too_large");
+    }
+  }
   const nlohmann::json& type_field = event.contains("type") ? event["type"] : nlohmann::json();
   if (!type_field.is_string()) return send_error("An event needs a string \"type\"", "invalid_event");
   const std::string& type = type_field.get_ref<const std::string&>();

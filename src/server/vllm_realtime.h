@@ -19,7 +19,8 @@ namespace voxrt::server {
 
 class VllmRealtime final : public LiveTranscription {
  public:
-  using LiveTranscription::LiveTranscription;
+  VllmRealtime(Engine& engine, boost::asio::thread_pool& workers, const RealtimeLimits& limits = {})
+      : LiveTranscription(engine, workers, limits) {}
   void on_open(const WebSocketSender& out) override;
   void on_message(std::string message, bool binary) override;
 

@@ -1,0 +1,183 @@
+// What a realtime connection may cost the server, whatever its client sends (RealtimeLimits): each
+// text message is parsed within bounds (depth, values, size), answered in the dialect's own error
+// shape, and the connection goes on.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/event_json.h"
+#include "server_test_support.h"
+
+namespace voxrt::test {
+namespace {
+
+using nlohmann::json;
+namespace http = boost::beast::http;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kMistralPath = "/v1/audio/transcriptions/realtime?model=voxtral-mini-transcribe-realtime-2602";
+constexpr const char* kOpenAiPath = "/v1/realtime?intent=transcription";
+
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// Events until one of `type` (returned); an error event on the way fails the test.
+json until_type(RealtimeClient& c, const std::string& type) {
+  for (;;) {
+    json e = c.receive();
+    if (e["type"] == type) return e;
+    if (e["type"] == "error") {
+      ADD_FAILURE() << "unexpected error " << e.dump();
+      return e;
+    }
+  }
+}
+
+// ---- bounded JSON ----
+
+std::optional<server::EventJsonError::Kind> refusal(const std::string& text) {
+  try {
+    server::parse_event(text, "audio.append", server::EventJsonLimits{});
+    return std::nullopt;
+  } catch (const server::EventJsonError& e) {
+    return e.kind();
+  }
+}
+
+// An event whose "v" holds arrays nested so that the event has `levels` levels, the object one.
+std::string nested(size_t levels) {
+  return R"({"type":"x","v":)" + std::string(levels - 1, '[') + std::string(levels - 1, ']') + "}";
+}
+// An event of `count` values: the object, its type, the array "v" and zeros in it.
+std::string wide(size_t count) {
+  std::string s = R"({"type":"x","v":[0)";
+  for (size_t i = 4; i < count; ++i) s += ",0";
+  return s + "]}";
+}
+
+TEST(RealtimeLimitsJson, DepthValuesAndSizeAreBoundedAndHugeMessagesRefusedAtOnce) {
+  using Kind = server::EventJsonError::Kind;
+  EXPECT_EQ(refusal(nested(32)), std::nullopt);
+  EXPECT_EQ(refusal(nested(33)), Kind::TooNested);
+  EXPECT_EQ(refusal(wide(4096)), std::nullopt);
+  EXPECT_EQ(refusal(wide(4097)), Kind::TooNested);
+  for (const char* text : {"", "{", "[1]", "\"an event\"", "7", "{\"type\":\"x\"} {}"})
+    EXPECT_EQ(refusal(text), Kind::NotJson) << text;
+  // 64 KiB for any event but the audio one, which only the WebSocket's message limit bounds.
+  const auto event = [](const std::string& type, size_t bytes) {
+    const std::string head = R"({"type":")" + type + R"(","audio":")";
+    return head + std::string(bytes - head.size() - 2, 'A') + "\"}";
+  };
+  EXPECT_EQ(refusal(event("session.update", 65536)), std::nullopt);
+  EXPECT_EQ(refusal(event("session.update", 65537)), Kind::TooLarge);
+  EXPECT_EQ(refusal(event("audio.append", 1 << 20)), std::nullopt);
+  EXPECT_EQ(refusal(R"({"audio":")" + std::string(70000, 'A') + "\"}"), Kind::TooLarge);  // no type
+  try {
+    server::parse_event(event("session.update", 65537), "audio.append", {});
+  } catch (const server::EventJsonError& e) {
+    EXPECT_STREQ(e.what(), "event too large: 65537 bytes, where an event other than audio.append is at most 65536");
+  }
+  // The largest messages taken (16 MB) of '[' and of zeros: refused at the first level or value
+  // too many, in microseconds (a whole parse took 6 s and 1.3 GB).
+  std::string zeros = "[0";
+  while (zeros.size() < (16u << 20) - 2) zeros += ",0";
+  for (const std::string& huge : {std::string(16 << 20, '['), zeros + "]"}) {
+    const Clock::time_point t = Clock::now();
+    EXPECT_EQ(refusal(huge), Kind::TooNested);
+    EXPECT_LT(ms_since(t), 50);
+  }
+}
+
+// Each dialect's error for a message past the bounds, and the connection goes on.
+TEST(RealtimeLimitsJson, EachDialectAnswersInItsOwnShapeAndGoesOn) {
+  RunningServer s;
+  const std::string too_large = R"({"type":"session.update","pad":")" + std::string(70000, 'x') + "\"}";
+  const std::vector<std::string> messages = {nested(100), wide(5000), too_large};
+  {
+    RealtimeClient c(s.port());
+    c.receive();
+    for (const std::string& m : messages) {
+      c.send_text(m);
+      const json e = c.receive();
+      EXPECT_EQ(e["type"], "error") << e.dump();
+      EXPECT_EQ(e["code"], &m == &messages.back() ? "event_too_large" : "invalid_json") << e.dump();
+      EXPECT_TRUE(e["error"].is_string()) << e.dump();
+    }
+    c.send({{"type", "no.such.event"}});
+    EXPECT_EQ(c.receive()["code"], "unknown_event");
+  }
+  {
+    RealtimeClient c(s.port(), kMistralPath);
+    c.receive();
+    for (const std::string& m : messages) {
+      c.send_text(m);
+      const json e = c.receive();
+      EXPECT_EQ(e["type"], "error") << e.dump();
+      EXPECT_EQ(e["error"]["code"], &m == &messages.back() ? 413 : 400) << e.dump();
+      EXPECT_TRUE(e["error"]["message"].is_string()) << e.dump();
+    }
+    c.send({{"type", "session.update"}, {"session", json::object()}});
+    EXPECT_EQ(c.receive()["type"], "session.updated");
+  }
+  {
+    RealtimeClient c(s.port(), kOpenAiPath);
+    c.receive();
+    for (const std::string& m : messages) {
+      c.send_text(m);
+      const json e = c.receive();
+      EXPECT_EQ(e["type"], "error") << e.dump();
+      EXPECT_EQ(e["error"]["type"], "invalid_request_error") << e.dump();
+      EXPECT_EQ(e["error"]["code"], &m == &messages.back() ? "event_too_large" : "invalid_json") << e.dump();
+      EXPECT_TRUE(e["error"].contains("event_id") && e["error"]["event_id"].is_null()) << e.dump();
+    }
+    c.send({{"type", "input_audio_buffer.commit"}});
+    EXPECT_EQ(c.receive()["error"]["code"], "input_audio_buffer_commit_empty");
+  }
+}
+
+// 16 MB of '[' on each dialect's connection at once (more than the server's two I/O threads): each
+// answered in milliseconds, and /health on another connection meanwhile as fast as ever.
+TEST(RealtimeLimitsJson, SixteenMegabytesOfBracketsAreAnsweredAtOnceAndHealthStaysFast) {
+  RunningServer s;
+  const std::string deep(16 << 20, '[');  // --max-message-mb's default
+  std::atomic<int> answered{0};
+  std::vector<double> answer_ms(3, -1);
+  std::vector<std::thread> clients;
+  for (int d = 0; d < 3; ++d)
+    clients.emplace_back([&, d] {
+      try {
+        RealtimeClient c(s.port(), d == 0 ? "/v1/realtime" : d == 1 ? kMistralPath : kOpenAiPath);
+        c.receive();
+        const Clock::time_point t = Clock::now();
+        c.send_text(deep);
+        const json e = c.receive();
+        answer_ms[static_cast<size_t>(d)] = ms_since(t);
+        EXPECT_EQ(e["type"], "error") << e.dump();
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "dialect " << d << ": " << e.what();
+      }
+      ++answered;
+    });
+  double slowest_health = 0;
+  int healths = 0;
+  const testutil::HttpTestClient http_client = s.client();
+  while (answered < 3) {
+    const Clock::time_point t = Clock::now();
+    EXPECT_EQ(http_client.request(http::verb::get, "/health").status, 200);
+    slowest_health = std::max(slowest_health, ms_since(t));
+    ++healths;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  for (std::thread& t : clients) t.join();
+  // Sending 16 MB over loopback takes some milliseconds; a whole parse took seconds.
+  for (double ms : answer_ms) EXPECT_LT(ms, 2000);
+  EXPECT_LT(slowest_health, 500) << healths << " requests";
+}
+
+}  // namespace
+}  // namespace voxrt::test
