@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "voxtral/protocol.h"
@@ -33,13 +34,20 @@ std::string dump_event(const nlohmann::json& event) {
   return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-bool is_model_delay(const nlohmann::json& delay_ms) {
-  if (!delay_ms.is_number_integer()) return false;
+std::optional<int> model_delay_ms(const nlohmann::json& delay_ms) {
+  if (!delay_ms.is_number_integer()) return std::nullopt;  // 480.0 too: a float, however whole
+  // Range-checked as JSON typed it before it narrows: get<int>() wraps (2^32 + 480 was taken for 480).
+  const bool fits = delay_ms.is_number_unsigned()
+                        ? delay_ms.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max())
+                        : delay_ms.get<int64_t>() >= std::numeric_limits<int>::min() &&
+                              delay_ms.get<int64_t>() <= std::numeric_limits<int>::max();
+  if (!fits) return std::nullopt;
   try {
-    delay_tokens_from_ms(delay_ms.get<int>());
-    return true;
+    const int ms = delay_ms.get<int>();
+    delay_tokens_from_ms(ms);
+    return ms;
   } catch (const std::exception&) {
-    return false;
+    return std::nullopt;
   }
 }
 

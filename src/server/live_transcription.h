@@ -11,6 +11,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
@@ -124,8 +125,9 @@ std::vector<float> pcm16_to_float(std::string_view bytes);
 std::string random_id(std::string_view prefix);
 // A JSON event as text (invalid UTF-8 in strings replaced, never thrown on).
 std::string dump_event(const nlohmann::json& event);
-// Whether a client's delay is one the model was trained for (80 to 1200 ms in steps of 80, and 2400).
-bool is_model_delay(const nlohmann::json& delay_ms);
+// A client's delay, if it is one the model was trained for (80 to 1200 ms in steps of 80, and 2400):
+// a JSON integer (480.0 is not), whatever its size (2^32 + 480 is not 480).
+std::optional<int> model_delay_ms(const nlohmann::json& delay_ms);
 constexpr const char* kModelDelays = "the model's delays are 80 to 1200 ms in steps of 80, and 2400";
 // Words as the dialects' extension fields carry them: [{word, start, end}].
 nlohmann::json words_json(const std::vector<Word>& words);

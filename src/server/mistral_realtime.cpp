@@ -97,9 +97,9 @@ void MistralRealtime::update(const json& session) {
     }
   }
   if (session.contains("target_streaming_delay_ms") && !session["target_streaming_delay_ms"].is_null()) {
-    const json& d = session["target_streaming_delay_ms"];
-    if (!is_model_delay(d)) return send_error(std::string("session.target_streaming_delay_ms: ") + kModelDelays, kBadRequest);
-    delay = d.get<int>();
+    const std::optional<int> d = model_delay_ms(session["target_streaming_delay_ms"]);
+    if (!d) return send_error(std::string("session.target_streaming_delay_ms: ") + kModelDelays, kBadRequest);
+    delay = *d;
   }
   encoding_ = encoding;
   audio_ = RealtimeAudio(*encoding_type(encoding), rate);

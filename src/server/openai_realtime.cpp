@@ -150,10 +150,11 @@ void OpenAiRealtime::update(const json& event) {
       transcription["delay"] = tr["delay"];
     }
     if (tr.contains("delay_ms") && !tr["delay_ms"].is_null()) {
-      if (!is_model_delay(tr["delay_ms"]))
+      const std::optional<int> ms = model_delay_ms(tr["delay_ms"]);
+      if (!ms)
         return send_error(event, "invalid_value", std::string("Invalid 'delay_ms': ") + kModelDelays + ".",
                           "session.audio.input.transcription.delay_ms");
-      delay = tr["delay_ms"].get<int>();
+      delay = *ms;
     }
   }
   if (!item_id_.empty() && (format != format_ || delay != delay_ms_))

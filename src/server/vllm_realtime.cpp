@@ -35,8 +35,9 @@ void VllmRealtime::on_message(std::string message, bool binary) {
   if (type == "session.update") {
     if (utterance_open_) return send_error("session.update while an utterance is open: commit final first", "session_busy");
     if (event.contains("delay_ms")) {
-      if (!is_model_delay(event["delay_ms"])) return send_error(std::string("delay_ms: ") + kModelDelays, "invalid_delay");
-      delay_ms_ = event["delay_ms"].get<int>();
+      const std::optional<int> delay = model_delay_ms(event["delay_ms"]);
+      if (!delay) return send_error(std::string("delay_ms: ") + kModelDelays, "invalid_delay");
+      delay_ms_ = *delay;
     }
     session_updated_ = true;  // one model is served: any name is taken
     return;

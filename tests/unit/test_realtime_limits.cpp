@@ -1,6 +1,7 @@
 // What a realtime connection may cost the server, whatever its client sends (RealtimeLimits): each
 // text message is parsed within bounds (depth, values, size), answered in the dialect's own error
-// shape, and the connection goes on.
+// shape, and the connection goes on; delays are taken only when they are the model's, without
+// wrapping.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -177,6 +178,63 @@ TEST(RealtimeLimitsJson, SixteenMegabytesOfBracketsAreAnsweredAtOnceAndHealthSta
   // Sending 16 MB over loopback takes some milliseconds; a whole parse took seconds.
   for (double ms : answer_ms) EXPECT_LT(ms, 2000);
   EXPECT_LT(slowest_health, 500) << healths << " requests";
+}
+
+// ---- delays ----
+
+TEST(RealtimeLimitsDelay, ADelayIsAJsonIntegerOfTheModelsWhateverItsSize) {
+  EXPECT_EQ(server::model_delay_ms(json(480)), 480);
+  EXPECT_EQ(server::model_delay_ms(json(2400)), 2400);
+  EXPECT_EQ(server::model_delay_ms(json(80u)), 80);
+  EXPECT_EQ(server::model_delay_ms(json(-480)), std::nullopt);
+  for (const char* text : {"4294967776", "-4294966816", "2147484128", "-1", "0", "100", "9223372036854775808",
+                           "18446744073709551615", "18446744073709552096", "480.0", "4.8e2", "\"480\"", "true", "null"})
+    EXPECT_EQ(server::model_delay_ms(json::parse(text)), std::nullopt) << text;
+}
+
+// What a delay conversion that wraps takes for 480 (2^32 + 480, 480 - 2^32, 2^31 + 480 as an int
+// is negative), what is no integer, and what is out of any int's range.
+const std::vector<std::string> kBadDelays = {"4294967776", "-4294966816", "2147484128", "-1", "9223372036854775808",
+                                             "18446744073709551615", "18446744073709552096", "480.0", "\"480\"", "true"};
+
+TEST(RealtimeLimitsDelay, EveryDialectRefusesDelaysItCannotTakeWithoutWrapping) {
+  RunningServer s;
+  {
+    RealtimeClient c(s.port());
+    c.receive();
+    for (const std::string& d : kBadDelays) {
+      c.send_text(R"({"type":"session.update","model":"x","delay_ms":)" + d + "}");
+      EXPECT_EQ(c.receive()["code"], "invalid_delay") << d;
+    }
+    c.send_text(R"({"type":"session.update","model":"x","delay_ms":960})");
+    c.send({{"type", "no.such.event"}});  // answered next: the update before it was taken silently
+    EXPECT_EQ(c.receive()["code"], "unknown_event");
+  }
+  {
+    RealtimeClient c(s.port(), kMistralPath);
+    c.receive();
+    for (const std::string& d : kBadDelays) {
+      c.send_text(R"({"type":"session.update","session":{"target_streaming_delay_ms":)" + d + "}}");
+      const json e = c.receive();
+      EXPECT_EQ(e["error"]["code"], 400) << d << " " << e.dump();
+    }
+    c.send_text(R"({"type":"session.update","session":{"target_streaming_delay_ms":960}})");
+    EXPECT_EQ(c.receive()["session"]["target_streaming_delay_ms"], 960);
+  }
+  {
+    RealtimeClient c(s.port(), kOpenAiPath);
+    c.receive();
+    const auto update = [&](const std::string& d) {
+      c.send_text(R"({"type":"session.update","session":{"type":"transcription","audio":{"input":{"transcription":{"delay_ms":)" +
+                  d + "}}}}}");
+      return c.receive();
+    };
+    for (const std::string& d : kBadDelays) {
+      const json e = update(d);
+      EXPECT_EQ(e["error"]["param"], "session.audio.input.transcription.delay_ms") << d << " " << e.dump();
+    }
+    EXPECT_EQ(update("960")["session"]["audio"]["input"]["transcription"]["delay_ms"], 960);
+  }
 }
 
 }  // namespace
