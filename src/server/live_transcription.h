@@ -59,6 +59,9 @@ struct RealtimeLimits {
   EventJsonLimits json;  // each text message's size, depth and values
 };
 
+// A client's value echoed back in events (an event_id, a model name) is at most this long.
+constexpr size_t kMaxEchoedBytes = 128;
+
 class LiveTranscription : public WebSocketHandler, public std::enable_shared_from_this<LiveTranscription> {
  public:
   LiveTranscription(Engine& engine, boost::asio::thread_pool& workers, const RealtimeLimits& limits = {});

@@ -41,6 +41,13 @@ json MistralRealtime::session_json() const {
 
 void MistralRealtime::on_open(const WebSocketSender& out) {
   set_sender(out);
+  if (model_.size() > kMaxEchoedBytes) {  // echoed in every session event: a short name only
+    refused_ = true;
+    send_error("model: a name of at most " + std::to_string(kMaxEchoedBytes) + " bytes, not " +
+                   std::to_string(model_.size()),
+               kBadRequest);
+    return out.close(1008, "model name too long");
+  }
   send({{"type", "session.created"}, {"session", session_json()}});
 }
 
@@ -49,6 +56,7 @@ void MistralRealtime::send_error(const std::string& message, int code) const {
 }
 
 void MistralRealtime::on_message(std::string message, bool binary) {
+  if (refused_) return;
   if (binary) return append(message);  // voxrt's extension: the audio bytes without base64
   json event;
   try {

@@ -1,7 +1,7 @@
 // What a realtime connection may cost the server, whatever its client sends (RealtimeLimits): each
 // text message is parsed within bounds (depth, values, size), answered in the dialect's own error
-// shape, and the connection goes on; delays are taken only when they are the model's, without
-// wrapping.
+// shape, and the connection goes on; a client's values echoed back are short; delays are taken
+// only when they are the model's, without wrapping.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -178,6 +178,69 @@ TEST(RealtimeLimitsJson, SixteenMegabytesOfBracketsAreAnsweredAtOnceAndHealthSta
   // Sending 16 MB over loopback takes some milliseconds; a whole parse took seconds.
   for (double ms : answer_ms) EXPECT_LT(ms, 2000);
   EXPECT_LT(slowest_health, 500) << healths << " requests";
+}
+
+// ---- echoes ----
+
+TEST(RealtimeLimitsEcho, OpenAiEchoesOnlyShortStringEventIds) {
+  RunningServer s;
+  RealtimeClient c(s.port(), kOpenAiPath);
+  c.receive();
+  const auto echoed = [&](const json& id) {
+    c.send({{"type", "response.create"}, {"event_id", id}});
+    const json e = c.receive();
+    EXPECT_EQ(e["error"]["code"], "invalid_event") << e.dump();
+    return e["error"]["event_id"];
+  };
+  const std::string longest(128, 'e');
+  EXPECT_EQ(echoed(longest), longest);
+  EXPECT_EQ(echoed("evt_1"), "evt_1");
+  // Longer: null, not cut (a cut id could be another of the client's).
+  EXPECT_EQ(echoed(longest + "e"), nullptr);
+  EXPECT_EQ(echoed(std::string(60000, 'e')), nullptr);
+  EXPECT_EQ(echoed(7), nullptr);
+  EXPECT_EQ(echoed({{"id", "evt_1"}}), nullptr);
+}
+
+TEST(RealtimeLimitsEcho, OpenAiTranscriptionModelLanguageAndPromptAreShortStrings) {
+  RunningServer s;
+  RealtimeClient c(s.port(), kOpenAiPath);
+  c.receive();
+  const auto update = [&](const json& transcription) {
+    c.send({{"type", "session.update"},
+            {"session", {{"type", "transcription"}, {"audio", {{"input", {{"transcription", transcription}}}}}}}});
+    return c.receive();
+  };
+  const auto expect_refused = [&](const json& transcription, const std::string& code, const std::string& param) {
+    const json e = update(transcription);
+    EXPECT_EQ(e["error"]["code"], code) << e.dump();
+    EXPECT_EQ(e["error"]["param"], "session.audio.input.transcription." + param) << e.dump();
+  };
+  expect_refused({{"model", std::string(129, 'm')}}, "string_above_max_length", "model");
+  expect_refused({{"language", std::string(129, 'l')}}, "string_above_max_length", "language");
+  expect_refused({{"prompt", std::string(4097, 'p')}}, "string_above_max_length", "prompt");
+  expect_refused({{"language", {{"code", "en"}}}}, "invalid_type", "language");
+  expect_refused({{"model", json::array({"a", "b"})}}, "invalid_type", "model");
+  expect_refused({{"prompt", 7}}, "invalid_type", "prompt");
+  const json taken = {{"model", std::string(128, 'm')}, {"language", nullptr}, {"prompt", std::string(4096, 'p')}};
+  const json e = update(taken);
+  ASSERT_EQ(e["type"], "session.updated") << e.dump();
+  for (const char* key : {"model", "language", "prompt"})
+    EXPECT_EQ(e["session"]["audio"]["input"]["transcription"][key], taken[key]) << key;
+}
+
+TEST(RealtimeLimitsEcho, MistralRefusesAModelNameTooLongToEcho) {
+  RunningServer s;
+  {
+    RealtimeClient c(s.port(), "/v1/audio/transcriptions/realtime?model=" + std::string(128, 'm'));
+    EXPECT_EQ(c.receive()["session"]["model"], std::string(128, 'm'));
+  }
+  RealtimeClient c(s.port(), "/v1/audio/transcriptions/realtime?model=" + std::string(129, 'm'));
+  const json e = c.receive();
+  EXPECT_EQ(e["type"], "error") << e.dump();
+  EXPECT_EQ(e["error"]["code"], 400) << e.dump();
+  EXPECT_NE(e["error"]["message"].get<std::string>().find("at most 128 bytes"), std::string::npos) << e.dump();
+  EXPECT_THROW(c.receive(), boost::system::system_error);  // then the close frame
 }
 
 // ---- delays ----
