@@ -2,6 +2,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -28,6 +29,14 @@ std::string random_id(std::string_view prefix) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng() ^ ++counter));
   return std::string(prefix) + buf;
+}
+
+size_t model_samples(double seconds) { return static_cast<size_t>(std::max(0.0, seconds) * 16000); }
+
+std::string seconds_text(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", seconds);
+  return buf;
 }
 
 std::string dump_event(const nlohmann::json& event) {
@@ -73,6 +82,11 @@ nlohmann::json segments_json(const std::vector<Segment>& segments) {
 namespace {
 // A message waits for a worker and a round or two; past 80 ms the connection falls behind real time.
 constexpr double kLagBoundsMs[] = {1, 2, 5, 10, 20, 40, 60, 80, 120, 160, 250, 500, 1000, 2500};
+
+// Audio goes to a session in pieces of eight 80 ms steps (the GPU's default draft width, so that a
+// connection catching up still verifies that many positions a pass): a connection that closes stops
+// within a piece, not after a whole message (up to 8 minutes of audio) or the audio kept for a commit.
+constexpr size_t kFeedPiece = 8 * 1280;
 }  // namespace
 
 LiveLag::LiveLag() : ms_(kLagBoundsMs) {}
@@ -103,6 +117,7 @@ void LiveTranscription::begin_utterance(int delay_ms) {
 }
 
 void LiveTranscription::feed(std::vector<float> samples) {
+  if (finishing_) return;  // past the server's stop: its last utterance is being finished
   const auto arrived = std::chrono::steady_clock::now();
   boost::asio::post(work_, [self = shared_from_this(), samples = std::move(samples), arrived] {
     if (self->closed_ || self->failed_) return;
@@ -111,7 +126,7 @@ void LiveTranscription::feed(std::vector<float> samples) {
       return;
     }
     try {
-      self->session_->feed(samples);
+      self->feed_session(samples);
       if (self->lag_)
         self->lag_->add(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - arrived).count());
     } catch (const std::exception& e) {
@@ -120,6 +135,11 @@ void LiveTranscription::feed(std::vector<float> samples) {
       self->on_failure(Failure::Failed, std::string("transcription failed: ") + e.what());
     }
   });
+}
+
+void LiveTranscription::feed_session(std::span<const float> samples) {
+  for (size_t at = 0; at < samples.size() && !closed_; at += kFeedPiece)
+    session_->feed(samples.subspan(at, std::min(kFeedPiece, samples.size() - at)));
 }
 
 void LiveTranscription::end_utterance() {
@@ -147,7 +167,7 @@ void LiveTranscription::start_session(int delay_ms) {
     session_ = engine_.open_session(so);
     std::vector<float> waiting = std::move(waiting_);
     waiting_.clear();
-    if (!waiting.empty()) session_->feed(waiting);
+    feed_session(waiting);
   } catch (const std::exception& e) {
     const bool opened = session_ != nullptr;
     failed_ = true;
@@ -176,6 +196,7 @@ void LiveTranscription::finish_session() {
 }
 
 void LiveTranscription::finish_and_close() {
+  finishing_ = true;
   // After whatever the worker strand holds already (the audio received), in order.
   after_queued([this] {
     finish_session();

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
@@ -56,6 +57,9 @@ class LiveLag {
 
 // What one realtime connection may hold, whatever its client sends.
 struct RealtimeLimits {
+  // vLLM's dialect keeps the audio appended before the commit that opens an utterance, for it: at
+  // most this much (seconds at 16 kHz); past it an error, and the rest is dropped.
+  double max_waiting_seconds = 60;
   EventJsonLimits json;  // each text message's size, depth and values
 };
 
@@ -107,6 +111,7 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
 
  private:
   void start_session(int delay_ms);
+  void feed_session(std::span<const float> samples);
   void finish_session();
 
   Engine& engine_;
@@ -115,6 +120,7 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   std::shared_ptr<LiveLag> lag_;
   WebSocketSender out_{std::weak_ptr<WebSocketConnection>()};
   std::atomic<bool> closed_{false};
+  std::atomic<bool> finishing_{false};  // finish_and_close was called: audio that comes after is dropped
   // On the worker strand:
   std::unique_ptr<Session> session_;
   std::vector<float> waiting_;  // audio fed before the utterance began: kept for it
@@ -126,6 +132,9 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
 std::vector<float> pcm16_to_float(std::string_view bytes);
 // A session id: prefix + 16 random hex digits.
 std::string random_id(std::string_view prefix);
+// The model's samples in `seconds` of audio (16 kHz), and seconds as a message says them ("60", "0.5").
+size_t model_samples(double seconds);
+std::string seconds_text(double seconds);
 // A JSON event as text (invalid UTF-8 in strings replaced, never thrown on).
 std::string dump_event(const nlohmann::json& event);
 // A client's delay, if it is one the model was trained for (80 to 1200 ms in steps of 80, and 2400):

@@ -63,7 +63,22 @@ void VllmRealtime::on_message(std::string message, bool binary) {
 void VllmRealtime::append(std::string_view pcm16) {
   if (pcm16.empty() || pcm16.size() % 2 != 0)
     return send_error("Invalid audio data: PCM16 needs a whole, non-zero number of 2-byte samples", "invalid_audio");
-  feed(pcm16_to_float(pcm16));
+  std::vector<float> samples = pcm16_to_float(pcm16);
+  if (!utterance_open_) {  // kept for the utterance the next commit opens: within the limit
+    const size_t room = model_samples(limits().max_waiting_seconds) - waiting_samples_;
+    if (samples.size() > room) {
+      samples.resize(room);
+      if (!said_waiting_full_)
+        send_error("Audio buffer full: " + seconds_text(limits().max_waiting_seconds) +
+                       " s of audio appended before a commit are kept, and the rest is dropped until "
+                       "input_audio_buffer.commit starts transcribing them",
+                   "audio_buffer_full");
+      said_waiting_full_ = true;
+    }
+    waiting_samples_ += samples.size();
+    if (samples.empty()) return;
+  }
+  feed(std::move(samples));
 }
 
 void VllmRealtime::commit(bool final) {
@@ -71,6 +86,8 @@ void VllmRealtime::commit(bool final) {
   if (!final) {
     if (utterance_open_) return;  // vLLM ignores a commit while generating
     utterance_open_ = true;
+    waiting_samples_ = 0;  // the utterance takes them
+    said_waiting_full_ = false;
     return begin_utterance(delay_ms_);
   }
   if (!utterance_open_) return send_error("input_audio_buffer.commit with final before any commit started one", "no_utterance");

@@ -440,13 +440,6 @@ TEST(PrometheusText, FamiliesSamplesEscapesAndCumulativeBuckets) {
             "c_seconds_sum 0.5\nc_seconds_count 3\n");
 }
 
-// The value of a sample line ("name{labels} value"), or -1 when there is none.
-double metric(const std::string& text, const std::string& sample) {
-  const size_t at = text.find("\n" + sample + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + sample.size() + 2));
-}
-
 TEST(Metrics, CountSessionsStepsAudioAndAnswers) {
   RunningServer s({}, true, {}, {.device = "cpu", .threads = 1, .max_sessions = 1});
   const testutil::HttpTestClient c = s.client();

@@ -1,7 +1,8 @@
 // What a realtime connection may cost the server, whatever its client sends (RealtimeLimits): each
 // text message is parsed within bounds (depth, values, size), answered in the dialect's own error
-// shape, and the connection goes on; a client's values echoed back are short; delays are taken
-// only when they are the model's, without wrapping.
+// shape, and the connection goes on; the audio a connection holds is bounded; a client's values echoed back are
+// short; delays are taken only when they are the model's, without wrapping; and a connection that
+// closes stops costing model work at once.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/base64.h"
 #include "server/event_json.h"
 #include "server_test_support.h"
 
@@ -298,6 +300,62 @@ TEST(RealtimeLimitsDelay, EveryDialectRefusesDelaysItCannotTakeWithoutWrapping) 
     }
     EXPECT_EQ(update("960")["session"]["audio"]["input"]["transcription"]["delay_ms"], 960);
   }
+}
+
+// ---- audio ----
+
+// vLLM's audio before the commit that opens an utterance: kept up to the limit, the client told
+// once that the rest is dropped; the utterance hears what was kept.
+TEST(RealtimeLimitsAudio, VllmKeepsAtMostTheWaitingLimitBeforeACommit) {
+  server::ServiceOptions options;
+  options.realtime.max_waiting_seconds = 1;
+  RunningServer s(options);
+  const Pcm16Audio audio = pcm16_of(test_data() / "audio" / "jfk.wav");
+  RealtimeClient c(s.port());
+  c.receive();
+  c.send({{"type", "session.update"}, {"model", "x"}});
+  const size_t piece = 3200;  // 100 ms
+  for (size_t at = 0; at < 96000; at += piece) c.send_binary(audio.bytes.substr(at, piece));  // 3 s
+  const json full = c.receive();
+  EXPECT_EQ(full["code"], "audio_buffer_full") << full.dump();
+  EXPECT_NE(full["error"].get<std::string>().find("1 s of audio"), std::string::npos) << full.dump();
+  c.send({{"type", "no.such.event"}});
+  EXPECT_EQ(c.receive()["code"], "unknown_event");  // said once
+  c.send({{"type", "input_audio_buffer.commit"}});
+  c.send({{"type", "input_audio_buffer.commit"}, {"final", true}});
+  std::string deltas;
+  const std::vector<float> kept(audio.heard.begin(), audio.heard.begin() + 16000);
+  EXPECT_EQ(c.until_done(deltas)["text"], reference().transcribe(kept).text);
+  // The next utterance has the whole limit again.
+  for (size_t at = 96000; at < 96000 + 28800; at += piece) c.send_binary(audio.bytes.substr(at, piece));  // 0.9 s
+  c.send({{"type", "input_audio_buffer.commit"}});
+  c.send({{"type", "input_audio_buffer.commit"}, {"final", true}});
+  deltas.clear();
+  const std::vector<float> next(audio.heard.begin() + 48000, audio.heard.begin() + 48000 + 14400);
+  EXPECT_EQ(c.until_done(deltas)["text"], reference().transcribe(next).text);
+}
+
+// A client gone mid-utterance with minutes of audio queued: the model stops at once (within a
+// piece of its audio), and the session is freed.
+TEST(RealtimeLimitsAudio, AClosedConnectionsQueuedAudioIsSkipped) {
+  RunningServer s;
+  const Pcm16Audio audio = pcm16_looped(test_data() / "audio" / "jfk.wav", 240);  // one 7.7 MB message: 3000 steps
+  RealtimeClient c(s.port());
+  c.receive();
+  c.send({{"type", "session.update"}, {"model", "x"}});
+  c.send({{"type", "input_audio_buffer.commit"}});
+  c.send_binary(audio.bytes);
+  for (json e = c.receive(); e["type"] != "transcription.delta"; e = c.receive()) {
+  }
+  c.drop();  // once the model is at it
+  const testutil::HttpTestClient http_client = s.client();
+  std::string metrics = http_client.request(http::verb::get, "/metrics").body;
+  for (int i = 0; i < 2000 && metric(metrics, "voxrt_sessions_active") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    metrics = http_client.request(http::verb::get, "/metrics").body;
+  }
+  EXPECT_EQ(metric(metrics, "voxrt_sessions_active"), 0) << "the session was not freed";
+  EXPECT_LT(metric(metrics, "voxrt_steps_total"), 3000 / 4) << "the model went on for a closed connection";
 }
 
 }  // namespace
