@@ -107,8 +107,10 @@ LiveTranscription::LiveTranscription(Engine& engine, boost::asio::thread_pool& w
 void LiveTranscription::send(const nlohmann::json& event) const { out_.send_text(dump_event(event)); }
 
 void LiveTranscription::after_queued(std::function<void()> task) {
+  queued_task();
   boost::asio::post(work_, [self = shared_from_this(), task = std::move(task)] {
     if (!self->closed_) task();
+    self->dequeued(0);
   });
 }
 
@@ -119,27 +121,64 @@ void LiveTranscription::begin_utterance(int delay_ms) {
 void LiveTranscription::feed(std::vector<float> samples) {
   if (finishing_) return;  // past the server's stop: its last utterance is being finished
   const auto arrived = std::chrono::steady_clock::now();
+  queued_task();
+  const size_t queued = queued_ += samples.size();
+  if (queued > most_queued_) most_queued_ = queued;  // only the I/O strand adds audio: no lost update
   boost::asio::post(work_, [self = shared_from_this(), samples = std::move(samples), arrived] {
-    if (self->closed_ || self->failed_) return;
-    if (!self->session_) {  // before the utterance began: kept for it
+    if (self->closed_ || self->failed_) {
+      // Nothing more for this audio (a closed connection's, a failed utterance's).
+    } else if (!self->session_) {  // before the utterance began: kept for it
       self->waiting_.insert(self->waiting_.end(), samples.begin(), samples.end());
-      return;
+    } else {
+      try {
+        self->feed_session(samples);
+        if (self->lag_)
+          self->lag_->add(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - arrived).count());
+      } catch (const std::exception& e) {
+        self->failed_ = true;
+        self->session_.reset();
+        self->on_failure(Failure::Failed, std::string("transcription failed: ") + e.what());
+      }
     }
-    try {
-      self->feed_session(samples);
-      if (self->lag_)
-        self->lag_->add(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - arrived).count());
-    } catch (const std::exception& e) {
-      self->failed_ = true;
-      self->session_.reset();
-      self->on_failure(Failure::Failed, std::string("transcription failed: ") + e.what());
-    }
+    self->dequeued(samples.size());
   });
 }
 
 void LiveTranscription::feed_session(std::span<const float> samples) {
   for (size_t at = 0; at < samples.size() && !closed_; at += kFeedPiece)
     session_->feed(samples.subspan(at, std::min(kFeedPiece, samples.size() - at)));
+}
+
+bool LiveTranscription::behind() const {
+  return queued_ > model_samples(limits_.pause_queued_seconds) || queued_tasks_ > limits_.pause_queued_tasks;
+}
+
+bool LiveTranscription::caught_up() const {
+  return queued_ <= model_samples(limits_.resume_queued_seconds) && queued_tasks_ <= limits_.resume_queued_tasks;
+}
+
+bool LiveTranscription::pause_reading() {
+  if (!behind()) return false;
+  // The flag goes up before the queue is looked at again, so that the worker, draining it, either
+  // sees the flag (and resumes the reads) or had caught up already (seen here).
+  pause_requested_ = true;
+  if (!caught_up()) return true;
+  // The worker caught up meanwhile: no pause, unless it took the flag already (its resume is then
+  // on its way to this strand, behind the pause).
+  return !pause_requested_.exchange(false);
+}
+
+void LiveTranscription::queued_task() {
+  // The peak may miss a task finish_and_close adds from another thread at the same moment: a
+  // figure for the tests, which add none.
+  const size_t tasks = ++queued_tasks_;
+  if (tasks > most_queued_tasks_) most_queued_tasks_ = tasks;
+}
+
+void LiveTranscription::dequeued(size_t samples) {
+  queued_ -= samples;
+  --queued_tasks_;
+  if (caught_up() && pause_requested_.exchange(false)) out_.resume_reading();
 }
 
 void LiveTranscription::end_utterance() {

@@ -111,6 +111,12 @@ class RealtimeClient {
       if (e["type"] == "error") return e;
     }
   }
+  // A send that cannot go on for this long throws (a server that stopped reading for good fails
+  // the test instead of hanging it).
+  void set_send_timeout(int seconds) {
+    timeval tv{seconds, 0};
+    setsockopt(ws_.next_layer().native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
   void close() { ws_.close(boost::beast::websocket::close_code::normal); }
   // Gone without a word: the socket closed, no close frame.
   void drop() { ws_.next_layer().close(); }

@@ -1,12 +1,17 @@
 // What a realtime connection may cost the server, whatever its client sends (RealtimeLimits): each
 // text message is parsed within bounds (depth, values, size), answered in the dialect's own error
-// shape, and the connection goes on; the audio a connection holds is bounded; a client's values echoed back are
+// shape, and the connection goes on; the audio a connection holds is bounded, a client that floods
+// audio is slowed to the model's pace and loses none of it; a client's values echoed back are
 // short; delays are taken only when they are the model's, without wrapping; and a connection that
 // closes stops costing model work at once.
 #include <gtest/gtest.h>
 
+#include <boost/asio/thread_pool.hpp>
+
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -15,6 +20,10 @@
 
 #include "common/base64.h"
 #include "server/event_json.h"
+#include "server/mistral_realtime.h"
+#include "server/openai_realtime.h"
+#include "server/vllm_realtime.h"
+#include "server/websocket_connection.h"
 #include "server_test_support.h"
 
 namespace voxrt::test {
@@ -335,6 +344,157 @@ TEST(RealtimeLimitsAudio, VllmKeepsAtMostTheWaitingLimitBeforeACommit) {
   EXPECT_EQ(c.until_done(deltas)["text"], reference().transcribe(next).text);
 }
 
+// One dialect on a loopback port as `voxrt serve` runs it, with the test's limits, its connections
+// kept for the test to look at their queues.
+class DialectServer {
+ public:
+  using Make = std::function<std::shared_ptr<server::LiveTranscription>(Engine&, boost::asio::thread_pool&)>;
+  explicit DialectServer(Make make)
+      : engine_(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1})),
+        http_("127.0.0.1", 0, {}) {
+    server::Handler h;
+    h.on_request = [](server::Request r, server::Reply reply) {
+      reply.send(server::make_response(r, 404, "only WebSockets here\n", "text/plain"));
+    };
+    h.on_upgrade = [this, make = std::move(make)](server::Request r, boost::beast::tcp_stream stream) {
+      std::shared_ptr<server::LiveTranscription> d = make(*engine_, workers_);
+      {
+        const std::lock_guard<std::mutex> lock(mu_);
+        connections_.push_back(d);
+      }
+      server::start_websocket(std::move(stream), std::move(r), std::move(d), {});
+    };
+    http_.set_handler(std::move(h));
+    io_ = std::thread([this] { http_.run(2); });
+  }
+  ~DialectServer() {
+    http_.stop();
+    io_.join();
+    workers_.join();
+  }
+  uint16_t port() const { return http_.port(); }
+  std::shared_ptr<server::LiveTranscription> connection(size_t i) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return connections_.at(i);
+  }
+
+ private:
+  std::unique_ptr<Engine> engine_;  // first: outlives the connections' sessions
+  boost::asio::thread_pool workers_{4};
+  std::mutex mu_;
+  std::vector<std::shared_ptr<server::LiveTranscription>> connections_;
+  server::HttpServer http_;
+  std::thread io_;
+};
+
+// Small marks, so that a flood of a minute is many times over them.
+constexpr double kPauseSeconds = 1, kResumeSeconds = 0.5;
+server::RealtimeLimits flood_limits() {
+  server::RealtimeLimits l;
+  l.pause_queued_seconds = kPauseSeconds;
+  l.resume_queued_seconds = kResumeSeconds;
+  return l;
+}
+
+constexpr double kFloodSeconds = 44;  // jfk.wav four times: 44 times the pause mark
+const Pcm16Audio& flood_audio(int rate) {
+  if (rate == 16000) {
+    static const Pcm16Audio at16k = pcm16_looped(test_data() / "audio" / "jfk.wav", kFloodSeconds);
+    return at16k;
+  }
+  static const Pcm16Audio at24k = pcm16_looped(test_data() / "audio" / "jfk.wav", kFloodSeconds, 24000);
+  return at24k;
+}
+// The engine's transcript of what the model hears of flood_audio (vLLM's and Mistral's floods share it).
+const std::string& flood_transcript(int rate) {
+  if (rate == 16000) {
+    static const std::string at16k = reference().transcribe(flood_audio(16000).heard).text;
+    return at16k;
+  }
+  static const std::string at24k = reference().transcribe(flood_audio(24000).heard).text;
+  return at24k;
+}
+
+// The connection's queue while its client sent as fast as it could: past the pause mark (the
+// reads paused), never more than that and one message, empty at the end.
+void expect_paced(const server::LiveTranscription& connection, size_t message_samples) {
+  EXPECT_GT(connection.most_queued_samples(), server::model_samples(kPauseSeconds)) << "the flood never reached the mark";
+  EXPECT_LE(connection.most_queued_samples(), server::model_samples(kPauseSeconds) + message_samples);
+  EXPECT_EQ(connection.queued_samples(), 0u);
+}
+
+TEST(RealtimeLimitsAudio, AVllmFloodIsPacedToTheModelAndLosesNothing) {
+  DialectServer s([](Engine& e, boost::asio::thread_pool& w) { return std::make_shared<server::VllmRealtime>(e, w, flood_limits()); });
+  const Pcm16Audio& audio = flood_audio(16000);
+  RealtimeClient c(s.port());
+  c.set_send_timeout(30);
+  c.receive();
+  c.send({{"type", "session.update"}, {"model", "x"}});
+  c.send({{"type", "input_audio_buffer.commit"}});
+  const size_t piece = 3200;  // 100 ms
+  for (size_t at = 0; at < audio.bytes.size(); at += piece) c.send_binary(audio.bytes.substr(at, piece));
+  c.send({{"type", "input_audio_buffer.commit"}, {"final", true}});
+  std::string deltas;
+  EXPECT_EQ(c.until_done(deltas)["text"], flood_transcript(16000));
+  expect_paced(*s.connection(0), piece / 2);
+}
+
+TEST(RealtimeLimitsAudio, AMistralFloodIsPacedToTheModelAndLosesNothing) {
+  DialectServer s([](Engine& e, boost::asio::thread_pool& w) {
+    return std::make_shared<server::MistralRealtime>(e, w, "m", flood_limits());
+  });
+  const Pcm16Audio& audio = flood_audio(16000);
+  RealtimeClient c(s.port(), kMistralPath);
+  c.set_send_timeout(30);
+  c.receive();
+  const size_t piece = 3200;
+  for (size_t at = 0; at < audio.bytes.size(); at += piece)
+    c.send({{"type", "input_audio.append"}, {"audio", base64_encode(audio.bytes.substr(at, piece))}});
+  c.send({{"type", "input_audio.end"}});
+  EXPECT_EQ(until_type(c, "transcription.done")["text"], flood_transcript(16000));
+  expect_paced(*s.connection(0), piece / 2);
+}
+
+TEST(RealtimeLimitsAudio, AnOpenAiFloodIsPacedToTheModelAndLosesNothing) {
+  DialectServer s([](Engine& e, boost::asio::thread_pool& w) { return std::make_shared<server::OpenAiRealtime>(e, w, flood_limits()); });
+  const Pcm16Audio& audio = flood_audio(24000);
+  RealtimeClient c(s.port(), kOpenAiPath);
+  c.set_send_timeout(30);
+  c.receive();
+  const size_t piece = 4800;  // 100 ms at 24 kHz: 1600 samples at 16 kHz, give or take the resampler's
+  for (size_t at = 0; at < audio.bytes.size(); at += piece)
+    c.send({{"type", "input_audio_buffer.append"}, {"audio", base64_encode(audio.bytes.substr(at, piece))}});
+  c.send({{"type", "input_audio_buffer.commit"}});
+  const json done = until_type(c, "conversation.item.input_audio_transcription.completed");
+  EXPECT_EQ(done["transcript"], flood_transcript(24000));
+  expect_paced(*s.connection(0), 2 * piece / 3 + 64);
+}
+
+// Utterances of 10 ms, each one a session to open and flush: work without audio, bounded too.
+TEST(RealtimeLimitsAudio, AFloodOfTinyUtterancesIsPacedToo) {
+  server::RealtimeLimits limits;
+  limits.pause_queued_tasks = 8;
+  limits.resume_queued_tasks = 4;
+  DialectServer s([&](Engine& e, boost::asio::thread_pool& w) { return std::make_shared<server::OpenAiRealtime>(e, w, limits); });
+  const Pcm16Audio audio = pcm16_of(test_data() / "audio" / "speech_short.wav", 24000);
+  RealtimeClient c(s.port(), kOpenAiPath);
+  c.set_send_timeout(30);
+  c.receive();
+  const int items = 40;
+  for (int i = 0; i < items; ++i) {
+    c.send({{"type", "input_audio_buffer.append"}, {"audio", base64_encode(audio.bytes.substr(480 * static_cast<size_t>(i), 480))}});
+    c.send({{"type", "input_audio_buffer.commit"}});
+  }
+  for (int i = 0; i < items; ++i) until_type(c, "conversation.item.input_audio_transcription.completed");
+  const auto connection = s.connection(0);
+  EXPECT_GT(connection->most_queued_tasks(), limits.pause_queued_tasks) << "the flood never reached the mark";
+  // An item's first append queues three tasks (open, name, feed), its commit two (feed, finish).
+  EXPECT_LE(connection->most_queued_tasks(), limits.pause_queued_tasks + 3);
+  // The last task leaves the queue just after its completed event went out.
+  for (int i = 0; i < 500 && connection->queued_tasks() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(connection->queued_tasks(), 0u);
+}
+
 // A client gone mid-utterance with minutes of audio queued: the model stops at once (within a
 // piece of its audio), and the session is freed.
 TEST(RealtimeLimitsAudio, AClosedConnectionsQueuedAudioIsSkipped) {
@@ -356,6 +516,36 @@ TEST(RealtimeLimitsAudio, AClosedConnectionsQueuedAudioIsSkipped) {
   }
   EXPECT_EQ(metric(metrics, "voxrt_sessions_active"), 0) << "the session was not freed";
   EXPECT_LT(metric(metrics, "voxrt_steps_total"), 3000 / 4) << "the model went on for a closed connection";
+}
+
+// A stopping server ends an utterance whose client it has paused (flooding) with its done event.
+TEST(RealtimeLimitsAudio, AStoppingServerFinishesAPausedUtterance) {
+  server::ServiceOptions options;
+  options.realtime = flood_limits();
+  RunningServer s(options);
+  const Pcm16Audio audio = pcm16_looped(test_data() / "audio" / "jfk.wav", 300);  // more than the test lets it send
+  RealtimeClient c(s.port());
+  c.set_send_timeout(30);
+  c.receive();
+  c.send({{"type", "session.update"}, {"model", "x"}});
+  c.send({{"type", "input_audio_buffer.commit"}});
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    try {
+      for (size_t at = 0; at < audio.bytes.size() && !stop; at += 3200) c.send_binary(audio.bytes.substr(at, 3200));
+    } catch (const std::exception&) {  // the server closed the connection
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  s.service().finish_live_sessions();
+  stop = true;
+  writer.join();
+  std::string deltas;
+  const json done = c.until_done(deltas);
+  EXPECT_EQ(done["type"], "transcription.done") << done.dump();
+  EXPECT_FALSE(done["text"].get<std::string>().empty());
+  EXPECT_THROW(c.receive(), boost::system::system_error);  // then the close frame
+  EXPECT_TRUE(s.service().wait_live_sessions_closed(std::chrono::seconds(10)));
 }
 
 }  // namespace
