@@ -323,11 +323,12 @@ Handler ApiService::handler() {
     std::shared_ptr<LiveTranscription> session;
     if (path_of(r) == kMistralRealtime)
       session = std::make_shared<MistralRealtime>(*engine(), workers_,
-                                                  query_value(r.target(), "model").value_or(options_.model_id));
+                                                  query_value(r.target(), "model").value_or(options_.model_id),
+                                                  options_.realtime);
     else if (query_value(r.target(), "intent") == "transcription")
-      session = std::make_shared<OpenAiRealtime>(*engine(), workers_);
+      session = std::make_shared<OpenAiRealtime>(*engine(), workers_, options_.realtime);
     else
-      session = std::make_shared<VllmRealtime>(*engine(), workers_);
+      session = std::make_shared<VllmRealtime>(*engine(), workers_, options_.realtime);
     session->count_lag_in(live_lag_);
     {
       std::lock_guard<std::mutex> lock(live_mu_);

@@ -42,6 +42,7 @@ struct ServiceOptions {
   // /health says "stalled" (503) when handed model work has waited this long with no round done.
   double stall_seconds = 30;
   WebSocketLimits websocket;  // the realtime connections' message size and idle timeout
+  RealtimeLimits realtime;    // what a realtime connection may hold (audio, events)
 };
 
 class ApiService {

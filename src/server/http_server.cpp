@@ -1,5 +1,7 @@
 #include "server/http_server.h"
 
+#include <sys/socket.h>
+
 #include <sys/resource.h>
 
 #include <boost/asio/dispatch.hpp>
@@ -16,6 +18,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <deque>
 #include <iostream>
 #include <limits>
@@ -388,9 +391,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // While the handler works (a transcription may take minutes), a client that closes or resets
-  // its connection is noticed at once: Reply::closed() tells the work to stop. Readable with no
-  // byte to read is the end of the stream or an error; bytes are a next request (pipelining),
-  // which waits in the socket for read_header, and the watch ends.
+  // its connection is noticed at once: Reply::closed() tells the work to stop. A look at the next
+  // byte without taking it tells: the end of the stream (0) or an error is a client gone; a byte
+  // is a next request (pipelining), which waits in the socket for read_header, and the watch
+  // ends; nothing to read is a readiness the reactor reported for bytes read since (a body's last
+  // piece), and the watch goes on.
   void watch_client() {
     if (buffer_.size() > 0) return;  // a next request is in already
     watching_ = true;
@@ -399,8 +404,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (gen != self->watch_gen_) return;  // a watch since stopped
       self->watching_ = false;
       if (ec || self->closed_) return;
-      beast::error_code error;
-      if (self->stream_.socket().available(error) > 0 && !error) return;
+      char next;
+      const ssize_t n = ::recv(self->stream_.socket().native_handle(), &next, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n > 0) return;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return self->watch_client();
       self->close();
     });
   }

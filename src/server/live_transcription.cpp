@@ -2,9 +2,11 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "voxtral/protocol.h"
@@ -29,17 +31,32 @@ std::string random_id(std::string_view prefix) {
   return std::string(prefix) + buf;
 }
 
+size_t model_samples(double seconds) { return static_cast<size_t>(std::max(0.0, seconds) * 16000); }
+
+std::string seconds_text(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", seconds);
+  return buf;
+}
+
 std::string dump_event(const nlohmann::json& event) {
   return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-bool is_model_delay(const nlohmann::json& delay_ms) {
-  if (!delay_ms.is_number_integer()) return false;
+std::optional<int> model_delay_ms(const nlohmann::json& delay_ms) {
+  if (!delay_ms.is_number_integer()) return std::nullopt;  // 480.0 too: a float, however whole
+  // Range-checked as JSON typed it before it narrows: get<int>() wraps (2^32 + 480 was taken for 480).
+  const bool fits = delay_ms.is_number_unsigned()
+                        ? delay_ms.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int>::max())
+                        : delay_ms.get<int64_t>() >= std::numeric_limits<int>::min() &&
+                              delay_ms.get<int64_t>() <= std::numeric_limits<int>::max();
+  if (!fits) return std::nullopt;
   try {
-    delay_tokens_from_ms(delay_ms.get<int>());
-    return true;
+    const int ms = delay_ms.get<int>();
+    delay_tokens_from_ms(ms);
+    return ms;
   } catch (const std::exception&) {
-    return false;
+    return std::nullopt;
   }
 }
 
@@ -65,6 +82,11 @@ nlohmann::json segments_json(const std::vector<Segment>& segments) {
 namespace {
 // A message waits for a worker and a round or two; past 80 ms the connection falls behind real time.
 constexpr double kLagBoundsMs[] = {1, 2, 5, 10, 20, 40, 60, 80, 120, 160, 250, 500, 1000, 2500};
+
+// Audio goes to a session in pieces of eight 80 ms steps (the GPU's default draft width, so that a
+// connection catching up still verifies that many positions a pass): a connection that closes stops
+// within a piece, not after a whole message (up to 8 minutes of audio) or the audio kept for a commit.
+constexpr size_t kFeedPiece = 8 * 1280;
 }  // namespace
 
 LiveLag::LiveLag() : ms_(kLagBoundsMs) {}
@@ -79,14 +101,16 @@ Histogram LiveLag::histogram_ms() const {
   return ms_.histogram();
 }
 
-LiveTranscription::LiveTranscription(Engine& engine, boost::asio::thread_pool& workers)
-    : engine_(engine), work_(boost::asio::make_strand(workers.get_executor())) {}
+LiveTranscription::LiveTranscription(Engine& engine, boost::asio::thread_pool& workers, const RealtimeLimits& limits)
+    : engine_(engine), limits_(limits), work_(boost::asio::make_strand(workers.get_executor())) {}
 
 void LiveTranscription::send(const nlohmann::json& event) const { out_.send_text(dump_event(event)); }
 
 void LiveTranscription::after_queued(std::function<void()> task) {
+  queued_task();
   boost::asio::post(work_, [self = shared_from_this(), task = std::move(task)] {
     if (!self->closed_) task();
+    self->dequeued(0);
   });
 }
 
@@ -95,23 +119,66 @@ void LiveTranscription::begin_utterance(int delay_ms) {
 }
 
 void LiveTranscription::feed(std::vector<float> samples) {
+  if (finishing_) return;  // past the server's stop: its last utterance is being finished
   const auto arrived = std::chrono::steady_clock::now();
+  queued_task();
+  const size_t queued = queued_ += samples.size();
+  if (queued > most_queued_) most_queued_ = queued;  // only the I/O strand adds audio: no lost update
   boost::asio::post(work_, [self = shared_from_this(), samples = std::move(samples), arrived] {
-    if (self->closed_ || self->failed_) return;
-    if (!self->session_) {  // before the utterance began: kept for it
+    if (self->closed_ || self->failed_) {
+      // Nothing more for this audio (a closed connection's, a failed utterance's).
+    } else if (!self->session_) {  // before the utterance began: kept for it
       self->waiting_.insert(self->waiting_.end(), samples.begin(), samples.end());
-      return;
+    } else {
+      try {
+        self->feed_session(samples);
+        if (self->lag_)
+          self->lag_->add(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - arrived).count());
+      } catch (const std::exception& e) {
+        self->failed_ = true;
+        self->session_.reset();
+        self->on_failure(Failure::Failed, std::string("transcription failed: ") + e.what());
+      }
     }
-    try {
-      self->session_->feed(samples);
-      if (self->lag_)
-        self->lag_->add(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - arrived).count());
-    } catch (const std::exception& e) {
-      self->failed_ = true;
-      self->session_.reset();
-      self->on_failure(Failure::Failed, std::string("transcription failed: ") + e.what());
-    }
+    self->dequeued(samples.size());
   });
+}
+
+void LiveTranscription::feed_session(std::span<const float> samples) {
+  for (size_t at = 0; at < samples.size() && !closed_; at += kFeedPiece)
+    session_->feed(samples.subspan(at, std::min(kFeedPiece, samples.size() - at)));
+}
+
+bool LiveTranscription::behind() const {
+  return queued_ > model_samples(limits_.pause_queued_seconds) || queued_tasks_ > limits_.pause_queued_tasks;
+}
+
+bool LiveTranscription::caught_up() const {
+  return queued_ <= model_samples(limits_.resume_queued_seconds) && queued_tasks_ <= limits_.resume_queued_tasks;
+}
+
+bool LiveTranscription::pause_reading() {
+  if (!behind()) return false;
+  // The flag goes up before the queue is looked at again, so that the worker, draining it, either
+  // sees the flag (and resumes the reads) or had caught up already (seen here).
+  pause_requested_ = true;
+  if (!caught_up()) return true;
+  // The worker caught up meanwhile: no pause, unless it took the flag already (its resume is then
+  // on its way to this strand, behind the pause).
+  return !pause_requested_.exchange(false);
+}
+
+void LiveTranscription::queued_task() {
+  // The peak may miss a task finish_and_close adds from another thread at the same moment: a
+  // figure for the tests, which add none.
+  const size_t tasks = ++queued_tasks_;
+  if (tasks > most_queued_tasks_) most_queued_tasks_ = tasks;
+}
+
+void LiveTranscription::dequeued(size_t samples) {
+  queued_ -= samples;
+  --queued_tasks_;
+  if (caught_up() && pause_requested_.exchange(false)) out_.resume_reading();
 }
 
 void LiveTranscription::end_utterance() {
@@ -139,7 +206,7 @@ void LiveTranscription::start_session(int delay_ms) {
     session_ = engine_.open_session(so);
     std::vector<float> waiting = std::move(waiting_);
     waiting_.clear();
-    if (!waiting.empty()) session_->feed(waiting);
+    feed_session(waiting);
   } catch (const std::exception& e) {
     const bool opened = session_ != nullptr;
     failed_ = true;
@@ -168,6 +235,7 @@ void LiveTranscription::finish_session() {
 }
 
 void LiveTranscription::finish_and_close() {
+  finishing_ = true;
   // After whatever the worker strand holds already (the audio received), in order.
   after_queued([this] {
     finish_session();

@@ -11,11 +11,14 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
 
 #include "common/histogram_counter.h"
+#include "server/event_json.h"
 #include "server/websocket_connection.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
@@ -52,12 +55,37 @@ class LiveLag {
   HistogramCounter ms_;
 };
 
+// What one realtime connection may hold, whatever its client sends. A client that sends audio
+// faster than the model hears it is slowed to the model's pace (its reads pause), never cut off:
+// none of its audio is lost.
+struct RealtimeLimits {
+  // vLLM's dialect keeps the audio appended before the commit that opens an utterance, for it: at
+  // most this much (seconds at 16 kHz); past it an error, and the rest is dropped.
+  double max_waiting_seconds = 60;
+  // Audio decoded but not yet fed to the model (seconds at 16 kHz): past pause_queued_seconds the
+  // connection reads nothing more until the model has caught up to resume_queued_seconds. The
+  // queue is at most that plus one message (a message's audio is taken whole).
+  double pause_queued_seconds = 10;
+  double resume_queued_seconds = 5;
+  // The same for the tasks queued for the worker (each audio message, each commit's or end's
+  // work): tiny utterances, each one a session to open and flush, are work without audio.
+  size_t pause_queued_tasks = 256;
+  size_t resume_queued_tasks = 128;
+  EventJsonLimits json;  // each text message's size, depth and values
+};
+
+// A client's value echoed back in events (an event_id, a model name) is at most this long.
+constexpr size_t kMaxEchoedBytes = 128;
+
 class LiveTranscription : public WebSocketHandler, public std::enable_shared_from_this<LiveTranscription> {
  public:
-  LiveTranscription(Engine& engine, boost::asio::thread_pool& workers);
+  LiveTranscription(Engine& engine, boost::asio::thread_pool& workers, const RealtimeLimits& limits = {});
   // Counts this connection's lag into `lag` from now on (none: not counted). Before its first message.
   void count_lag_in(std::shared_ptr<LiveLag> lag) { lag_ = std::move(lag); }
   void on_close() override;
+  // True while the worker is too far behind (RealtimeLimits' pause marks: audio or tasks queued);
+  // it resumes the reads once it has caught up (the resume marks).
+  bool pause_reading() override;
   // The server is stopping: ends the open utterance as its dialect's end of input does (its last
   // words decoded, its done event sent), then closes the connection (1001, going away). Any thread.
   void finish_and_close();
@@ -65,6 +93,12 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   // still holds is dropped (its session freed after the step in progress). Any thread.
   void close_now(int code, const std::string& reason);
   bool closed() const { return closed_.load(); }
+  // Samples (16 kHz) decoded and not yet fed to the model, and tasks queued for the worker: now,
+  // and the most there have been (what the limits bound, for the tests).
+  size_t queued_samples() const { return queued_.load(); }
+  size_t most_queued_samples() const { return most_queued_.load(); }
+  size_t queued_tasks() const { return queued_tasks_.load(); }
+  size_t most_queued_tasks() const { return most_queued_tasks_.load(); }
 
  protected:
   // Why the model work of an utterance stopped short.
@@ -85,6 +119,7 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   void after_queued(std::function<void()> task);
 
   void send(const nlohmann::json& event) const;  // a text frame, from any thread
+  const RealtimeLimits& limits() const { return limits_; }
   // Adds the words ended since the last text delta to this one (worker strand; DeltaWords above).
   void attach_delta_words(nlohmann::json& delta) { delta_words_.attach(delta); }
   const WebSocketSender& sender() const { return out_; }
@@ -99,13 +134,27 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
 
  private:
   void start_session(int delay_ms);
+  void feed_session(std::span<const float> samples);
   void finish_session();
+  // Backpressure (pause_reading): whether the worker is too far behind to read on, and whether it
+  // has caught up enough to resume.
+  bool behind() const;
+  bool caught_up() const;
+  void queued_task();             // a task for the worker strand (any thread)
+  void dequeued(size_t samples);  // worker strand: a task (with this audio) left the queue
 
   Engine& engine_;
+  const RealtimeLimits limits_;
   boost::asio::strand<boost::asio::thread_pool::executor_type> work_;
   std::shared_ptr<LiveLag> lag_;
   WebSocketSender out_{std::weak_ptr<WebSocketConnection>()};
   std::atomic<bool> closed_{false};
+  std::atomic<bool> finishing_{false};  // finish_and_close was called: audio that comes after is dropped
+  // Backpressure: the I/O strand adds to the queue and sets pause_requested_ when it pauses the
+  // reads; the worker takes from it, and resumes the reads if it takes pause_requested_ back.
+  std::atomic<size_t> queued_{0}, most_queued_{0};  // samples
+  std::atomic<size_t> queued_tasks_{0}, most_queued_tasks_{0};
+  std::atomic<bool> pause_requested_{false};
   // On the worker strand:
   std::unique_ptr<Session> session_;
   std::vector<float> waiting_;  // audio fed before the utterance began: kept for it
@@ -117,10 +166,14 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
 std::vector<float> pcm16_to_float(std::string_view bytes);
 // A session id: prefix + 16 random hex digits.
 std::string random_id(std::string_view prefix);
+// The model's samples in `seconds` of audio (16 kHz), and seconds as a message says them ("60", "0.5").
+size_t model_samples(double seconds);
+std::string seconds_text(double seconds);
 // A JSON event as text (invalid UTF-8 in strings replaced, never thrown on).
 std::string dump_event(const nlohmann::json& event);
-// Whether a client's delay is one the model was trained for (80 to 1200 ms in steps of 80, and 2400).
-bool is_model_delay(const nlohmann::json& delay_ms);
+// A client's delay, if it is one the model was trained for (80 to 1200 ms in steps of 80, and 2400):
+// a JSON integer (480.0 is not), whatever its size (2^32 + 480 is not 480).
+std::optional<int> model_delay_ms(const nlohmann::json& delay_ms);
 constexpr const char* kModelDelays = "the model's delays are 80 to 1200 ms in steps of 80, and 2400";
 // Words as the dialects' extension fields carry them: [{word, start, end}].
 nlohmann::json words_json(const std::vector<Word>& words);

@@ -21,12 +21,13 @@ std::optional<SampleType> encoding_type(const std::string& name) {
   return std::nullopt;
 }
 
-constexpr int kBadRequest = 400, kServerError = 500, kUnavailable = 503;
+constexpr int kBadRequest = 400, kTooLarge = 413, kServerError = 500, kUnavailable = 503;
 
 }  // namespace
 
-MistralRealtime::MistralRealtime(Engine& engine, boost::asio::thread_pool& workers, std::string model)
-    : LiveTranscription(engine, workers),
+MistralRealtime::MistralRealtime(Engine& engine, boost::asio::thread_pool& workers, std::string model,
+                                 const RealtimeLimits& limits)
+    : LiveTranscription(engine, workers, limits),
       model_(std::move(model)),
       request_id_(random_id("req_")),
       delay_ms_(engine.info().default_delay_ms) {}
@@ -40,6 +41,13 @@ json MistralRealtime::session_json() const {
 
 void MistralRealtime::on_open(const WebSocketSender& out) {
   set_sender(out);
+  if (model_.size() > kMaxEchoedBytes) {  // echoed in every session event: a short name only
+    refused_ = true;
+    send_error("model: a name of at most " + std::to_string(kMaxEchoedBytes) + " bytes, not " +
+                   std::to_string(model_.size()),
+               kBadRequest);
+    return out.close(1008, "model name too long");
+  }
   send({{"type", "session.created"}, {"session", session_json()}});
 }
 
@@ -48,9 +56,14 @@ void MistralRealtime::send_error(const std::string& message, int code) const {
 }
 
 void MistralRealtime::on_message(std::string message, bool binary) {
+  if (refused_) return;
   if (binary) return append(message);  // voxrt's extension: the audio bytes without base64
-  const json event = json::parse(message, nullptr, false);
-  if (event.is_discarded() || !event.is_object()) return send_error("invalid JSON: each message is one JSON object", kBadRequest);
+  json event;
+  try {
+    event = parse_event(message, "input_audio.append", limits().json);
+  } catch (const EventJsonError& e) {
+    return send_error(e.what(), e.kind() == EventJsonError::Kind::TooLarge ? kTooLarge : kBadRequest);
+  }
   const json& type = event.contains("type") ? event["type"] : json();
   if (!type.is_string()) return send_error("an event needs a string \"type\"", kBadRequest);
   const std::string& t = type.get_ref<const std::string&>();
@@ -92,9 +105,9 @@ void MistralRealtime::update(const json& session) {
     }
   }
   if (session.contains("target_streaming_delay_ms") && !session["target_streaming_delay_ms"].is_null()) {
-    const json& d = session["target_streaming_delay_ms"];
-    if (!is_model_delay(d)) return send_error(std::string("session.target_streaming_delay_ms: ") + kModelDelays, kBadRequest);
-    delay = d.get<int>();
+    const std::optional<int> d = model_delay_ms(session["target_streaming_delay_ms"]);
+    if (!d) return send_error(std::string("session.target_streaming_delay_ms: ") + kModelDelays, kBadRequest);
+    delay = *d;
   }
   encoding_ = encoding;
   audio_ = RealtimeAudio(*encoding_type(encoding), rate);

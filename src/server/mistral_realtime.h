@@ -22,7 +22,9 @@ namespace voxrt::server {
 
 class MistralRealtime final : public LiveTranscription {
  public:
-  MistralRealtime(Engine& engine, boost::asio::thread_pool& workers, std::string model);
+  // `model`: the name the client asked for (the query's model=), echoed; one longer than
+  // kMaxEchoedBytes is refused (an error, then the connection closes).
+  MistralRealtime(Engine& engine, boost::asio::thread_pool& workers, std::string model, const RealtimeLimits& limits = {});
   void on_open(const WebSocketSender& out) override;
   void on_message(std::string message, bool binary) override;
 
@@ -42,6 +44,7 @@ class MistralRealtime final : public LiveTranscription {
   RealtimeAudio audio_;
   int delay_ms_;
   bool audio_started_ = false, ended_ = false;
+  bool refused_ = false;  // the model name was refused: the connection is closing, its messages unheard
   // On the worker strand: the words of the word group in progress (for its segment event).
   std::vector<Word> segment_words_;
 };

@@ -10,6 +10,8 @@ namespace {
 using nlohmann::json;
 
 constexpr int kOpenAiRate = 24000, kG711Rate = 8000;
+// The transcription prompt, echoed in every session.updated (and unused: the model takes none).
+constexpr size_t kMaxPromptBytes = 4096;
 
 // OpenAI's delay names for a transcription session, as the model's delays (docs/serve.md).
 const std::map<std::string, int>& named_delays() {
@@ -29,8 +31,8 @@ json user_item(const std::string& id) {
 
 }  // namespace
 
-OpenAiRealtime::OpenAiRealtime(Engine& engine, boost::asio::thread_pool& workers)
-    : LiveTranscription(engine, workers),
+OpenAiRealtime::OpenAiRealtime(Engine& engine, boost::asio::thread_pool& workers, const RealtimeLimits& limits)
+    : LiveTranscription(engine, workers, limits),
       session_id_(random_id("sess_")),
       audio_(SampleType::S16, kOpenAiRate),
       delay_ms_(engine.info().default_delay_ms),
@@ -61,9 +63,10 @@ void OpenAiRealtime::send_event(json event) const {
 
 void OpenAiRealtime::send_error(const json& cause, const std::string& code, const std::string& message,
                                 const std::string& param) const {
-  const json client_event_id = cause.is_object() && cause.contains("event_id") && cause["event_id"].is_string()
-                                   ? cause["event_id"]
-                                   : json(nullptr);
+  // A longer id is not echoed at all: cut, it could be another of the client's ids.
+  const auto id = cause.find("event_id");  // end() when the cause is no object
+  const bool echoed = id != cause.end() && id->is_string() && id->get_ref<const std::string&>().size() <= kMaxEchoedBytes;
+  const json client_event_id = echoed ? *id : json(nullptr);
   send_event({{"type", "error"},
               {"error",
                {{"type", "invalid_request_error"},
@@ -80,9 +83,17 @@ void OpenAiRealtime::on_open(const WebSocketSender& out) {
 
 void OpenAiRealtime::on_message(std::string message, bool binary) {
   if (binary) return append(message);  // voxrt's extension: the audio bytes without base64
-  const json event = json::parse(message, nullptr, false);
-  if (event.is_discarded() || !event.is_object())
-    return send_error(nullptr, "invalid_json", "The message could not be parsed as a JSON object.");
+  json event;
+  try {
+    event = parse_event(message, "input_audio_buffer.append", limits().json);
+  } catch (const EventJsonError& e) {
+    switch (e.kind()) {
+      case EventJsonError::Kind::NotJson:
+        return send_error(nullptr, "invalid_json", "The message could not be parsed as a JSON object.");
+      case EventJsonError::Kind::TooNested: return send_error(nullptr, "invalid_json", e.what());
+      case EventJsonError::Kind::TooLarge: return send_error(nullptr, "event_too_large", e.what());
+    }
+  }
   const json& type = event.contains("type") ? event["type"] : json();
   if (!type.is_string()) return send_error(event, "invalid_event", "An event needs a string 'type'.", "type");
   const std::string& t = type.get_ref<const std::string&>();
@@ -131,8 +142,22 @@ void OpenAiRealtime::update(const json& event) {
     const json& tr = input["transcription"];
     if (!tr.is_object()) return send_error(event, "invalid_type", "'session.audio.input.transcription' must be an object.",
                                            "session.audio.input.transcription");
-    for (const char* key : {"model", "language", "prompt"})
-      if (tr.contains(key)) transcription[key] = tr[key];
+    // Echoed in every session.updated: strings (or null) of a bounded length.
+    for (const auto& [key, most] : {std::pair{"model", kMaxEchoedBytes}, std::pair{"language", kMaxEchoedBytes},
+                                    std::pair{"prompt", kMaxPromptBytes}}) {
+      if (!tr.contains(key)) continue;
+      const json& v = tr[key];
+      const std::string param = std::string("session.audio.input.transcription.") + key;
+      if (!v.is_string() && !v.is_null())
+        return send_error(event, "invalid_type", "Invalid type for '" + param + "': expected a string.", param);
+      if (v.is_string() && v.get_ref<const std::string&>().size() > most)
+        return send_error(event, "string_above_max_length",
+                          "Invalid '" + param + "': string too long. Expected a string with maximum length " +
+                              std::to_string(most) + ", but got a string with length " +
+                              std::to_string(v.get_ref<const std::string&>().size()) + " instead.",
+                          param);
+      transcription[key] = v;
+    }
     if (tr.contains("delay") && !tr["delay"].is_null()) {
       const auto named = tr["delay"].is_string() ? named_delays().find(tr["delay"].get<std::string>()) : named_delays().end();
       if (named == named_delays().end())
@@ -142,10 +167,11 @@ void OpenAiRealtime::update(const json& event) {
       transcription["delay"] = tr["delay"];
     }
     if (tr.contains("delay_ms") && !tr["delay_ms"].is_null()) {
-      if (!is_model_delay(tr["delay_ms"]))
+      const std::optional<int> ms = model_delay_ms(tr["delay_ms"]);
+      if (!ms)
         return send_error(event, "invalid_value", std::string("Invalid 'delay_ms': ") + kModelDelays + ".",
                           "session.audio.input.transcription.delay_ms");
-      delay = tr["delay_ms"].get<int>();
+      delay = *ms;
     }
   }
   if (!item_id_.empty() && (format != format_ || delay != delay_ms_))

@@ -29,7 +29,7 @@ namespace voxrt::server {
 
 class OpenAiRealtime final : public LiveTranscription {
  public:
-  OpenAiRealtime(Engine& engine, boost::asio::thread_pool& workers);
+  OpenAiRealtime(Engine& engine, boost::asio::thread_pool& workers, const RealtimeLimits& limits = {});
   void on_open(const WebSocketSender& out) override;
   void on_message(std::string message, bool binary) override;
 
@@ -39,7 +39,8 @@ class OpenAiRealtime final : public LiveTranscription {
   void append(std::string_view bytes);
   void commit(const nlohmann::json& event);
   void clear();
-  // An error event answering the client event `cause` (its event_id echoed).
+  // An error event answering the client event `cause` (its event_id echoed when it is a string of
+  // at most kMaxEchoedBytes; else null).
   void send_error(const nlohmann::json& cause, const std::string& code, const std::string& message,
                   const std::string& param = "") const;
   void send_event(nlohmann::json event) const;  // with a fresh event_id

@@ -19,16 +19,25 @@ void VllmRealtime::send_error(const std::string& message, const std::string& cod
 
 void VllmRealtime::on_message(std::string message, bool binary) {
   if (binary) return append(message);  // voxrt's extension: raw PCM16 frames
-  const nlohmann::json event = nlohmann::json::parse(message, nullptr, false);
-  if (event.is_discarded() || !event.is_object()) return send_error("Invalid JSON", "invalid_json");
+  nlohmann::json event;
+  try {
+    event = parse_event(message, "input_audio_buffer.append", limits().json);
+  } catch (const EventJsonError& e) {
+    switch (e.kind()) {
+      case EventJsonError::Kind::NotJson: return send_error("Invalid JSON", "invalid_json");  // vLLM's words
+      case EventJsonError::Kind::TooNested: return send_error(e.what(), "invalid_json");
+      case EventJsonError::Kind::TooLarge: return send_error(e.what(), "event_too_large");
+    }
+  }
   const nlohmann::json& type_field = event.contains("type") ? event["type"] : nlohmann::json();
   if (!type_field.is_string()) return send_error("An event needs a string \"type\"", "invalid_event");
   const std::string& type = type_field.get_ref<const std::string&>();
   if (type == "session.update") {
     if (utterance_open_) return send_error("session.update while an utterance is open: commit final first", "session_busy");
     if (event.contains("delay_ms")) {
-      if (!is_model_delay(event["delay_ms"])) return send_error(std::string("delay_ms: ") + kModelDelays, "invalid_delay");
-      delay_ms_ = event["delay_ms"].get<int>();
+      const std::optional<int> delay = model_delay_ms(event["delay_ms"]);
+      if (!delay) return send_error(std::string("delay_ms: ") + kModelDelays, "invalid_delay");
+      delay_ms_ = *delay;
     }
     session_updated_ = true;  // one model is served: any name is taken
     return;
@@ -54,7 +63,22 @@ void VllmRealtime::on_message(std::string message, bool binary) {
 void VllmRealtime::append(std::string_view pcm16) {
   if (pcm16.empty() || pcm16.size() % 2 != 0)
     return send_error("Invalid audio data: PCM16 needs a whole, non-zero number of 2-byte samples", "invalid_audio");
-  feed(pcm16_to_float(pcm16));
+  std::vector<float> samples = pcm16_to_float(pcm16);
+  if (!utterance_open_) {  // kept for the utterance the next commit opens: within the limit
+    const size_t room = model_samples(limits().max_waiting_seconds) - waiting_samples_;
+    if (samples.size() > room) {
+      samples.resize(room);
+      if (!said_waiting_full_)
+        send_error("Audio buffer full: " + seconds_text(limits().max_waiting_seconds) +
+                       " s of audio appended before a commit are kept, and the rest is dropped until "
+                       "input_audio_buffer.commit starts transcribing them",
+                   "audio_buffer_full");
+      said_waiting_full_ = true;
+    }
+    waiting_samples_ += samples.size();
+    if (samples.empty()) return;
+  }
+  feed(std::move(samples));
 }
 
 void VllmRealtime::commit(bool final) {
@@ -62,6 +86,8 @@ void VllmRealtime::commit(bool final) {
   if (!final) {
     if (utterance_open_) return;  // vLLM ignores a commit while generating
     utterance_open_ = true;
+    waiting_samples_ = 0;  // the utterance takes them
+    said_waiting_full_ = false;
     return begin_utterance(delay_ms_);
   }
   if (!utterance_open_) return send_error("input_audio_buffer.commit with final before any commit started one", "no_utterance");

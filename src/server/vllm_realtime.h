@@ -3,7 +3,8 @@
 //   server: session.created {id, created}
 //   client: session.update {model, delay_ms (voxrt's extension)}
 //   client: input_audio_buffer.append {audio: base64 PCM16, 16 kHz mono} (or a binary frame of it)
-//   client: input_audio_buffer.commit: starts transcribing (audio appended before is kept)
+//   client: input_audio_buffer.commit: starts transcribing (audio appended before is kept, up to
+//           RealtimeLimits::max_waiting_seconds)
 //   server: transcription.delta {delta} as the model emits text
 //   client: input_audio_buffer.commit {final: true}: end of the utterance (the flush)
 //   server: transcription.done {text, usage}; a later commit starts the next utterance
@@ -19,7 +20,8 @@ namespace voxrt::server {
 
 class VllmRealtime final : public LiveTranscription {
  public:
-  using LiveTranscription::LiveTranscription;
+  VllmRealtime(Engine& engine, boost::asio::thread_pool& workers, const RealtimeLimits& limits = {})
+      : LiveTranscription(engine, workers, limits) {}
   void on_open(const WebSocketSender& out) override;
   void on_message(std::string message, bool binary) override;
 
@@ -38,6 +40,10 @@ class VllmRealtime final : public LiveTranscription {
   // sees it closed, so a client can retry with a commit, and a final commit gets an error, not silence.
   std::atomic<bool> utterance_failed_{false};
   int delay_ms_ = 0;
+  // The audio appended before the commit that opens the next utterance (kept for it, within
+  // RealtimeLimits::max_waiting_seconds), and whether the client heard that the rest is dropped.
+  size_t waiting_samples_ = 0;
+  bool said_waiting_full_ = false;
 };
 
 }  // namespace voxrt::server

@@ -111,7 +111,8 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
         max_queued_(limits.max_send_queue_bytes),
         log_handshake_(std::move(upgrade.log_handshake)),
         slot_(std::move(upgrade.slot)),
-        close_timer_(ws_.get_executor()) {
+        close_timer_(ws_.get_executor()),
+        pause_timer_(ws_.get_executor()) {
     ws_.read_message_max(limits.max_message_bytes);
     // A handshake must finish in 30 s; an idle peer is pinged halfway through idle_timeout and
     // dropped if nothing (not even the pong) arrives by its end.
@@ -154,6 +155,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     net::post(ws_.get_executor(), [self = shared_from_this()] {
       if (!self->paused_ || self->finished_) return;
       self->paused_ = false;
+      self->pause_timer_.cancel();
       self->read();
     });
   }
@@ -196,6 +198,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
       }
       if (self->handler_->pause_reading()) {
         self->paused_ = true;  // post_resume reads on
+        self->hold_while_paused();
         return;
       }
       self->read();
@@ -253,12 +256,21 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     });
   }
 
+  // With no read pending nothing else keeps the connection alive (its senders hold weak
+  // pointers): a wait that never ends holds it until the pause ends (cancelled) or the I/O does
+  // (its handler destroyed with the io_context, so nothing leaks at exit).
+  void hold_while_paused() {
+    pause_timer_.expires_at(net::steady_timer::time_point::max());
+    pause_timer_.async_wait([self = shared_from_this()](beast::error_code) {});
+  }
+
   void finish() {
     if (finished_) return;
     finished_ = true;
     out_.clear();
     queued_ = 0;
     close_timer_.cancel();
+    pause_timer_.cancel();
     beast::error_code ignored;
     beast::get_lowest_layer(ws_).socket().close(ignored);
     slot_.reset();  // the descriptor is closed: it no longer counts among the connections
@@ -272,6 +284,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
   std::function<void(int, size_t, bool)> log_handshake_;
   std::shared_ptr<const void> slot_;
   net::steady_timer close_timer_;  // for a close frame that cannot get out
+  net::steady_timer pause_timer_;  // holds the connection while its reads are paused
   int answer_status_ = 0;          // the handshake's answer, as the decorator saw it
   size_t answer_bytes_ = 0;
   beast::flat_buffer in_;

@@ -2,9 +2,11 @@
 // any sequence of WebSocket messages (scripts/fuzz.sh). The input's first byte picks the dialect;
 // the rest is split into messages at 0x1E bytes, a message starting with 'B' being a binary frame
 // (its other bytes the payload). Each message goes through the dialect's on_message as the
-// connection would hand it over, then the connection closes. Every input must be answered with
-// events or errors: an exception escaping a handler, a crash, a read out of bounds (ASan) or
-// undefined behaviour (UBSan) is a bug.
+// connection would hand it over (then its pause_reading, as the connection asks it), then the
+// connection closes. The dialects run with limits small enough for inputs of a few kilobytes to
+// pass them (depth, values, event size, audio kept before a commit, the queue's marks). Every
+// input must be answered with events or errors: an exception escaping a handler, a crash, a read
+// out of bounds (ASan) or undefined behaviour (UBSan) is a bug.
 //
 // The model is out of scope here (the engine's own tests cover it): the dialects run on an Engine
 // whose sessions count the samples they are fed and say one word per 80 ms of them, so that the
@@ -83,6 +85,19 @@ class CountingEngine final : public Engine {
   ModelInfo info_;
 };
 
+server::RealtimeLimits small_limits() {
+  server::RealtimeLimits l;
+  l.max_waiting_seconds = 0.05;  // 800 samples
+  l.pause_queued_seconds = 0.1;
+  l.resume_queued_seconds = 0.05;
+  l.pause_queued_tasks = 8;
+  l.resume_queued_tasks = 4;
+  l.json.max_depth = 8;
+  l.json.max_values = 64;
+  l.json.max_event_bytes = 1024;
+  return l;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -90,10 +105,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static CountingEngine engine;
   boost::asio::thread_pool workers(1);
   std::shared_ptr<server::LiveTranscription> dialect;
+  static const server::RealtimeLimits limits = small_limits();
   switch (data[0] % 3) {
-    case 0: dialect = std::make_shared<server::VllmRealtime>(engine, workers); break;
-    case 1: dialect = std::make_shared<server::MistralRealtime>(engine, workers, "m"); break;
-    default: dialect = std::make_shared<server::OpenAiRealtime>(engine, workers); break;
+    case 0: dialect = std::make_shared<server::VllmRealtime>(engine, workers, limits); break;
+    case 1: dialect = std::make_shared<server::MistralRealtime>(engine, workers, "m", limits); break;
+    default: dialect = std::make_shared<server::OpenAiRealtime>(engine, workers, limits); break;
   }
   dialect->on_open(server::WebSocketSender(std::weak_ptr<server::WebSocketConnection>()));
   const std::string_view input(reinterpret_cast<const char*>(data + 1), size - 1);
@@ -102,6 +118,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view m = input.substr(at, end - at);
     const bool binary = !m.empty() && m[0] == 'B';
     dialect->on_message(std::string(binary ? m.substr(1) : m), binary);
+    dialect->pause_reading();  // no connection to pause here: the worker's resume goes nowhere
     at = end + 1;
   }
   workers.join();  // the model work the messages queued, in order

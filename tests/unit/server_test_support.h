@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -110,6 +111,12 @@ class RealtimeClient {
       if (e["type"] == "error") return e;
     }
   }
+  // A send that cannot go on for this long throws (a server that stopped reading for good fails
+  // the test instead of hanging it).
+  void set_send_timeout(int seconds) {
+    timeval tv{seconds, 0};
+    setsockopt(ws_.next_layer().native_handle(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
   void close() { ws_.close(boost::beast::websocket::close_code::normal); }
   // Gone without a word: the socket closed, no close frame.
   void drop() { ws_.next_layer().close(); }
@@ -138,6 +145,29 @@ inline Pcm16Audio pcm16_of(const std::filesystem::path& file, int rate = 16000) 
   }
   a.heard = rate == 16000 ? sent : resample(sent, rate, 16000);
   return a;
+}
+
+// `file` played over and over for `seconds` (the last time cut short), as pcm16_of gives it.
+inline Pcm16Audio pcm16_looped(const std::filesystem::path& file, double seconds, int rate = 16000) {
+  const Pcm16Audio once = pcm16_of(file, rate);
+  const size_t bytes = 2 * static_cast<size_t>(seconds * rate);
+  Pcm16Audio a;
+  while (a.bytes.size() < bytes) a.bytes += once.bytes.substr(0, bytes - a.bytes.size());
+  std::vector<float> sent(a.bytes.size() / 2);
+  for (size_t i = 0; i < sent.size(); ++i) {
+    int16_t v;
+    std::memcpy(&v, a.bytes.data() + 2 * i, 2);
+    sent[i] = static_cast<float>(v) / 32768.0f;
+  }
+  a.heard = rate == 16000 ? sent : resample(sent, rate, 16000);
+  return a;
+}
+
+// The value of a sample line of /metrics ("name{labels} value"), or -1 when there is none.
+inline double metric(const std::string& text, const std::string& sample) {
+  const size_t at = text.find("\n" + sample + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + sample.size() + 2));
 }
 
 // The realtime dialects' words and segments against the engine's transcript.
