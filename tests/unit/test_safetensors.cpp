@@ -219,7 +219,22 @@ TEST_F(SafetensorsMalformedTest, HeaderNotObject) {
 
 TEST_F(SafetensorsMalformedTest, DeeplyNestedHeaderDoesNotCrash) {
   const std::string deep = std::string(200000, '[') + std::string(200000, ']');
-  expect_header_error(deep, 0, {"not a JSON object"});
+  expect_header_error(deep, 0, {"header nests deeper than 16 levels"});
+}
+
+// Found by review, and reported by the fuzz target (tests/fuzz/fuzz_safetensors_header.cpp, ASan) on
+// tests/fuzz/corpus/safetensors/finding-deep-shape.safetensors: a shape nested 10000 deep in a 20 KB
+// header overflowed the stack while its error message printed it (nlohmann's dump() recurses once a
+// level). Nesting is refused while the header parses.
+TEST_F(SafetensorsMalformedTest, DeeplyNestedShapeIsRefusedBeforeItIsPrinted) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  expect_header_error(R"({"w": {"dtype": "F32", "shape": )" + deep + R"(, "data_offsets": [0, 4]}})", 4,
+                      {"header nests deeper than 16 levels"});
+  expect_header_error(R"({"__metadata__": {"note": )" + deep + "}}", 0, {"header nests deeper than 16 levels"});
+  // Nesting up to the limit is still only the usual errors.
+  const std::string shallow = std::string(12, '[') + "1" + std::string(12, ']');
+  expect_header_error(R"({"w": {"dtype": "F32", "shape": )" + shallow + R"(, "data_offsets": [0, 4]}})", 4,
+                      {"tensor 'w'", "not a non-negative integer"});
 }
 
 TEST_F(SafetensorsMalformedTest, UnknownDtype) {
