@@ -330,7 +330,10 @@ void convert_to_f32(DType dtype, const uint8_t* src, float* dst, size_t n) {
   switch (dtype) {
     case DType::BF16: bf16_to_f32(src, dst, n); return;
     case DType::F16: f16_to_f32(src, dst, n); return;
-    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case DType::F32:
+      // An empty tensor's pointers may be null (an empty vector's data()): memcpy must not see them.
+      if (n > 0) std::memcpy(dst, src, n * sizeof(float));
+      return;
     default: throw Error(std::string("convert_to_f32: cannot convert dtype ") + dtype_name(dtype) + " to F32");
   }
 }

@@ -145,6 +145,17 @@ TEST(SafetensorsTest, ConvertHandlesUnalignedSourceAndF32) {
   EXPECT_EQ(one, 1.0f);
 }
 
+// Found by the fuzz target (tests/fuzz/fuzz_safetensors_header.cpp, UBSan): an empty F32 tensor
+// converted into an empty vector passed its null data() to memcpy, which is undefined even for no
+// bytes. The asan preset's UBSan run is what sees it.
+TEST(SafetensorsTest, ConvertOfNothingTouchesNoPointer) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+    std::vector<float> none;
+    convert_to_f32(dtype, nullptr, none.data(), 0);
+  }
+  expect_error([&] { convert_to_f32(DType::I8, nullptr, nullptr, 0); }, {"I8"});
+}
+
 TEST(SafetensorsTest, ConvertRejectsNonFloat) {
   uint8_t src[4] = {};
   float dst;
