@@ -483,6 +483,29 @@ TEST_F(CheckpointErrorTest, ParamsFrameRateInconsistent) {
   expect_open_error(mistral_, {"params.json", "frame_rate"});
 }
 
+// Found by review, and reported by the fuzz target (tests/fuzz/fuzz_model_config.cpp: out of memory)
+// on tests/fuzz/corpus/config/finding-params-2g-layers.json: the layer counts of a configuration
+// sized the list of tensors to check before any was looked up, so 2^31 - 1 layers asked for some 50
+// billion names. The check walks the tensors and stops at the first one missing.
+TEST_F(CheckpointErrorTest, LayerCountsBeyondTheFilesStopAtTheFirstMissingTensor) {
+  json p = tiny_params();
+  p["n_layers"] = 2147483647;
+  write_mistral_with_params(p);
+  expect_open_error(mistral_, {"consolidated.safetensors", "missing tensor 'layers." +
+                                                               std::to_string(config_.decoder.n_layers) + "."});
+  p = tiny_params();
+  p["multimodal"]["whisper_model_args"]["encoder_args"]["n_layers"] = 2147483647;
+  write_mistral_with_params(p);
+  expect_open_error(mistral_, {"missing tensor '" + kEnc + "transformer.layers." +
+                               std::to_string(config_.encoder.n_layers) + "."});
+
+  testutil::write_hf_dir(hf_.path(), config_, weights_);
+  json c = testutil::config_json_for(config_);
+  c["text_config"]["num_hidden_layers"] = 300000000;
+  write_text(hf_ / "config.json", c.dump());
+  expect_open_error(hf_, {"model.safetensors", "missing tensor 'layers." + std::to_string(config_.decoder.n_layers) + "."});
+}
+
 TEST_F(CheckpointErrorTest, ConfigJsonTextConfigTypeError) {
   testutil::write_hf_dir(hf_.path(), config_, weights_);
   json c = testutil::config_json_for(config_);
