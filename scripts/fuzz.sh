@@ -54,6 +54,7 @@ cxx=(clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanit
      -DBOOST_BEAST_USE_STD_STRING_VIEW -Isrc -Iinclude)
 failed=()
 json_flags="-dict=tests/fuzz/json.dict -use_value_profile=1"
+mem_flags="-malloc_limit_mb=512 -rss_limit_mb=1024"
 
 # build NAME SOURCE... [-lLIB...]: the sources compiled side by side (through ccache where there is
 # one), then linked into $out/NAME. The libFuzzer targets need no other build of voxrt.
@@ -108,27 +109,29 @@ for target in $targets; do
         src/voxtral/protocol.cpp -lsoxr -lpthread -o "$out/fuzz_realtime_events"
       run fuzz_realtime_events events 4096
       ;;
-    # The file loaders get 512 MB (a length field must not make them allocate what the bytes do not
-    # hold) and 30 s an input (nothing decodes or parses for long: a hang is a finding). The JSON
-    # readers' checks are comparisons of numbers against limits: the dictionary offers the numbers
-    # at the edges, and the value profile rewards inputs that bring a compared value closer.
+    # The file loaders may allocate 512 MB at once (a length field must not make them allocate what
+    # the bytes do not hold) and hold 1 GB in all (ASan keeps 256 MB of freed memory in quarantine,
+    # and the corpus grows in a long run), and take 30 s an input (nothing decodes or parses for
+    # long: a hang is a finding). The JSON readers' checks are comparisons of numbers against
+    # limits: the dictionary offers the numbers at the edges, and the value profile rewards inputs
+    # that bring a compared value closer.
     safetensors)
       build fuzz_safetensors_header tests/fuzz/fuzz_safetensors_header.cpp src/model/safetensors.cpp
-      run fuzz_safetensors_header safetensors 32768 -rss_limit_mb=512 -timeout=30 $json_flags
+      run fuzz_safetensors_header safetensors 32768 $mem_flags -timeout=30 $json_flags
       ;;
     config)
       build fuzz_model_config tests/fuzz/fuzz_model_config.cpp src/model/checkpoint.cpp src/model/config_json.cpp \
         src/model/safetensors.cpp
-      run fuzz_model_config config 4096 -rss_limit_mb=512 -timeout=30 $json_flags
+      run fuzz_model_config config 4096 $mem_flags -timeout=30 $json_flags
       ;;
     tekken)
       build fuzz_tekken tests/fuzz/fuzz_tekken.cpp src/tokenizer/tekken.cpp src/common/base64.cpp
-      run fuzz_tekken tekken 8192 -rss_limit_mb=512 -timeout=30 $json_flags
+      run fuzz_tekken tekken 8192 $mem_flags -timeout=30 $json_flags
       ;;
     audio)
       build fuzz_audio_decode tests/fuzz/fuzz_audio_decode.cpp src/audio/audio_reader.cpp src/audio/sndfile_source.cpp \
         src/audio/stream_resampler.cpp src/audio/audio_file.cpp src/audio/wav_writer.cpp -lsndfile -lsoxr
-      run fuzz_audio_decode audio 16384 -rss_limit_mb=512 -timeout=30
+      run fuzz_audio_decode audio 16384 $mem_flags -timeout=30
       ;;
   esac
 done
