@@ -13,8 +13,12 @@ AudioFileReader::AudioFileReader(const std::filesystem::path& path, int target_r
   check(target_rate > 0, path.string(), "invalid target sample rate " + std::to_string(target_rate));
   if (source_.sample_rate() != target_rate)
     resampler_ = std::make_unique<StreamResampler>(source_.sample_rate(), target_rate);
-  interleaved_.resize(kBlockFrames * static_cast<size_t>(source_.channels()));
-  if (source_.channels() > 1) mono_.resize(kBlockFrames);
+  // Upsampling by target/source: so many frames make about kBlockFrames samples (see kBlockFrames).
+  if (source_.sample_rate() < target_rate)
+    block_frames_ = std::max<size_t>(1, kBlockFrames * static_cast<size_t>(source_.sample_rate()) /
+                                            static_cast<size_t>(target_rate));
+  interleaved_.resize(block_frames_ * static_cast<size_t>(source_.channels()));
+  if (source_.channels() > 1) mono_.resize(block_frames_);
 }
 
 AudioFileReader::~AudioFileReader() = default;
@@ -28,7 +32,7 @@ std::optional<int64_t> AudioFileReader::expected_samples() const {
 }
 
 void AudioFileReader::decode_block() {
-  const size_t frames = source_.read(interleaved_.data(), kBlockFrames);
+  const size_t frames = source_.read(interleaved_.data(), block_frames_);
   if (frames == 0) {
     end_of_file_ = true;
     source_.check_not_truncated_to_nothing();

@@ -1,7 +1,7 @@
 // Reading an audio file incrementally as mono samples at the engine's rate: libsndfile blocks ->
 // channel average (as downmix_to_mono) -> streaming soxr (StreamResampler) -> the resampler's tail
 // at the end of the file. Memory is bounded by one block and one read's output whatever the length
-// of the file, so hours of audio transcribe in the memory of a minute.
+// of the file and its rate, so hours of audio transcribe in the memory of a minute.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +19,8 @@ namespace voxrt {
 class AudioFileReader {
  public:
   // Frames decoded per libsndfile call (0.34 s of 48 kHz audio; 1 MiB of floats for 8 channels).
+  // Fewer from a file whose rate is below the target's, so that a block's output stays within
+  // kBlockFrames samples: upsampling multiplies it (16 times from a 1 kHz file to 16 kHz).
   static constexpr size_t kBlockFrames = 16384;
 
   // Opens the file (any format libsndfile reads). Throws voxrt::Error("<path>: no such file" /
@@ -56,6 +58,7 @@ class AudioFileReader {
   SndfileSource source_;
   int target_rate_;
   std::unique_ptr<StreamResampler> resampler_;  // null when the rates agree
+  size_t block_frames_ = kBlockFrames;          // frames per libsndfile call
   std::vector<float> interleaved_, mono_;       // one block
   std::vector<float> pending_;                  // output decoded but not yet read
   bool end_of_file_ = false;

@@ -13,7 +13,9 @@ SndfileSource::SndfileSource(const std::filesystem::path& path) : path_(path) {
   if (std::filesystem::is_directory(path, ec)) throw Error(where + ": is a directory, not an audio file");
   file_.reset(sf_open(where.c_str(), SFM_READ, &info_));
   if (!file_) throw Error(where + ": cannot decode audio: " + sf_strerror(nullptr));
-  check(info_.samplerate > 0, where, "invalid sample rate " + std::to_string(info_.samplerate));
+  check(info_.samplerate >= kMinSampleRate && info_.samplerate <= kMaxSampleRate, where,
+        "sample rate " + std::to_string(info_.samplerate) + " Hz is outside the " + std::to_string(kMinSampleRate) +
+            " to " + std::to_string(kMaxSampleRate) + " Hz this engine reads");
   check(info_.channels > 0, where, "invalid channel count " + std::to_string(info_.channels));
 }
 

@@ -15,7 +15,17 @@ namespace voxrt {
 
 class SndfileSource {
  public:
-  // Throws voxrt::Error("<path>: no such file" / "is a directory, ..." / "cannot decode audio: ...").
+  // The sample rates read. A header may state any rate from 1 to 2^31 - 1 Hz, and resampling from
+  // the extremes costs out of all proportion to the file: below 1 kHz (no speech fits under its
+  // 500 Hz Nyquist frequency) a frame becomes up to 16000 samples at 16 kHz, which the filter holds
+  // back and releases at the end (a 4 KB WAV at 1 Hz: 33 minutes, 100 MB at once); far above 1 MHz
+  // (the PCM stream input's limit too; audio hardware and formats stop at 768 kHz) soxr slows down
+  // by orders of magnitude (5 s for a 200 KB WAV at 2^31 - 1 Hz).
+  static constexpr int kMinSampleRate = 1000;
+  static constexpr int kMaxSampleRate = 1'000'000;
+
+  // Throws voxrt::Error("<path>: no such file" / "is a directory, ..." / "cannot decode audio: ..." /
+  // "sample rate ... is outside ...").
   explicit SndfileSource(const std::filesystem::path& path);
 
   const std::filesystem::path& path() const { return path_; }

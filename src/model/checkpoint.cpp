@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <optional>
 
 #include "common/error.h"
@@ -193,12 +194,11 @@ std::string canonical_name_from_hf(const std::string& hf_name) {
   return "";
 }
 
-std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(const ModelConfig& config) {
+void for_each_expected_tensor(const ModelConfig& config,
+                              const std::function<void(const std::string&, const std::vector<int64_t>&)>& add) {
   const EncoderConfig& e = config.encoder;
   const DecoderConfig& d = config.decoder;
   using Shape = std::vector<int64_t>;
-  std::vector<std::pair<std::string, Shape>> out;
-  auto add = [&](std::string name, Shape shape) { out.emplace_back(std::move(name), std::move(shape)); };
 
   const int64_t enc_q = int64_t(e.n_heads) * e.head_dim, enc_kv = int64_t(e.n_kv_heads) * e.head_dim;
   const int64_t dec_q = int64_t(d.n_heads) * d.head_dim, dec_kv = int64_t(d.n_kv_heads) * d.head_dim;
@@ -242,6 +242,13 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(const
     add(p + "ada_rms_norm_t_cond.2.weight", {d.dim, d.t_cond_dim});
   }
   add("norm.weight", {d.dim});
+}
+
+std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(const ModelConfig& config) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> out;
+  for_each_expected_tensor(config, [&](const std::string& name, const std::vector<int64_t>& shape) {
+    out.emplace_back(name, shape);
+  });
   return out;
 }
 
@@ -301,10 +308,13 @@ void Checkpoint::open_shards() {
   }
 }
 
+// One tensor at a time, stopping at the first one missing: the layer counts come from the
+// configuration, and a list of all that it asks for would follow them however few tensors the files
+// hold (a params.json of 2^31 - 1 layers: some 50 billion names).
 void Checkpoint::validate(const std::string& config_file) const {
   std::string searched;
   for (const auto& f : files_) searched += (searched.empty() ? "" : ", ") + f->path().string();
-  for (const auto& [name, shape] : expected_tensors(config_)) {
+  for_each_expected_tensor(config_, [&](const std::string& name, const std::vector<int64_t>& shape) {
     auto it = by_canonical_.find(name);
     check(it != by_canonical_.end(), searched, "missing tensor '" + name + "'");
     const TensorInfo& t = *it->second.info;
@@ -314,7 +324,7 @@ void Checkpoint::validate(const std::string& config_file) const {
           what + " has dtype " + dtype_name(t.dtype) + ", expected BF16, F16 or F32");
     check(t.shape == shape, where,
           what + " has shape " + shape_str(t.shape) + ", expected " + shape_str(shape) + " (from " + config_file + ")");
-  }
+  });
 }
 
 bool Checkpoint::has(const std::string& canonical) const { return by_canonical_.count(canonical) != 0; }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,8 +25,11 @@ namespace voxrt {
 enum class CheckpointLayout { Mistral, HuggingFace };
 enum class LayoutPreference { Auto, Mistral, HuggingFace };
 
-// Canonical tensor names and shapes the model needs for this configuration.
+// Canonical tensor names and shapes the model needs for this configuration, in order: all of them,
+// or one at a time to `add` (which may stop the walk by throwing).
 std::vector<std::pair<std::string, std::vector<int64_t>>> expected_tensors(const ModelConfig& config);
+void for_each_expected_tensor(const ModelConfig& config,
+                              const std::function<void(const std::string&, const std::vector<int64_t>&)>& add);
 
 // Parse the configuration files alone (also used by tests on malformed JSON).
 ModelConfig parse_params_json(const std::filesystem::path& params_json);  // Mistral layout

@@ -158,6 +158,17 @@ void check_attention(const std::string& where, const char* block, int n_heads, i
         std::string(block) + ": head_dim " + std::to_string(head_dim) + " is odd (RoPE rotates pairs)");
 }
 
+// One decoder step consumes hop_length * 2 (the conv stride) * downsample_factor samples
+// (ModelConfig::samples_per_step), an int wherever the engine counts audio: sizes that each fit an int
+// may multiply past it (2 * downsample_factor alone overflowed for 2^30).
+void check_step(const Fields& f, const ModelConfig& c, const std::string& downsample_path) {
+  const int64_t step = int64_t{c.audio.hop_length} * 2 * c.downsample_factor;
+  if (step > std::numeric_limits<int>::max())
+    f.fail(downsample_path, "hop_length " + std::to_string(c.audio.hop_length) + " * 2 * downsample_factor " +
+                                std::to_string(c.downsample_factor) + " = " + std::to_string(step) +
+                                " samples a decoder step, over 2^31 - 1");
+}
+
 constexpr const char* kTiedWhy = "Voxtral Realtime ties the LM head to the token embedding";
 constexpr const char* kTCondWhy = "Voxtral Realtime needs the delay conditioning";
 
@@ -212,6 +223,7 @@ ModelConfig parse_params_json(const std::filesystem::path& params_json) {
   a.window_size = f.size(audio + "window_size", a.window_size);
   a.global_log_mel_max = f.number(audio + "global_log_mel_max", a.global_log_mel_max);  // a log, may be < 0
   c.downsample_factor = f.size("multimodal.whisper_model_args.downsample_args.downsample_factor", c.downsample_factor);
+  check_step(f, c, "multimodal.whisper_model_args.downsample_args.downsample_factor");
 
   // One decoder step is hop * 2 (conv stride) * downsample samples; frame_rate must agree.
   const double step_rate = double(a.sampling_rate) / (double(a.hop_length) * 2.0 * c.downsample_factor);
@@ -258,6 +270,7 @@ ModelConfig parse_config_json(const std::filesystem::path& config_json) {
   check_attention(f.where(), "audio_config", e.n_heads, e.n_kv_heads, e.head_dim);
 
   c.downsample_factor = f.size("downsample_factor", c.downsample_factor);
+  check_step(f, c, "downsample_factor");  // hop_length is not in config.json: 160
   // audio_length_per_tok counts mel frames per decoder step: conv stride 2 times the downsampling.
   const int per_tok = f.size("audio_length_per_tok", 2 * c.downsample_factor);
   if (per_tok != 2 * c.downsample_factor)

@@ -29,6 +29,12 @@ using nlohmann::json;
 // Headers of real checkpoints are ~100 KB; anything near this limit is garbage or an attack.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
+// A header nests three levels: the top object, an entry's object, its shape and data_offsets arrays.
+// Nesting is refused well before it costs: the messages below print a shape with nlohmann's dump(),
+// which recurses once a level (a 20 KB header of [[[...]]] overflowed the stack), and every level
+// costs ~100 bytes parsed (a 100 MB header of them: gigabytes).
+constexpr int kMaxHeaderDepth = 16;
+
 // Linux's default fault_around_bytes (a power of two, a multiple of the page size).
 constexpr size_t kFaultAroundBytes = 64 * 1024;
 
@@ -67,7 +73,8 @@ uint64_t read_u64_le(const uint8_t* p) {
   return v;
 }
 
-// Parses the header, rejecting duplicate top-level keys (nlohmann would silently keep the last).
+// Parses the header, rejecting duplicate top-level keys (nlohmann would silently keep the last) and
+// nesting deeper than kMaxHeaderDepth.
 json parse_header(const std::string& where, const char* begin, const char* end) {
   std::set<std::string> seen;
   std::string duplicate;
@@ -76,6 +83,11 @@ json parse_header(const std::string& where, const char* begin, const char* end) 
       const auto& key = parsed.get_ref<const std::string&>();
       if (!seen.insert(key).second && duplicate.empty()) duplicate = key;
     }
+    // depth counts the containers around the one starting: 0 for the header's own object.
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxHeaderDepth)
+      throw Error(where + ": header nests deeper than " + std::to_string(kMaxHeaderDepth) +
+                  " levels (a safetensors header has 3)");
     return true;
   };
   json header;
@@ -318,7 +330,10 @@ void convert_to_f32(DType dtype, const uint8_t* src, float* dst, size_t n) {
   switch (dtype) {
     case DType::BF16: bf16_to_f32(src, dst, n); return;
     case DType::F16: f16_to_f32(src, dst, n); return;
-    case DType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
+    case DType::F32:
+      // An empty tensor's pointers may be null (an empty vector's data()): memcpy must not see them.
+      if (n > 0) std::memcpy(dst, src, n * sizeof(float));
+      return;
     default: throw Error(std::string("convert_to_f32: cannot convert dtype ") + dtype_name(dtype) + " to F32");
   }
 }

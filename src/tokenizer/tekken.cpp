@@ -253,10 +253,20 @@ Tokenizer Tokenizer::load(const std::filesystem::path& tekken_json) {
   t.bytes_ = read_vocab(f, root, static_cast<size_t>(sizes.vocab_size - sizes.num_special));
   t.vocab_size_ = t.num_special_ + static_cast<int>(t.bytes_.size());
   t.special_by_name_ = read_special_tokens(f, root, t.num_special_);
-  t.bos_ = t.special_id("<s>").value_or(1);
-  t.eos_ = t.special_id("</s>").value_or(2);
-  t.streaming_pad_ = t.special_id("[STREAMING_PAD]").value_or(32);
-  t.streaming_word_ = t.special_id("[STREAMING_WORD]").value_or(33);
+  // The control tokens the engine steers by, by name or else at their official ids. An official id
+  // must then be special here too: with fewer special tokens it is a text token, whose bytes decode()
+  // would print wherever the model emits the control.
+  auto control = [&](const char* name, int official) {
+    const std::optional<int> id = t.special_id(name);
+    if (!id && official >= t.num_special_)
+      f.fail("special_tokens", std::string(name) + " is not listed, and its default id " + std::to_string(official) +
+                                   " is not below num_special_tokens " + std::to_string(t.num_special_));
+    return id.value_or(official);
+  };
+  t.bos_ = control("<s>", 1);
+  t.eos_ = control("</s>", 2);
+  t.streaming_pad_ = control("[STREAMING_PAD]", 32);
+  t.streaming_word_ = control("[STREAMING_WORD]", 33);
   t.audio_ = read_audio(f, root);
   return t;
 }

@@ -188,6 +188,49 @@ TEST(AudioReader, BuffersDoNotGrowWithTheFile) {
   EXPECT_LE(most, bound) << "the reader's buffers grew with the file";
 }
 
+// Fuzzing found a WAV of 181 Hz: each block of 16384 frames came out of the resampler as 1.4 M
+// samples (88 times the buffers of a 16 kHz file); a rate of 1 Hz would have made 1 GB of one. Files
+// below the target's rate are read in blocks that resample to at most kBlockFrames samples.
+TEST(AudioReader, LowRateFileKeepsTheBuffersOfOneBlock) {
+  TempDir dir;
+  const fs::path p = dir / "1k.wav";
+  testutil::write_sparse_silent_wav(p, 1000, 1, 1000 * 60 * 10);  // the lowest rate read: 16x upsampled
+  AudioFileReader reader(p);
+  const size_t max_samples = 1 << 16;  // what load_audio_mono reads an upload in
+  std::vector<float> block;
+  size_t most = 0;
+  int64_t total = 0;
+  while (reader.read(block, max_samples) > 0) {
+    total += static_cast<int64_t>(block.size());
+    most = std::max(most, reader.buffered_capacity());
+  }
+  EXPECT_EQ(total, 16000ll * 60 * 10);
+  const size_t bound = 2 * max_samples + 4 * AudioFileReader::kBlockFrames;  // as for a 48 kHz file
+  EXPECT_LE(most, bound) << "a block of a low-rate file resampled to more than a block";
+}
+
+// Rates no audio file has, which a header may state all the same: fuzzing found the 181 Hz WAV above,
+// then an AIFF of 1 Hz (a frame of it is 16000 samples, all held back by the filter until the end:
+// 100 MB from 4 KB); at 2^31 - 1 Hz soxr takes seconds over a short file.
+TEST(AudioReader, RatesOutsideAudioFilesAreRefusedNamingTheRate) {
+  TempDir dir;
+  for (int rate : {1, 181, 999, 1'000'001, 2'147'483'647}) {
+    const fs::path p = dir / ("rate_" + std::to_string(rate) + ".wav");
+    testutil::write_sparse_silent_wav(p, rate, 1, 1000);
+    const std::string message = error_of([&] { AudioFileReader reader(p); });
+    EXPECT_NE(message.find(p.string() + ": sample rate " + std::to_string(rate) + " Hz is outside the 1000 to 1000000 Hz"),
+              std::string::npos) << message;
+    EXPECT_EQ(message, error_of([&] { read_audio_file(p); }));
+  }
+  for (int rate : {1000, 1'000'000}) {
+    const fs::path p = dir / ("rate_" + std::to_string(rate) + ".wav");
+    testutil::write_sparse_silent_wav(p, rate, 1, 1000);
+    AudioFileReader reader(p);
+    EXPECT_EQ(reader.source_rate(), rate);
+    EXPECT_EQ(read_all(reader, 4096).size(), static_cast<size_t>(*reader.expected_samples()));
+  }
+}
+
 TEST(WavWriter, WritesBlocksAsOneFile) {
   TempDir dir;
   const fs::path p = dir / "out.wav";

@@ -483,6 +483,52 @@ TEST_F(CheckpointErrorTest, ParamsFrameRateInconsistent) {
   expect_open_error(mistral_, {"params.json", "frame_rate"});
 }
 
+// Found by review, and reported by the fuzz target (tests/fuzz/fuzz_model_config.cpp: out of memory)
+// on tests/fuzz/corpus/config/finding-params-2g-layers.json: the layer counts of a configuration
+// sized the list of tensors to check before any was looked up, so 2^31 - 1 layers asked for some 50
+// billion names. The check walks the tensors and stops at the first one missing.
+TEST_F(CheckpointErrorTest, LayerCountsBeyondTheFilesStopAtTheFirstMissingTensor) {
+  json p = tiny_params();
+  p["n_layers"] = 2147483647;
+  write_mistral_with_params(p);
+  expect_open_error(mistral_, {"consolidated.safetensors", "missing tensor 'layers." +
+                                                               std::to_string(config_.decoder.n_layers) + "."});
+  p = tiny_params();
+  p["multimodal"]["whisper_model_args"]["encoder_args"]["n_layers"] = 2147483647;
+  write_mistral_with_params(p);
+  expect_open_error(mistral_, {"missing tensor '" + kEnc + "transformer.layers." +
+                               std::to_string(config_.encoder.n_layers) + "."});
+
+  testutil::write_hf_dir(hf_.path(), config_, weights_);
+  json c = testutil::config_json_for(config_);
+  c["text_config"]["num_hidden_layers"] = 300000000;
+  write_text(hf_ / "config.json", c.dump());
+  expect_open_error(hf_, {"model.safetensors", "missing tensor 'layers." + std::to_string(config_.decoder.n_layers) + "."});
+}
+
+// Found by review, and reported by the fuzz target (UBSan) on
+// tests/fuzz/corpus/config/finding-config-downsample-overflow.json: sizes that each fit an int
+// multiplied past it. config.json's downsample_factor of 2^30 overflowed in 2 * downsample_factor
+// (undefined behaviour), and so did the samples of one decoder step, hop_length * 2 *
+// downsample_factor, in either file.
+TEST_F(CheckpointErrorTest, DecoderStepOverAnIntIsAnError) {
+  testutil::write_hf_dir(hf_.path(), config_, weights_);
+  for (int64_t factor : {int64_t{1} << 30, int64_t{1500000000}, int64_t{6710887}}) {
+    json c = testutil::config_json_for(config_);
+    c["downsample_factor"] = factor;
+    c.erase("audio_length_per_tok");
+    write_text(hf_ / "config.json", c.dump());
+    expect_open_error(hf_, {"config.json: field downsample_factor", "hop_length 160 * 2 * downsample_factor " +
+                                                                         std::to_string(factor), "over 2^31 - 1"});
+  }
+  json p = tiny_params();
+  p["multimodal"]["whisper_model_args"]["encoder_args"]["audio_encoding_args"]["hop_length"] = 65536;
+  p["multimodal"]["whisper_model_args"]["downsample_args"]["downsample_factor"] = 65536;
+  write_mistral_with_params(p);
+  expect_open_error(mistral_, {"params.json: field multimodal.whisper_model_args.downsample_args.downsample_factor",
+                               "hop_length 65536 * 2 * downsample_factor 65536 = 8589934592 samples"});
+}
+
 TEST_F(CheckpointErrorTest, ConfigJsonTextConfigTypeError) {
   testutil::write_hf_dir(hf_.path(), config_, weights_);
   json c = testutil::config_json_for(config_);

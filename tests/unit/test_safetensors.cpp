@@ -145,6 +145,17 @@ TEST(SafetensorsTest, ConvertHandlesUnalignedSourceAndF32) {
   EXPECT_EQ(one, 1.0f);
 }
 
+// Found by the fuzz target (tests/fuzz/fuzz_safetensors_header.cpp, UBSan): an empty F32 tensor
+// converted into an empty vector passed its null data() to memcpy, which is undefined even for no
+// bytes. The asan preset's UBSan run is what sees it.
+TEST(SafetensorsTest, ConvertOfNothingTouchesNoPointer) {
+  for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
+    std::vector<float> none;
+    convert_to_f32(dtype, nullptr, none.data(), 0);
+  }
+  expect_error([&] { convert_to_f32(DType::I8, nullptr, nullptr, 0); }, {"I8"});
+}
+
 TEST(SafetensorsTest, ConvertRejectsNonFloat) {
   uint8_t src[4] = {};
   float dst;
@@ -219,7 +230,22 @@ TEST_F(SafetensorsMalformedTest, HeaderNotObject) {
 
 TEST_F(SafetensorsMalformedTest, DeeplyNestedHeaderDoesNotCrash) {
   const std::string deep = std::string(200000, '[') + std::string(200000, ']');
-  expect_header_error(deep, 0, {"not a JSON object"});
+  expect_header_error(deep, 0, {"header nests deeper than 16 levels"});
+}
+
+// Found by review, and reported by the fuzz target (tests/fuzz/fuzz_safetensors_header.cpp, ASan) on
+// tests/fuzz/corpus/safetensors/finding-deep-shape.safetensors: a shape nested 10000 deep in a 20 KB
+// header overflowed the stack while its error message printed it (nlohmann's dump() recurses once a
+// level). Nesting is refused while the header parses.
+TEST_F(SafetensorsMalformedTest, DeeplyNestedShapeIsRefusedBeforeItIsPrinted) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  expect_header_error(R"({"w": {"dtype": "F32", "shape": )" + deep + R"(, "data_offsets": [0, 4]}})", 4,
+                      {"header nests deeper than 16 levels"});
+  expect_header_error(R"({"__metadata__": {"note": )" + deep + "}}", 0, {"header nests deeper than 16 levels"});
+  // Nesting up to the limit is still only the usual errors.
+  const std::string shallow = std::string(12, '[') + "1" + std::string(12, ']');
+  expect_header_error(R"({"w": {"dtype": "F32", "shape": )" + shallow + R"(, "data_offsets": [0, 4]}})", 4,
+                      {"tensor 'w'", "not a non-negative integer"});
 }
 
 TEST_F(SafetensorsMalformedTest, UnknownDtype) {

@@ -181,6 +181,37 @@ TEST(Tokenizer, SpecialIdsComeFromNamesAndDefaultWhenAbsent) {
   EXPECT_EQ(t.streaming_word_id(), 33);
 }
 
+// Found by the fuzz target's check (tests/fuzz/fuzz_tekken.cpp) on an input written for it
+// (tests/fuzz/corpus/tekken/finding-10-special-tokens.json): a file of fewer than 34 special
+// tokens that does not name [STREAMING_PAD] took the official id 32 for it, a text token there
+// (rank 22 of 10 special tokens), whose bytes decode() printed wherever the model emitted the pad.
+// Such a file is refused, naming the token.
+TEST(Tokenizer, ControlTokenDefaultsMustBeSpecial) {
+  TekkenFiles dir;
+  json j = make_tekken();
+  j.erase("special_tokens");
+  j["config"]["default_num_special_tokens"] = 10;
+  j["config"]["default_vocab_size"] = 10 + 256;
+  expect_load_error(dir, j.dump(), "special_tokens: [STREAMING_PAD] is not listed, and its default id 32 is not "
+                                   "below num_special_tokens 10");
+  j["config"]["default_num_special_tokens"] = 2;
+  j["config"]["default_vocab_size"] = 2 + 256;
+  expect_load_error(dir, j.dump(), "special_tokens: </s> is not listed, and its default id 2");
+
+  // Named, the controls may sit anywhere among the special tokens.
+  j["special_tokens"] = json::array({{{"rank", 0}, {"token_str", "[STREAMING_PAD]"}},
+                                     {{"rank", 1}, {"token_str", "[STREAMING_WORD]"}},
+                                     {{"rank", 2}, {"token_str", "<s>"}},
+                                     {{"rank", 3}, {"token_str", "</s>"}}});
+  j["config"]["default_num_special_tokens"] = 4;
+  j["config"]["default_vocab_size"] = 4 + 256;
+  const Tokenizer t = load(dir, j);
+  EXPECT_EQ(t.streaming_pad_id(), 0);
+  EXPECT_EQ(t.streaming_word_id(), 1);
+  EXPECT_EQ(t.bos_id(), 2);
+  EXPECT_EQ(t.eos_id(), 3);
+}
+
 TEST(Tokenizer, NumSpecialFallsBackToSpecialTokensLength) {
   TekkenFiles dir;
   json j = make_tekken();
