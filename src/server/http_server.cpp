@@ -1,8 +1,9 @@
 #include "server/http_server.h"
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 
-#include <sys/resource.h>
+#include <cerrno>
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
@@ -18,7 +19,6 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include <algorithm>
-#include <cerrno>
 #include <deque>
 #include <iostream>
 #include <limits>
@@ -57,6 +57,9 @@ namespace {
 using State = HttpServer::State;
 
 constexpr size_t kMaxHeaderBytes = 16 * 1024;
+// A body is read this much at a time (Beast reads what the buffer holds: 512 bytes, unless it is
+// given room).
+constexpr size_t kBodyReadBytes = 64 * 1024;
 // A lingering close reads and drops what the client still sends for this long, or this much.
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr size_t kLingerBytes = size_t{64} << 20;
@@ -311,6 +314,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The body is read a piece at a time, so that each piece re-arms the silence timer
   // (io_timeout): a slow upload goes on as long as it moves.
   void read_body() {
+    buffer_.reserve(kBodyReadBytes);
     stream_.expires_never();
     reading_body_ = true;
     body_seen_ = Clock::now();
@@ -338,8 +342,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void on_body_piece(beast::error_code ec) {
     body_seen_ = Clock::now();
     if (!ec && !body_timed_out_) return read_body_piece();
-    reading_body_ = false;
-    body_timer_.cancel();
+    end_body();
     if (closed_) return;
     if (body_timed_out_)
       return refuse(408, "the request body stopped arriving (nothing for " +
@@ -354,9 +357,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
     refuse(400, "malformed HTTP request body: " + ec.message());
   }
 
-  void on_body_done() {
+  void end_body() {
     reading_body_ = false;
     body_timer_.cancel();
+    buffer_.shrink_to_fit();  // a connection between requests keeps no read room
+  }
+
+  void on_body_done() {
+    end_body();
     Request request = parser_->release();
     if (handler_->on_upgrade && websocket::is_upgrade(request)) return hand_over(std::move(request));
     watch_client();
@@ -391,11 +399,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
   // While the handler works (a transcription may take minutes), a client that closes or resets
-  // its connection is noticed at once: Reply::closed() tells the work to stop. A look at the next
-  // byte without taking it tells: the end of the stream (0) or an error is a client gone; a byte
-  // is a next request (pipelining), which waits in the socket for read_header, and the watch
-  // ends; nothing to read is a readiness the reactor reported for bytes read since (a body's last
-  // piece), and the watch goes on.
+  // its connection is noticed at once: Reply::closed() tells the work to stop. When the socket
+  // turns readable, a peek says what came: the end of the stream or an error (the client is
+  // gone), or bytes of a next request (pipelining), which stay in the socket for read_header and
+  // end the watch. Nothing at all is a stale readiness (the reactor's edge-triggered events can
+  // outlive the bytes that caused them): the watch goes on.
   void watch_client() {
     if (buffer_.size() > 0) return;  // a next request is in already
     watching_ = true;
@@ -404,8 +412,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       if (gen != self->watch_gen_) return;  // a watch since stopped
       self->watching_ = false;
       if (ec || self->closed_) return;
-      char next;
-      const ssize_t n = ::recv(self->stream_.socket().native_handle(), &next, 1, MSG_PEEK | MSG_DONTWAIT);
+      char byte;
+      const ssize_t n = ::recv(self->stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
       if (n > 0) return;
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return self->watch_client();
       self->close();
