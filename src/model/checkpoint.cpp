@@ -198,7 +198,6 @@ void for_each_expected_tensor(const ModelConfig& config,
                               const std::function<void(const std::string&, const std::vector<int64_t>&)>& add) {
   const EncoderConfig& e = config.encoder;
   const DecoderConfig& d = config.decoder;
-  using Shape = std::vector<int64_t>;
 
   const int64_t enc_q = int64_t(e.n_heads) * e.head_dim, enc_kv = int64_t(e.n_kv_heads) * e.head_dim;
   const int64_t dec_q = int64_t(d.n_heads) * d.head_dim, dec_kv = int64_t(d.n_kv_heads) * d.head_dim;
