@@ -6,7 +6,8 @@
 # the whole suite on the CPU build, and last installs that build into a temporary prefix and builds
 # and runs README's C++ example against it (scripts/test_install.sh), and runs the real clients of
 # `voxrt serve` against it (scripts/test_clients.sh, installed from the npm registry), and last
-# fuzzes the server's request parsers for a moment (scripts/fuzz.sh).
+# runs the chaos test (tools/load/chaos.py) for 30 s, and fuzzes the parsers of untrusted input for
+# a moment (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -41,6 +42,9 @@ scripts/test_caption_page.sh build/cpu
 echo "test: the realtime load driver's own tests (tools/load)" >&2
 command -v python3 >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3 >/dev/null; }
 python3 tools/load/test_realtime_load.py
+echo "test: the chaos test: every dialect's clients beside hostile ones, then SIGTERM (tools/load/chaos.py, 30 s)" >&2
+command -v sox >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends sox >/dev/null; }
+python3 tools/load/chaos.py --voxrt build/cpu/voxrt --model tests/data/tiny/mistral --seconds 30 --out build/cpu/chaos.json
 echo "test: the parsers of untrusted input under libFuzzer, briefly (scripts/fuzz.sh)" >&2
 scripts/fuzz.sh 100000 form
 scripts/fuzz.sh 20000 events

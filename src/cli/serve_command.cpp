@@ -174,7 +174,9 @@ void serve(const ServeArgs& a) {
     bool drained = http.wait_requests_done(left());
     drained = service.wait_live_sessions_closed(left()) && drained;
     if (!drained) {
-      if (!a.engine.quiet) std::cerr << "voxrt: the drain is over: cancelling what still runs" << std::endl;
+      if (!a.engine.quiet)
+        std::cerr << "voxrt: the drain is over: cancelling what still runs (" << http.requests_in_flight()
+                  << " requests, " << service.live_sessions() << " live sessions)" << std::endl;
       service.cancel_remaining();
       // The cancelled work answers within a round or a piece of audio.
       http.wait_requests_done(kCancelGrace);

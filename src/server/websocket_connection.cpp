@@ -9,6 +9,7 @@
 #include <boost/beast/websocket.hpp>
 
 #include <deque>
+#include <optional>
 #include <sstream>
 
 namespace voxrt::server {
@@ -109,6 +110,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
         ws_(std::move(upgrade.stream), std::move(upgrade.buffered)),
         handler_(std::move(handler)),
         max_queued_(limits.max_send_queue_bytes),
+        close_grace_(limits.close_grace),
         log_handshake_(std::move(upgrade.log_handshake)),
         slot_(std::move(upgrade.slot)),
         close_timer_(ws_.get_executor()),
@@ -211,8 +213,23 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
     // far is not reading.
     if (!out.close && !out_.empty() && queued_ + out.data.size() > max_queued_) return give_up_on_reader();
     queued_ += out.data.size();
+    const bool close = out.close;
     out_.push_back(std::move(out));
+    // What is queued before the close frame has close_grace to get out with it (WebSocketLimits).
+    if (close) close_by(close_grace_);
     if (!writing_) write_next();
+  }
+
+  // The socket goes at `grace` from now if the close has not ended by then (an earlier deadline
+  // stands).
+  void close_by(std::chrono::milliseconds grace) {
+    const auto at = net::steady_timer::clock_type::now() + grace;
+    if (close_deadline_ && *close_deadline_ <= at) return;
+    close_deadline_ = at;
+    close_timer_.expires_at(at);
+    close_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (!ec) self->finish();
+    });
   }
 
   // What waits is dropped and a close frame (1008) goes next; if it cannot get out (the write
@@ -227,10 +244,7 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
                         " KiB wait)",
                     true, 1008});
     closing_ = true;
-    close_timer_.expires_after(kStuckCloseGrace);
-    close_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (!ec) self->finish();
-    });
+    close_by(kStuckCloseGrace);
     if (!writing_) write_next();
   }
 
@@ -281,9 +295,11 @@ class WebSocketConnection : public std::enable_shared_from_this<WebSocketConnect
   websocket::stream<HandoverStream> ws_;
   std::shared_ptr<WebSocketHandler> handler_;
   const size_t max_queued_;
+  const std::chrono::milliseconds close_grace_;
   std::function<void(int, size_t, bool)> log_handshake_;
   std::shared_ptr<const void> slot_;
   net::steady_timer close_timer_;  // for a close frame that cannot get out
+  std::optional<net::steady_timer::time_point> close_deadline_;  // when close_timer_ ends it
   net::steady_timer pause_timer_;  // holds the connection while its reads are paused
   int answer_status_ = 0;          // the handshake's answer, as the decorator saw it
   size_t answer_bytes_ = 0;

@@ -57,6 +57,10 @@ struct WebSocketLimits {
   // Bytes queued for a client that does not read them: past it the connection is closed (1008),
   // or dropped if even the close frame cannot get out, and the handler's on_close runs.
   size_t max_send_queue_bytes = size_t{4} << 20;
+  // Once the server closes a connection (its stop, an error), what it queued before the close
+  // frame gets this long to get out with it; then the socket goes (a client that does not read
+  // must not hold the close, nor a server's stop, until the idle timeout).
+  std::chrono::milliseconds close_grace{5'000};
 };
 
 // The subprotocols a client offers (Sec-WebSocket-Protocol: a comma-separated list).

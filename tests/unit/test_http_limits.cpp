@@ -730,6 +730,38 @@ TEST(HttpLimitsSendQueue, AWebSocketClientThatDoesNotReadIsDisconnected) {
 #endif
 }
 
+// Sends 16 MB to a client that reads nothing, then closes: the close waits behind a write stuck on
+// the client's full socket.
+class CloseAfterMuch : public server::WebSocketHandler {
+ public:
+  void on_open(const server::WebSocketSender& out) override {
+    const std::string message(64 * 1024, 'm');
+    for (int i = 0; i < 256; ++i) out.send_text(message);
+    out.close(1001, "going away");
+    opened = Clock::now();
+  }
+  void on_message(std::string, bool) override {}
+  void on_close() override { closed = true; }
+  Clock::time_point opened;
+  std::atomic<bool> closed{false};
+};
+
+TEST(HttpLimitsSendQueue, AClosingConnectionWhoseClientDoesNotReadGoesAfterItsGrace) {
+  auto handler = std::make_shared<CloseAfterMuch>();
+  server::WebSocketLimits limits;
+  limits.max_send_queue_bytes = size_t{64} << 20;  // not the queue cap: the close's own deadline
+  limits.close_grace = 300ms;
+  server::Handler h = size_handler();
+  h.on_upgrade = [&](server::Upgrade u) { server::start_websocket(std::move(u), handler, limits); };
+  TestServer s({}, h);
+  RawSocket c(s.port(), /*receive_buffer=*/64 * 1024);
+  c.send(upgrade_request());  // and never reads
+  const auto start = Clock::now();
+  while (!handler->closed && Clock::now() - start < 10s) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(handler->closed) << "a close stuck behind unread events held the connection";
+  EXPECT_LT(Clock::now() - start, 3s);
+}
+
 // ---- 9. shutdown mode ----
 
 TEST(HttpLimitsShutdown, IdleConnectionsCloseAndArrivingRequestsAreAnswered503) {

@@ -99,6 +99,7 @@ async def vllm_session(url, pcm, speed, want, results, kind="vllm", sent=None):
         await ws.send_close()
     finally:
         ws.abort()
+        cancel(locals().get("reader"))
 
 
 async def mistral_session(url, pcm, speed, want, results, sent=None):
@@ -119,6 +120,7 @@ async def mistral_session(url, pcm, speed, want, results, sent=None):
         check_text(results, "mistral", done.get("text"), deltas, want)
     finally:
         ws.abort()
+        cancel(locals().get("reader"))
 
 
 async def openai_session(url, pcm24k, speed, want, results, sent=None):
@@ -142,6 +144,7 @@ async def openai_session(url, pcm24k, speed, want, results, sent=None):
         check_text(results, "openai", done.get("transcript"), deltas, want)
     finally:
         ws.abort()
+        cancel(locals().get("reader"))
 
 
 async def upload(host, port, name, data, want, results, kind="upload", attempts=20, sent=None):
@@ -174,6 +177,14 @@ async def flooder(url, pcm, want, results):
         check_text(results, "flooder", done.get("text"), deltas, want)
     finally:
         ws.abort()
+        cancel(locals().get("reader"))
+
+
+def cancel(task):
+    """A reader task cut off with its session: cancelled, its exception retrieved (not reported)."""
+    if task is not None:
+        task.cancel()
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
 
 async def send_paced(ws, pcm, speed, message, chunk=CHUNK):
@@ -194,8 +205,21 @@ async def expect_type(ws, want, timeout=30):
     return event
 
 
+class Refused(Exception):
+    """The server had no room for the session now (engine full or overloaded): retry later."""
+
+
+def is_refusal(e):
+    """A dialect's refusal of a session: vLLM's session_refused, Mistral's 503, OpenAI's failed item."""
+    error = e.get("error")
+    code = e.get("code") if e.get("type") == "error" and isinstance(error, str) else \
+        error.get("code") if isinstance(error, dict) else None
+    return code in ("session_refused", 503)
+
+
 async def read_until(ws, final, delta_field, delta_type, skip=()):
-    """Events until `final` (returned with the deltas' text); an error event is a failure."""
+    """Events until `final` (returned with the deltas' text); an error event is a failure, or a
+    refusal (Refused) when the server had no room for the session."""
     deltas = ""
     while True:
         op, text = await ws.recv()
@@ -207,6 +231,8 @@ async def read_until(ws, final, delta_field, delta_type, skip=()):
             return e, deltas
         if t == delta_type:
             deltas += e.get(delta_field, "")
+        elif is_refusal(e):
+            raise Refused(text[:200])
         elif t not in skip:
             raise WebSocketError(f"unexpected event {text[:300]}")
 
@@ -365,12 +391,17 @@ async def chaos(args, server, expected, audio, tmp):
     def good_realtime(kind, speed=args.speed, sent=None):
         async def one():
             name, pcm, pcm24k, want, want24k = pick()
-            if kind == "vllm":
-                await vllm_session(url, pcm, speed, want, results, sent=sent)
-            elif kind == "mistral":
-                await mistral_session(url, pcm, speed, want, results, sent=sent)
-            else:
-                await openai_session(url, pcm24k, speed, want24k, results, sent=sent)
+            for attempt in range(20):  # a well-behaved client retries a refusal a little later
+                try:
+                    if kind == "vllm":
+                        return await vllm_session(url, pcm, speed, want, results, sent=sent)
+                    if kind == "mistral":
+                        return await mistral_session(url, pcm, speed, want, results, sent=sent)
+                    return await openai_session(url, pcm24k, speed, want24k, results, sent=sent)
+                except Refused:
+                    results.note("realtime_refused_retried")
+                    await asyncio.sleep(random.uniform(0.5, 1.5))
+            results.bad(kind, "refused 20 times")
         return one
 
     async def good_upload(sent=None):
@@ -382,7 +413,14 @@ async def chaos(args, server, expected, audio, tmp):
         tasks.append(forever(good_realtime(["vllm", "mistral", "openai"][i % 3]), stop, results, "realtime"))
     for _ in range(args.uploads):
         tasks.append(forever(good_upload, stop, results, "upload"))
-    tasks.append(forever(lambda: flooder(url, audio["flood"], expected["flood"], results), stop, results, "flooder"))
+    async def good_flooder():
+        try:
+            await flooder(url, audio["flood"], expected["flood"], results)
+        except Refused:
+            results.note("flooder_refused_retried")
+            await asyncio.sleep(1)
+
+    tasks.append(forever(good_flooder, stop, results, "flooder"))
     tasks.append(forever(lambda: killer(url, audio[random.choice(AUDIO)], results), stop, results, "killer", 0.2))
     tasks.append(forever(lambda: non_reader(url, audio["flood"], 5, results), stop, results, "non_reader", 0.5))
     for path in ("/v1/realtime", "/v1/audio/transcriptions/realtime", "/v1/realtime?intent=transcription"):
@@ -395,13 +433,22 @@ async def chaos(args, server, expected, audio, tmp):
     for t in running:  # cut off where they are: more abrupt disconnections
         t.cancel()
     await asyncio.gather(*running, return_exceptions=True)
-    # The last wave: well-behaved clients of each kind whose input is all sent (and not yet all
-    # answered) when SIGTERM comes: the drain must give each its whole transcript.
+    # The last wave: well-behaved clients of each kind whose input is all sent, and taken by the
+    # server, but not yet all answered when SIGTERM comes: the drain must give each its whole
+    # transcript. (A stop ends each open utterance with the audio the server has taken: audio
+    # still in the sockets then, a client's input sent faster than the model takes it, is not in
+    # its last transcript. So these clients keep to --speed, and the signal waits a moment for
+    # their last messages to be read.)
     ok_before = sum(results.ok.values())
     sent = [asyncio.Event() for _ in range(4)]
-    last = [asyncio.ensure_future(good_realtime(k, 50.0, e)()) for k, e in zip(("vllm", "mistral", "openai"), sent)]
-    last.append(asyncio.ensure_future(good_upload(sent[3])))
-    await asyncio.wait_for(asyncio.gather(*(e.wait() for e in sent)), 120)
+    last = [asyncio.ensure_future(good_realtime(k, args.speed, e)()) for k, e in zip(("vllm", "mistral", "openai"), sent)]
+    # The upload: three times the flooders' audio, seconds of model work, in flight at the signal
+    # (sent once the realtime clients' input is).
+    await asyncio.wait_for(asyncio.gather(*(e.wait() for e in sent[:3])), 120)
+    last.append(asyncio.ensure_future(upload(host, port, "last.wav", audio["last@wav"], expected["last"], results,
+                                             sent=sent[3])))
+    await asyncio.wait_for(sent[3].wait(), 120)
+    await asyncio.sleep(0.5)
     t_term = time.monotonic()
     server.proc.send_signal(signal.SIGTERM)
     exit_code = await asyncio.get_running_loop().run_in_executor(None, server.wait, args.drain_seconds + 15)
@@ -472,6 +519,13 @@ def prepare(args, tmp):
         w.writeframes(one * reps)
     audio["flood"] = pcm_of(flood)[1]
     files["flood"] = flood
+    last = os.path.join(tmp, "last.wav")
+    with wave.open(last, "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
+        w.writeframes(audio["flood"] * 3)
+    with open(last, "rb") as f:
+        audio["last@wav"] = f.read()
+    files["last"] = last
     bomb = os.path.join(tmp, "bomb.flac")  # hours of silence in a few kB
     subprocess.run(["sox", "-n", "-r", "8000", "-c", "1", "-b", "16", bomb, "trim", "0", "4:00:00"], check=True)
     with open(bomb, "rb") as f:
@@ -495,7 +549,7 @@ def main(argv=None):
     p.add_argument("--sessions", type=int, default=6, help="well-behaved realtime clients at once (3 dialects)")
     p.add_argument("--uploads", type=int, default=2, help="well-behaved uploaders at once")
     p.add_argument("--speed", type=float, default=4, help="realtime clients' pace, x real time")
-    p.add_argument("--flood-seconds", type=float, default=180)
+    p.add_argument("--flood-seconds", type=float, default=60, help="the flooders' audio (6 x the 10 s pause mark)")
     p.add_argument("--nested-mb", type=int, default=15)
     p.add_argument("--drain-seconds", type=float, default=10)
     p.add_argument("--exit-bound-seconds", type=float, default=5, help="past the drain")
@@ -536,6 +590,7 @@ def main(argv=None):
                    "last": round(rss[-1], 1) if rss else None, "samples": len(rss)},
         "exit": {"status": exit_code, "seconds_after_sigterm": round(exit_seconds, 2),
                  "drain_seconds": args.drain_seconds},
+        "server_said": [line for line in server_log.splitlines() if line.startswith("voxrt:")][-6:],
         "failures": failures,
     }
     text = json.dumps(summary, indent=2)
