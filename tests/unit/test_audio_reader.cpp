@@ -168,24 +168,32 @@ TEST(AudioReader, TruncatedFileKeepsWhatDecodes) {
 
 // 20 minutes of 48 kHz stereo (what whole-file reading held as 460 MB of floats) pass through
 // buffers of one read and one block.
+struct ReadThrough {
+  int64_t total = 0;         // samples read
+  size_t most_buffered = 0;  // the reader's buffers at their largest
+};
+ReadThrough read_through(const fs::path& p, size_t max_samples) {
+  AudioFileReader reader(p);
+  std::vector<float> block;
+  ReadThrough r;
+  while (reader.read(block, max_samples) > 0) {
+    r.total += static_cast<int64_t>(block.size());
+    r.most_buffered = std::max(r.most_buffered, reader.buffered_capacity());
+  }
+  return r;
+}
+
 TEST(AudioReader, BuffersDoNotGrowWithTheFile) {
   TempDir dir;
   const fs::path p = dir / "long.wav";
   const uint64_t frames = 48000ull * 60 * 20;
   testutil::write_sparse_silent_wav(p, 48000, 2, frames);
-  AudioFileReader reader(p);
   const size_t max_samples = 16000 * 30;
-  std::vector<float> block;
-  size_t most = 0;
-  int64_t total = 0;
-  while (reader.read(block, max_samples) > 0) {
-    total += static_cast<int64_t>(block.size());
-    most = std::max(most, reader.buffered_capacity());
-  }
-  EXPECT_EQ(total, 16000ll * 60 * 20);
+  const ReadThrough r = read_through(p, max_samples);
+  EXPECT_EQ(r.total, 16000ll * 60 * 20);
   // One read's output, one block in and its down-mix, and the resampler's output of one block.
   const size_t bound = 2 * max_samples + 4 * AudioFileReader::kBlockFrames;
-  EXPECT_LE(most, bound) << "the reader's buffers grew with the file";
+  EXPECT_LE(r.most_buffered, bound) << "the reader's buffers grew with the file";
 }
 
 // Fuzzing found a WAV of 181 Hz: each block of 16384 frames came out of the resampler as 1.4 M
@@ -195,18 +203,11 @@ TEST(AudioReader, LowRateFileKeepsTheBuffersOfOneBlock) {
   TempDir dir;
   const fs::path p = dir / "1k.wav";
   testutil::write_sparse_silent_wav(p, 1000, 1, 1000 * 60 * 10);  // the lowest rate read: 16x upsampled
-  AudioFileReader reader(p);
   const size_t max_samples = 1 << 16;  // what load_audio_mono reads an upload in
-  std::vector<float> block;
-  size_t most = 0;
-  int64_t total = 0;
-  while (reader.read(block, max_samples) > 0) {
-    total += static_cast<int64_t>(block.size());
-    most = std::max(most, reader.buffered_capacity());
-  }
-  EXPECT_EQ(total, 16000ll * 60 * 10);
+  const ReadThrough r = read_through(p, max_samples);
+  EXPECT_EQ(r.total, 16000ll * 60 * 10);
   const size_t bound = 2 * max_samples + 4 * AudioFileReader::kBlockFrames;  // as for a 48 kHz file
-  EXPECT_LE(most, bound) << "a block of a low-rate file resampled to more than a block";
+  EXPECT_LE(r.most_buffered, bound) << "a block of a low-rate file resampled to more than a block";
 }
 
 // Rates no audio file has, which a header may state all the same: fuzzing found the 181 Hz WAV above,

@@ -82,69 +82,69 @@ class Results:
 # ---------------------------------------------------------------------------------------------
 # Well-behaved clients
 
-async def vllm_session(url, pcm, speed, want, results, kind="vllm", sent=None):
-    ws = await WebSocket.connect(url + "/v1/realtime")
+# Each dialect as a well-behaved client speaks it: where it connects, what it says before its audio
+# (and whether it waits for an answer), its audio event, its end of input, and the events that carry
+# the text (the last one's field holding the transcript).
+DIALECTS = {
+    "vllm": {
+        "path": "/v1/realtime",
+        "setup": [{"type": "session.update", "model": "m"}, {"type": "input_audio_buffer.commit"}],
+        "setup_answer": None,
+        "append": "input_audio_buffer.append",
+        "end": {"type": "input_audio_buffer.commit", "final": True},
+        "final": "transcription.done", "text": "text",
+        "delta": "transcription.delta", "delta_field": "delta", "skip": (),
+        "chunk": CHUNK,
+    },
+    "mistral": {
+        "path": "/v1/audio/transcriptions/realtime?model=m",
+        "setup": [{"type": "session.update", "session": {"audio_format": {"encoding": "pcm_s16le", "sample_rate": 16000}}}],
+        "setup_answer": "session.updated",
+        "append": "input_audio.append",
+        "end": {"type": "input_audio.end"},
+        "final": "transcription.done", "text": "text",
+        "delta": "transcription.text.delta", "delta_field": "text", "skip": ("transcription.segment",),
+        "chunk": CHUNK,
+    },
+    "openai": {  # audio/pcm at 24 kHz: 80 ms is 3840 bytes
+        "path": "/v1/realtime?intent=transcription",
+        "setup": [{"type": "session.update", "session": {
+            "type": "transcription", "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}}}}}],
+        "setup_answer": "session.updated",
+        "append": "input_audio_buffer.append",
+        "end": {"type": "input_audio_buffer.commit"},
+        "final": "conversation.item.input_audio_transcription.completed", "text": "transcript",
+        "delta": "conversation.item.input_audio_transcription.delta", "delta_field": "delta",
+        "skip": ("input_audio_buffer.committed", "conversation.item.added", "conversation.item.done"),
+        "chunk": 3840,
+    },
+}
+
+
+async def realtime_session(url, kind, pcm, speed, want, results, sent=None):
+    """One utterance in dialect `kind`: the audio at `speed` x real time, then its end; the text
+    must be `want` (`sent` is set once all the input is sent)."""
+    d = DIALECTS[kind]
+    ws = await WebSocket.connect(url + d["path"])
+    reader = None
     try:
         await expect_type(ws, "session.created")
-        await ws.send_text(json.dumps({"type": "session.update", "model": "m"}))
-        await ws.send_text(json.dumps({"type": "input_audio_buffer.commit"}))
-        reader = asyncio.ensure_future(read_until(ws, "transcription.done", "delta", "transcription.delta"))
+        for event in d["setup"]:
+            await ws.send_text(json.dumps(event))
+        if d["setup_answer"]:
+            await expect_type(ws, d["setup_answer"])
+        reader = asyncio.ensure_future(read_until(ws, d["final"], d["delta_field"], d["delta"], skip=d["skip"]))
         await send_paced(ws, pcm, speed, lambda b: json.dumps(
-            {"type": "input_audio_buffer.append", "audio": base64.b64encode(b).decode()}))
-        await ws.send_text(json.dumps({"type": "input_audio_buffer.commit", "final": True}))
+            {"type": d["append"], "audio": base64.b64encode(b).decode()}), chunk=d["chunk"])
+        await ws.send_text(json.dumps(d["end"]))
         if sent:
             sent.set()
         done, deltas = await asyncio.wait_for(reader, 300)
-        check_text(results, kind, done.get("text"), deltas, want)
+        check_text(results, kind, done.get(d["text"]), deltas, want)
         await ws.send_close()
     finally:
         ws.abort()
-        cancel(locals().get("reader"))
-
-
-async def mistral_session(url, pcm, speed, want, results, sent=None):
-    ws = await WebSocket.connect(url + "/v1/audio/transcriptions/realtime?model=m")
-    try:
-        await expect_type(ws, "session.created")
-        await ws.send_text(json.dumps({"type": "session.update", "session": {
-            "audio_format": {"encoding": "pcm_s16le", "sample_rate": 16000}}}))
-        await expect_type(ws, "session.updated")
-        reader = asyncio.ensure_future(read_until(ws, "transcription.done", "text", "transcription.text.delta",
-                                                  skip=("transcription.segment",)))
-        await send_paced(ws, pcm, speed, lambda b: json.dumps(
-            {"type": "input_audio.append", "audio": base64.b64encode(b).decode()}))
-        await ws.send_text(json.dumps({"type": "input_audio.end"}))
-        if sent:
-            sent.set()
-        done, deltas = await asyncio.wait_for(reader, 300)
-        check_text(results, "mistral", done.get("text"), deltas, want)
-    finally:
-        ws.abort()
-        cancel(locals().get("reader"))
-
-
-async def openai_session(url, pcm24k, speed, want, results, sent=None):
-    ws = await WebSocket.connect(url + "/v1/realtime?intent=transcription")
-    try:
-        await expect_type(ws, "session.created")
-        await ws.send_text(json.dumps({"type": "session.update", "session": {
-            "type": "transcription", "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}}}}}))
-        await expect_type(ws, "session.updated")
-        completed = "conversation.item.input_audio_transcription.completed"
-        reader = asyncio.ensure_future(
-            read_until(ws, completed, "delta", "conversation.item.input_audio_transcription.delta",
-                       skip=("input_audio_buffer.committed", "conversation.item.added", "conversation.item.done")))
-        # 80 ms at 24 kHz is 3840 bytes.
-        await send_paced(ws, pcm24k, speed, lambda b: json.dumps(
-            {"type": "input_audio_buffer.append", "audio": base64.b64encode(b).decode()}), chunk=3840)
-        await ws.send_text(json.dumps({"type": "input_audio_buffer.commit"}))
-        if sent:
-            sent.set()
-        done, deltas = await asyncio.wait_for(reader, 300)
-        check_text(results, "openai", done.get("transcript"), deltas, want)
-    finally:
-        ws.abort()
-        cancel(locals().get("reader"))
+        cancel(reader)
 
 
 async def upload(host, port, name, data, want, results, kind="upload", attempts=20, sent=None):
@@ -164,6 +164,7 @@ async def upload(host, port, name, data, want, results, kind="upload", attempts=
 async def flooder(url, pcm, want, results):
     """Minutes of audio as fast as the connection takes it; the transcript must be whole."""
     ws = await WebSocket.connect(url + "/v1/realtime")
+    reader = None
     try:
         await expect_type(ws, "session.created")
         await ws.send_text(json.dumps({"type": "session.update", "model": "m"}))
@@ -177,7 +178,7 @@ async def flooder(url, pcm, want, results):
         check_text(results, "flooder", done.get("text"), deltas, want)
     finally:
         ws.abort()
-        cancel(locals().get("reader"))
+        cancel(reader)
 
 
 def cancel(task):
@@ -393,11 +394,9 @@ async def chaos(args, server, expected, audio, tmp):
             name, pcm, pcm24k, want, want24k = pick()
             for attempt in range(20):  # a well-behaved client retries a refusal a little later
                 try:
-                    if kind == "vllm":
-                        return await vllm_session(url, pcm, speed, want, results, sent=sent)
-                    if kind == "mistral":
-                        return await mistral_session(url, pcm, speed, want, results, sent=sent)
-                    return await openai_session(url, pcm24k, speed, want24k, results, sent=sent)
+                    if kind == "openai":
+                        return await realtime_session(url, kind, pcm24k, speed, want24k, results, sent)
+                    return await realtime_session(url, kind, pcm, speed, want, results, sent)
                 except Refused:
                     results.note("realtime_refused_retried")
                     await asyncio.sleep(random.uniform(0.5, 1.5))
