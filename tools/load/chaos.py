@@ -346,6 +346,22 @@ async def slow_header(host, port, seconds, results):
 # ---------------------------------------------------------------------------------------------
 # The run
 
+async def until_healthy(host, port, timeout=60):
+    """Waits until /health says ok (not saturated): the engine has room again."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(f"GET /health HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+            answer = await asyncio.wait_for(reader.read(), 10)
+            writer.close()
+            if answer.startswith(b"HTTP/1.1 200"):
+                return
+        except (OSError, asyncio.TimeoutError):
+            pass
+        await asyncio.sleep(0.2)
+
+
 class RssSampler:
     def __init__(self, pid):
         self.pid = pid
@@ -438,6 +454,9 @@ async def chaos(args, server, expected, audio, tmp):
     # still in the sockets then, a client's input sent faster than the model takes it, is not in
     # its last transcript. So these clients keep to --speed, and the signal waits a moment for
     # their last messages to be read.)
+    # The storm cut off, the server is let settle (its overload window is a couple of seconds):
+    # the last wave checks the stop, not a refusal a client would retry.
+    await until_healthy(host, port)
     ok_before = sum(results.ok.values())
     sent = [asyncio.Event() for _ in range(4)]
     last = [asyncio.ensure_future(good_realtime(k, args.speed, e)()) for k, e in zip(("vllm", "mistral", "openai"), sent)]
