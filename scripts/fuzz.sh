@@ -57,7 +57,9 @@ json_flags="-dict=tests/fuzz/json.dict -use_value_profile=1"
 mem_flags="-malloc_limit_mb=512 -rss_limit_mb=1024"
 
 # build NAME SOURCE... [-lLIB...]: the sources compiled side by side (through ccache where there is
-# one), then linked into $out/NAME. The libFuzzer targets need no other build of voxrt.
+# one; a source another target of this run compiled already is not compiled again), then linked
+# into $out/NAME. The libFuzzer targets need no other build of voxrt.
+declare -A compiled=()
 build() {
   local name=$1 objects=() libs=() pids=() src obj
   shift
@@ -65,6 +67,8 @@ build() {
     if [[ "$src" == -l* ]]; then libs+=("$src"); continue; fi
     obj="$out/obj/${src//\//_}.o"
     objects+=("$obj")
+    [ -n "${compiled[$src]:-}" ] && continue
+    compiled[$src]=1
     $(command -v ccache || true) "${cxx[@]}" -c "$src" -o "$obj" & pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid"; done
@@ -97,16 +101,17 @@ run() {
 for target in $targets; do
   case "$target" in
     form)
-      "${cxx[@]}" tests/fuzz/fuzz_transcription_form.cpp src/server/multipart_form.cpp src/server/request_error.cpp \
-        src/server/openai_transcriptions.cpp src/formats/output_formats.cpp src/formats/subtitle_cues.cpp \
-        src/voxtral/protocol.cpp -o "$out/fuzz_transcription_form"
+      build fuzz_transcription_form tests/fuzz/fuzz_transcription_form.cpp src/server/multipart_form.cpp \
+        src/server/request_error.cpp src/server/openai_transcriptions.cpp src/formats/output_formats.cpp \
+        src/formats/subtitle_cues.cpp src/voxtral/protocol.cpp
       run fuzz_transcription_form form 4096
       ;;
     events)
-      "${cxx[@]}" tests/fuzz/fuzz_realtime_events.cpp src/server/live_transcription.cpp src/server/mistral_realtime.cpp \
-        src/server/openai_realtime.cpp src/server/vllm_realtime.cpp src/server/realtime_audio.cpp src/server/event_json.cpp \
-        src/server/websocket_connection.cpp src/server/spooled_body.cpp src/audio/pcm_stream.cpp src/audio/stream_resampler.cpp src/common/base64.cpp src/common/histogram_counter.cpp \
-        src/voxtral/protocol.cpp -lsoxr -lpthread -o "$out/fuzz_realtime_events"
+      build fuzz_realtime_events tests/fuzz/fuzz_realtime_events.cpp src/server/live_transcription.cpp \
+        src/server/mistral_realtime.cpp src/server/openai_realtime.cpp src/server/vllm_realtime.cpp \
+        src/server/realtime_audio.cpp src/server/event_json.cpp src/server/websocket_connection.cpp \
+        src/server/spooled_body.cpp src/audio/pcm_stream.cpp src/audio/stream_resampler.cpp src/common/base64.cpp \
+        src/common/histogram_counter.cpp src/voxtral/protocol.cpp -lsoxr -lpthread
       run fuzz_realtime_events events 4096
       ;;
     # The file loaders may allocate 512 MB at once (a length field must not make them allocate what

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The whole GPU check in one device call: the CUDA backend's op tests and tiny parity (bf16
-# tolerances), the op tests again under compute-sanitizer (memcheck, racecheck on the attention and
-# GEMM kernels: scripts/gpu_sanitize.sh), then the full-size model against the reference on the chosen backends, with
-# per-step timings. Prepare on the development machine with
+# The GPU check in two device calls: this one, the CUDA backend's op tests and tiny parity (bf16
+# tolerances), then the full-size model against the reference on the chosen backends, with
+# per-step timings; and scripts/gpu_sanitize.sh, the op tests again under compute-sanitizer
+# (memcheck, racecheck on the attention and GEMM kernels; ~8 minutes, so a call of its own, or
+# this one's with VOXRT_SANITIZE=1 where a call may run longer). Prepare on the development
+# machine with
 #   cmake --preset cuda && cmake --build build/cuda && scripts/carry_binaries.sh build/cuda
-# and run there (device tool, carry [".carry.tar.xz"]):  scripts/gpu_check.sh
+# and run there (device tool, carry [".carry.tar.xz"]):  scripts/gpu_check.sh; scripts/gpu_sanitize.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -d .carry ] || tar xJf .carry.tar.xz
@@ -13,7 +15,7 @@ nvidia-smi -L 2>&1 | head -2
 echo "== CUDA op tests and tiny parity"
 .carry/run voxrt_tests --gtest_filter='Cuda*:*DraftRows*:*SessionRows*:*StreamsTogether*:*PagedCache*:*ConvStems*' 2>&1 | tee "$out/gpu_tests.log" | grep -v "relative error\|mel max abs" | tail -40
 grep -E "relative error|argmax" "$out/gpu_tests.log" | sort | awk '!seen[$0]++' | tail -40
-if [ "${VOXRT_SANITIZE:-1}" = 1 ]; then  # VOXRT_SANITIZE=0 leaves it out (a quick rerun of the rest)
+if [ "${VOXRT_SANITIZE:-0}" = 1 ]; then
   echo "== the CUDA op tests under compute-sanitizer (scripts/gpu_sanitize.sh)"
   scripts/gpu_sanitize.sh
 fi

@@ -7,6 +7,7 @@
 # device has on purpose, so it runs on its own and its only report must be that out-of-memory.
 #   scripts/gpu_sanitize.sh            (after scripts/carry_binaries.sh build/cuda, as gpu_check.sh)
 # Logs go to $OUT (or /tmp): sanitize-memcheck.log, sanitize-oom.log, sanitize-racecheck.log.
+# It takes ~8 minutes on an H200 (memcheck ~3, racecheck ~5): a device call of its own.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 [ -d .carry ] || tar xJf .carry.tar.xz
@@ -48,7 +49,10 @@ else
 fi
 
 echo "== racecheck over the attention and GEMM kernels' tests"
-run racecheck sanitize-racecheck.log "CudaBackendTest.Attention*:CudaBackendTest.*Gemm*:CudaBackendTest.Linear*:CudaBackendTest.SplitK*:CudaAttentionPlan*" ||
+# The GEMM tests' sweep of full-size products takes over 5 minutes each under racecheck: their
+# small shapes take the same paths (VOXRT_TEST_SMALL_GEMM_CASES, test_cuda_backend.cpp).
+VOXRT_TEST_SMALL_GEMM_CASES=1 run racecheck sanitize-racecheck.log \
+  "CudaBackendTest.Attention*:CudaBackendTest.*Gemm*:CudaBackendTest.Linear*:CudaBackendTest.SplitK*:CudaAttentionPlan*" ||
   failed=1
 
 if [ "$failed" -ne 0 ]; then

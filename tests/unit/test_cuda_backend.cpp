@@ -1123,7 +1123,15 @@ void CudaBackendTest::check_gemm_against_gemv(Backend& b) {
     bool gated;
     std::vector<int> rows;
   };
-  const std::vector<Case> cases = {
+  // Under racecheck (scripts/gpu_sanitize.sh sets VOXRT_TEST_SMALL_GEMM_CASES) every shared-memory
+  // access is checked, and the full sweep outruns a device call: small shapes that still take every
+  // path (pieces of K, K not a multiple of a chunk and shorter than one, partial tiles, one 128-row
+  // tile when split, fused and gated products).
+  const std::vector<Case> small_cases = {
+      {3072, {300}, false, {1, 31, 100}},   {1288, {40}, false, {70}}, {40, {24}, false, {65}},
+      {1280, {512, 128, 128}, false, {77}}, {1280, {256, 256}, true, {65}},
+  };
+  const std::vector<Case> all_cases = {
       {3072, {300}, false, {1, 31, 64, 100, 129, 300}},
       {9216, {200}, false, {33, 200}},
       {5120, {1280}, false, {130}},
@@ -1137,6 +1145,7 @@ void CudaBackendTest::check_gemm_against_gemv(Backend& b) {
       {9216, {3072}, false, {1000}},        // 128-row tiles, not split, two pieces folded in the block
       {2048, {3000, 3000}, true, {300}},    // gated, 128-row tiles, not split
   };
+  const std::vector<Case>& cases = std::getenv("VOXRT_TEST_SMALL_GEMM_CASES") ? small_cases : all_cases;
   for (const Case& c : cases) {
     const int K = c.K, n_outs = static_cast<int>(c.n.size());
     const int M = *std::max_element(c.rows.begin(), c.rows.end());

@@ -483,7 +483,8 @@ async def chaos(args, server, expected, audio, tmp):
 
 class Server:
     def __init__(self, args, log):
-        cmd = [args.voxrt, "serve", "--model", args.model, "--device", "cpu", "--threads", str(args.threads),
+        cmd = [args.voxrt, "serve", "--model", args.model, "--device", getattr(args, "device", "cpu"),
+               "--threads", str(args.threads),
                "--port", "0", "--no-access-log", "--drain-seconds", str(args.drain_seconds),
                "--max-audio-minutes", "30"] + args.serve_args
         self.log = log

@@ -15,6 +15,9 @@ text must begin with the offline one then) and judges:
 Prints a table and a JSON summary (--out FILE too); exit status 0 when all hold.
 
   tools/load/soak.py --voxrt build/cpu/voxrt --model tests/data/tiny/mistral --hours 4 --speed 30
+On the GPU machine, with --device cuda, each window also samples the server's GPU memory (nvidia-smi)
+and flat memory holds for it too:
+  tools/load/soak.py --voxrt .carry/bin/voxrt --device cuda --model /tmp/voxrt-full/mistral --hours 1 --speed 12
 """
 
 import argparse
@@ -43,6 +46,20 @@ def metric(samples, name):
 def metrics(port):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
         return parse_prometheus(r.read().decode())
+
+
+def gpu_mb(pid):
+    """The GPU memory the process holds (nvidia-smi), or None where there is no NVIDIA GPU."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in out.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if len(fields) == 2 and fields[0] == str(pid):
+            return float(fields[1])
+    return None
 
 
 def rss_mb(pid):
@@ -97,12 +114,14 @@ async def soak(args, port, pid, pcm):
             lags = metric(m1, "voxrt_live_lag_seconds_count") - metric(m0, "voxrt_live_lag_seconds_count")
             lag_s = metric(m1, "voxrt_live_lag_seconds_sum") - metric(m0, "voxrt_live_lag_seconds_sum")
             w = {"audio_h": round((i + 1) / 3600, 3), "wall_s": round(time.monotonic() - t0, 1),
-                 "rss_mb": rss_mb(pid) if pid else None, "rounds": int(steps),
+                 "rss_mb": rss_mb(pid) if pid else None,
+                 "gpu_mb": gpu_mb(pid) if pid and args.device != "cpu" else None, "rounds": int(steps),
                  "round_ms": round(1000 * step_s / steps, 3) if steps else None,
                  "lag_ms": round(1000 * lag_s / lags, 2) if lags else None,
                  "audio_x": round((i + 1 - sent_at_window) / (time.monotonic() - t_window), 1)}
             windows.append(w)
-            print(f"soak: {w['audio_h']:7.3f} h of audio, {w['wall_s']:8.1f} s: RSS {w['rss_mb']} MB, round "
+            gpu = f", GPU {w['gpu_mb']} MB" if w["gpu_mb"] is not None else ""
+            print(f"soak: {w['audio_h']:7.3f} h of audio, {w['wall_s']:8.1f} s: RSS {w['rss_mb']} MB{gpu}, round "
                   f"{w['round_ms']} ms, lag {w['lag_ms']} ms, {w['audio_x']}x real time", file=sys.stderr, flush=True)
             m0, t_window, sent_at_window = m1, time.monotonic(), i + 1
     await ws.send_text(json.dumps({"type": "input_audio_buffer.commit", "final": True}))
@@ -120,6 +139,7 @@ def main(argv=None):
     p.add_argument("--hours", type=float, default=4)
     p.add_argument("--speed", type=float, default=30, help="x real time")
     p.add_argument("--window", type=float, default=30, help="seconds between samples")
+    p.add_argument("--device", default="cpu", help="the server's and the reference's device (cpu, cuda)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--drain-seconds", type=float, default=10)
     p.add_argument("--rss-growth-mb", type=float, default=50)
@@ -147,8 +167,8 @@ def main(argv=None):
         if not args.no_reference:
             t = time.monotonic()
             out = os.path.join(tmp, "ref")
-            subprocess.run([args.voxrt, "transcribe", "-q", "--model", args.model, "--device", "cpu", "--threads",
-                            str(args.threads), "-f", "json", "--output-dir", out, path], check=True)
+            subprocess.run([args.voxrt, "transcribe", "-q", "--model", args.model, "--device", args.device,
+                            "--threads", str(args.threads), "-f", "json", "--output-dir", out, path], check=True)
             with open(os.path.join(out, "soak.json")) as f:
                 reference = json.load(f)
             print(f"soak: the offline reference took {time.monotonic() - t:.0f} s", file=sys.stderr)
@@ -157,6 +177,12 @@ def main(argv=None):
     growth = (windows[-1]["rss_mb"] or 0) - (warm["rss_mb"] or 0)
     if growth > args.rss_growth_mb:
         failures.append(f"memory grew {growth:.1f} MB from the second window to the last (bound {args.rss_growth_mb})")
+    gpu_growth = None
+    if warm.get("gpu_mb") is not None and windows[-1].get("gpu_mb") is not None:
+        gpu_growth = windows[-1]["gpu_mb"] - warm["gpu_mb"]
+        if gpu_growth > args.rss_growth_mb:
+            failures.append(f"GPU memory grew {gpu_growth:.0f} MB from the second window to the last "
+                            f"(bound {args.rss_growth_mb})")
     q = max(1, len(windows) // 4)
     timed = [w["round_ms"] for w in windows if w["round_ms"]]
     first, last = sum(timed[:q]) / q, sum(timed[-q:]) / q
@@ -174,6 +200,9 @@ def main(argv=None):
     summary = {"audio_hours": round(len(pcm) / 32000 / 3600, 3), "speed": args.speed,
                "rss_mb": {"warm": warm["rss_mb"], "last": windows[-1]["rss_mb"], "growth": round(growth, 1),
                           "peak": max(w["rss_mb"] or 0 for w in windows)},
+               "gpu_mb": None if gpu_growth is None else {"warm": warm["gpu_mb"], "last": windows[-1]["gpu_mb"],
+                                                          "growth": gpu_growth},
+               "device": args.device,
                "round_ms": {"first_quarter": round(first, 3), "last_quarter": round(last, 3)},
                "steps": done.get("usage", {}).get("completion_tokens"), "reference": match,
                "windows": windows, "failures": failures}
