@@ -16,4 +16,4 @@ printf '#!/usr/bin/env bash\nexec "%s/.carry/run" voxrt "$@"\n' "$PWD" > .carry/
 chmod +x .carry/voxrt-cmd
 nvidia-smi -L | head -1
 PYTHONUNBUFFERED=1 python3 tools/load/soak.py --voxrt .carry/voxrt-cmd --device cuda --model "$full/mistral" \
-  --hours "$hours" --speed "$speed" --out "$out/gpu_soak.json" 2>&1 | tee "$out/gpu_soak.log" | grep -v '^ *[{}\[\]]\|^  *"'
+  --hours "$hours" --speed "$speed" --out "$out/gpu_soak.json" 2>&1 >/dev/null | tee "$out/gpu_soak.log"
