@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/thread_team.h"
+
 namespace voxrt {
 
 inline float bf16_to_float(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
@@ -18,14 +20,17 @@ inline uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
+// Large arrays (weights at load) are converted by the process's team, in pieces of 1 M values.
 inline void bf16_to_float(const uint16_t* src, float* dst, size_t n) {
-#pragma omp parallel for schedule(static) if (n > (size_t{1} << 20))
-  for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
+  ThreadTeam::shared().parallel_for(n, size_t{1} << 20, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) dst[i] = bf16_to_float(src[i]);
+  });
 }
 
 inline void float_to_bf16(const float* src, uint16_t* dst, size_t n) {
-#pragma omp parallel for schedule(static) if (n > (size_t{1} << 18))
-  for (size_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
+  ThreadTeam::shared().parallel_for(n, size_t{1} << 18, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) dst[i] = float_to_bf16(src[i]);
+  });
 }
 
 }  // namespace voxrt

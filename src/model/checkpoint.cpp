@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/error.h"
+#include "common/thread_team.h"
 
 namespace voxrt {
 namespace {
@@ -360,10 +361,9 @@ std::vector<uint16_t> Checkpoint::load_bf16(const std::string& canonical) const 
   std::vector<uint16_t> out(static_cast<size_t>(t.numel()));
   copy_out(canonical, [&](size_t first, size_t n) {
     // Large slices are copied by all cores: the copy is what touches the mapped file's pages.
-    const size_t block = size_t{1} << 20;
-#pragma omp parallel for schedule(static) if (n > block)
-    for (size_t b = 0; b < (n + block - 1) / block; ++b)
-      std::memcpy(out.data() + first + b * block, t.data + (first + b * block) * 2, std::min(block, n - b * block) * 2);
+    ThreadTeam::shared().parallel_for(n, size_t{1} << 20, [&](size_t i0, size_t i1) {
+      std::memcpy(out.data() + first + i0, t.data + (first + i0) * 2, (i1 - i0) * 2);
+    });
   });
   to_internal_rows(canonical, out.data(), out.size());
   return out;

@@ -20,6 +20,7 @@
 
 #include "common/bf16.h"
 #include "common/error.h"
+#include "common/thread_team.h"
 
 namespace voxrt {
 namespace {
@@ -296,19 +297,19 @@ namespace {
 // The conversions run on all cores for large tensors: loading a 4 B-parameter checkpoint is
 // mostly this loop and the page faults of the mapped file it touches.
 void bf16_to_f32(const uint8_t* src, float* dst, size_t n) {
-#pragma omp parallel for schedule(static) if (n > (size_t{1} << 20))
-  for (size_t i = 0; i < n; ++i) {
-    uint16_t h;
-    std::memcpy(&h, src + 2 * i, 2);
-    dst[i] = bf16_to_float(h);
-  }
+  ThreadTeam::shared().parallel_for(n, size_t{1} << 20, [&](size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; ++i) {
+      uint16_t h;
+      std::memcpy(&h, src + 2 * i, 2);
+      dst[i] = bf16_to_float(h);
+    }
+  });
 }
 
 // Exact IEEE half -> float. Subnormals go through an integer-to-float conversion instead of a
 // denormal multiply, so the result does not depend on FTZ/DAZ settings.
-void f16_to_f32(const uint8_t* src, float* dst, size_t n) {
-#pragma omp parallel for schedule(static) if (n > (size_t{1} << 20))
-  for (size_t i = 0; i < n; ++i) {
+void f16_to_f32_serial(const uint8_t* src, float* dst, size_t i0, size_t i1) {
+  for (size_t i = i0; i < i1; ++i) {
     uint16_t h;
     std::memcpy(&h, src + 2 * i, 2);
     const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
@@ -322,6 +323,10 @@ void f16_to_f32(const uint8_t* src, float* dst, size_t n) {
     bits = (inf_nan & is_inf_nan) | (bits & ~is_inf_nan);
     dst[i] = std::bit_cast<float>(bits | sign);
   }
+}
+
+void f16_to_f32(const uint8_t* src, float* dst, size_t n) {
+  ThreadTeam::shared().parallel_for(n, size_t{1} << 20, [&](size_t i0, size_t i1) { f16_to_f32_serial(src, dst, i0, i1); });
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
-// The CPU backend: fp32 arithmetic on host memory. Matrix products go to OpenBLAS (sgemm/sgemv use
-// every core); the rest are simple loops parallelised with OpenMP over rows or (row, head) pairs.
+// The CPU backend: fp32 arithmetic on host memory. Matrix products go to OpenBLAS, one thread a call,
+// the backend's own team (common/thread_team.h) running calls over slices of the weight's rows side
+// by side; the rest are simple loops over rows or (row, head) pairs on the same team. One threading
+// runtime for all of it: OpenBLAS's threads and OpenMP's, each spinning while the other ran, made a
+// step 15-25x slower on a machine where another process held a core.
 // Weights are converted to fp32 once at load, so the products run at the library's full speed.
 #include <cblas.h>
-#include <omp.h>
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -17,6 +19,8 @@
 #include <vector>
 
 #include "common/error.h"
+#include "common/thread_team.h"
+#include "common/usable_cores.h"
 #include "runtime/backend.h"
 
 namespace voxrt {
@@ -26,11 +30,9 @@ const float* weight_data(const Weight& w) { return static_cast<const float*>(w.s
 
 class CpuBackend final : public Backend {
  public:
-  // The team size goes on every parallel region: omp_set_num_threads would set it for the calling
-  // thread only, and the ops run on the engine's step loop, another thread.
-  explicit CpuBackend(int threads) : team_(threads > 0 ? threads : omp_get_max_threads()) {
-    if (threads > 0) openblas_set_num_threads(threads);
-  }
+  // threads: the team's size (0: one a usable core, common/usable_cores.h). OpenBLAS runs each
+  // call on the calling thread; the team runs the calls side by side.
+  explicit CpuBackend(int threads) : team_(threads > 0 ? threads : usable_cores()) { openblas_set_num_threads(1); }
 
   std::string name() const override { return "cpu"; }
 
@@ -43,8 +45,9 @@ class CpuBackend final : public Backend {
     double best = 1e30;
     for (int rep = 0; rep < 5; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel for num_threads(team_)
-      for (long long i = 0; i < static_cast<long long>(n); ++i) b[i] = a[i];
+      team_.parallel_for(n, size_t{1} << 20, [&](size_t i0, size_t i1) {
+        std::memcpy(b.data() + i0, a.data() + i0, (i1 - i0) * sizeof(float));
+      });
       best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     c.copy_gbps = 2.0 * n * sizeof(float) / best / 1e9;
@@ -58,11 +61,12 @@ class CpuBackend final : public Backend {
     best = 1e30;
     for (int rep = 0; rep < 4; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, m, m, 1.0f, x.data(), m, w.data(), m, 0.0f, y.data(), m);
+      linear(Mat{x.data(), m, m}, Weight{std::shared_ptr<void>(w.data(), [](void*) {}), m, m}, nullptr,
+             Mat{y.data(), m, m}, false);
       if (rep > 0) best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     c.matmul_tflops = 2.0 * m * m * m / best / 1e12;
-    c.matmul_what = "OpenBLAS sgemm 2048^3 fp32";
+    c.matmul_what = "OpenBLAS sgemm 2048^3 fp32, the team's slices";
     return c;
   }
 
@@ -104,29 +108,34 @@ class CpuBackend final : public Backend {
     check(K == w.cols && y.rows == M && y.cols == N, "cpu linear", "shape mismatch");
     if (M == 0) return;
     const float beta = accumulate ? 1.0f : 0.0f;
-    if (M == 1) {
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.0f, weight_data(w), K, x.data, 1, beta, y.data, 1);
-    } else {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x.data, K, weight_data(w), K,
-                  beta, y.data, N);
-    }
-    if (bias) {
-      const float* b = weight_data(*bias);
-#pragma omp parallel for if (M > 4) num_threads(team_)
-      for (int r = 0; r < M; ++r) {
-        float* yr = y.data + static_cast<size_t>(r) * N;
-        for (int c = 0; c < N; ++c) yr[c] += b[c];
+    const float* b = bias ? weight_data(*bias) : nullptr;
+    // Slices of the weight's rows (output features), each one product and its bias: one loop of
+    // the team a product. A slice is at least 64 features and some 256 K multiply-adds, below
+    // which a call costs more than it computes.
+    const size_t grain = std::max<size_t>(64, (size_t{1} << 18) / (static_cast<size_t>(M) * K + 1));
+    team_.parallel_for(N, grain, [&](size_t n0, size_t n1) {
+      const int n = static_cast<int>(n1 - n0);
+      const float* ws = weight_data(w) + n0 * K;
+      if (M == 1) {
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, n, K, 1.0f, ws, K, x.data, 1, beta, y.data + n0, 1);
+      } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, K, 1.0f, x.data, K, ws, K, beta, y.data + n0, N);
       }
-    }
+      if (b)
+        for (int r = 0; r < M; ++r) {
+          float* yr = y.data + static_cast<size_t>(r) * N;
+          for (size_t c = n0; c < n1; ++c) yr[c] += b[c];
+        }
+    });
   }
 
   void rms_norm(Mat x, const Weight& w, float eps, Mat y) override {
     const float* g = weight_data(w);
     const int D = x.cols;
-#pragma omp parallel for if (x.rows > 4) num_threads(team_)
-    for (int r = 0; r < x.rows; ++r) {
-      const float* xr = x.data + static_cast<size_t>(r) * D;
-      float* yr = y.data + static_cast<size_t>(r) * D;
+    team_.parallel_for(x.rows, 4, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
+      const float* xr = x.data + r * D;
+      float* yr = y.data + r * D;
       // Accumulate the mean square in double: the reference sums in fp32 with a tree reduction,
       // a double sum is at least as close to the exact value as that.
       double ss = 0;
@@ -134,43 +143,48 @@ class CpuBackend final : public Backend {
       const float inv = 1.0f / std::sqrt(static_cast<float>(ss / D) + eps);
       for (int c = 0; c < D; ++c) yr[c] = g[c] * (xr[c] * inv);
     }
+    });
   }
 
   void scale_rows(Mat x, Mat scales, std::span<const int> scale_row) override {
-#pragma omp parallel for if (x.rows > 4) num_threads(team_)
-    for (int r = 0; r < x.rows; ++r) {
-      const float* s = scales.data + static_cast<size_t>(scale_row[r]) * scales.cols;
-      float* xr = x.data + static_cast<size_t>(r) * x.cols;
-      for (int c = 0; c < x.cols; ++c) xr[c] *= s[c];
-    }
+    team_.parallel_for(x.rows, 4, [&](size_t r0, size_t r1) {
+      for (size_t r = r0; r < r1; ++r) {
+        const float* s = scales.data + static_cast<size_t>(scale_row[r]) * scales.cols;
+        float* xr = x.data + r * x.cols;
+        for (int c = 0; c < x.cols; ++c) xr[c] *= s[c];
+      }
+    });
   }
 
   void gelu(Mat x) override {
     const size_t n = static_cast<size_t>(x.rows) * x.cols;
     float* d = x.data;
-#pragma omp parallel for if (n > 65536) num_threads(team_)
-    for (size_t i = 0; i < n; ++i) d[i] = 0.5f * d[i] * (1.0f + std::erf(d[i] * static_cast<float>(M_SQRT1_2)));
+    team_.parallel_for(n, kElementGrain, [&](size_t i0, size_t i1) {
+      for (size_t i = i0; i < i1; ++i) d[i] = 0.5f * d[i] * (1.0f + std::erf(d[i] * static_cast<float>(M_SQRT1_2)));
+    });
   }
 
   void silu_mul(Mat gate, Mat up) override {
     const size_t n = static_cast<size_t>(gate.rows) * gate.cols;
     float* g = gate.data;
     const float* u = up.data;
-#pragma omp parallel for if (n > 65536) num_threads(team_)
-    for (size_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    team_.parallel_for(n, kElementGrain, [&](size_t i0, size_t i1) {
+      for (size_t i = i0; i < i1; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    });
   }
 
   void add(Mat y, Mat x) override {
     const size_t n = static_cast<size_t>(y.rows) * y.cols;
-#pragma omp parallel for if (n > 65536) num_threads(team_)
-    for (size_t i = 0; i < n; ++i) y.data[i] += x.data[i];
+    team_.parallel_for(n, kElementGrain, [&](size_t i0, size_t i1) {
+      for (size_t i = i0; i < i1; ++i) y.data[i] += x.data[i];
+    });
   }
 
   void rope(Mat x, int n_heads, int head_dim, std::span<const RowRef> rows,
             std::span<const float> inv_freq) override {
     const int half = head_dim / 2;
-#pragma omp parallel for if (x.rows > 4) num_threads(team_)
-    for (int r = 0; r < x.rows; ++r) {
+    team_.parallel_for(x.rows, 4, [&](size_t r0, size_t r1) {
+    for (size_t r = r0; r < r1; ++r) {
       // As the reference: angle = float(pos) * inv_freq in fp32, then cos/sin in fp32.
       const float pos = static_cast<float>(rows[r].pos);
       std::vector<float> cs(half), sn(half);
@@ -180,7 +194,7 @@ class CpuBackend final : public Backend {
         sn[i] = std::sin(a);
       }
       for (int h = 0; h < n_heads; ++h) {
-        float* v = x.data + static_cast<size_t>(r) * x.cols + static_cast<size_t>(h) * head_dim;
+        float* v = x.data + r * x.cols + static_cast<size_t>(h) * head_dim;
         for (int i = 0; i < half; ++i) {
           const float a = v[i], b = v[i + half];
           v[i] = a * cs[i] - b * sn[i];
@@ -188,6 +202,7 @@ class CpuBackend final : public Backend {
         }
       }
     }
+    });
   }
 
   void store_kv(KvCache& cache, int layer, Mat k, Mat v, std::span<const RowRef> rows) override {
@@ -216,13 +231,11 @@ class CpuBackend final : public Backend {
     const int n_tasks = q.rows * p.n_heads;
     const float* keys = cache.keys();
     const float* values = cache.values();
-#pragma omp parallel num_threads(team_)
-    {
+    team_.parallel_for(n_tasks, 1, [&](size_t t0, size_t t1) {
       std::vector<float> scores;
       std::vector<double> acc(hd);
-#pragma omp for schedule(dynamic, 1)
-      for (int task = 0; task < n_tasks; ++task) {
-        const int r = task / p.n_heads, h = task % p.n_heads, kvh = h / group;
+      for (size_t task = t0; task < t1; ++task) {
+        const int r = static_cast<int>(task) / p.n_heads, h = static_cast<int>(task) % p.n_heads, kvh = h / group;
         const int64_t pos = rows[r].pos;
         const int64_t first = std::max<int64_t>(0, pos - p.window + 1);
         const int n = static_cast<int>(pos - first + 1);
@@ -252,7 +265,7 @@ class CpuBackend final : public Backend {
         float* o = out.data + static_cast<size_t>(r) * out.cols + static_cast<size_t>(h) * hd;
         for (int d = 0; d < hd; ++d) o[d] = static_cast<float>(acc[d] / sum);
       }
-    }
+    });
   }
 
   void embed(const Weight& table, std::span<const int32_t> ids, Mat y) override {
@@ -278,10 +291,10 @@ class CpuBackend final : public Backend {
     const int cin = x.cols, t_out = y.rows;
     check(t_out == (x.rows - 3) / stride + 1 && w.cols == 3 * cin, "cpu conv1d", "shape mismatch");
     std::vector<float> patches(static_cast<size_t>(t_out) * 3 * cin);
-#pragma omp parallel for if (t_out > 16) num_threads(team_)
-    for (int t = 0; t < t_out; ++t)
-      std::memcpy(patches.data() + static_cast<size_t>(t) * 3 * cin,
-                  x.data + static_cast<size_t>(stride) * t * cin, 3 * cin * sizeof(float));
+    team_.parallel_for(t_out, 16, [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; ++t)
+        std::memcpy(patches.data() + t * 3 * cin, x.data + static_cast<size_t>(stride) * t * cin, 3 * cin * sizeof(float));
+    });
     linear(Mat{patches.data(), t_out, 3 * cin}, w, &bias, y, false);
   }
 
@@ -305,7 +318,9 @@ class CpuBackend final : public Backend {
   }
 
  private:
-  const int team_;  // OpenMP threads a parallel op uses
+  // Elementwise loops: pieces of at least 64 K values (a piece less is not worth a thread's wake).
+  static constexpr size_t kElementGrain = size_t{1} << 16;
+  ThreadTeam team_;
 };
 
 }  // namespace

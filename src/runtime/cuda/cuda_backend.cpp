@@ -56,6 +56,7 @@
 
 #include "common/bf16.h"
 #include "common/error.h"
+#include "common/thread_team.h"
 #include "runtime/backend.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_device.h"
@@ -316,9 +317,9 @@ class CudaBackend final : public Backend {
     Weight w = new_weight(rows, cols, true);
     upload_bf16_chunks(static_cast<uint16_t*>(static_cast<DeviceWeight*>(w.storage.get())->data), n,
                        [&](uint16_t* host, size_t off, size_t len) {
-#pragma omp parallel for schedule(static) if (len > (size_t{1} << 20))
-                         for (size_t b = 0; b < len; b += size_t{1} << 16)
-                           std::memcpy(host + b, bits.data() + off + b, std::min(size_t{1} << 16, len - b) * 2);
+                         ThreadTeam::shared().parallel_for(len, size_t{1} << 20, [&](size_t i0, size_t i1) {
+                           std::memcpy(host + i0, bits.data() + off + i0, (i1 - i0) * 2);
+                         });
                        });
     std::vector<uint16_t>().swap(bits);
     return w;
