@@ -3,7 +3,8 @@
 //   auto session = engine->open_session({.delay_ms = 480, .on_event = [](const voxrt::StreamEvent& e) {
 //     if (e.kind == voxrt::StreamEvent::Kind::Text) std::cout << e.text << std::flush;
 //   }});
-//   while (read(chunk)) session->feed(chunk);   // 16 kHz mono floats, any chunk size
+//   while (read(chunk)) session->feed(chunk);   // floats at SessionOptions' rate and channels
+//                                                // (16 kHz mono by default), any chunk size
 //   session->flush();                            // the last words: right pad + drain
 //
 // Work happens inside feed(): as soon as 80 ms of new audio complete a decoder step, that step runs
@@ -57,6 +58,11 @@ struct StreamEvent {
 
 struct SessionOptions {
   int delay_ms = 0;          // 0: tekken.json's transcription_delay_ms (480)
+  // What feed() is given: interleaved frames of `channels` samples at `sample_rate` Hz (1 kHz to
+  // 1 MHz; 0: the model's 16000), averaged to mono and resampled inside, as files are (a session
+  // fed a file's samples hears what transcribe_file of it hears). A frame may be split across feeds.
+  int sample_rate = 0;
+  int channels = 1;          // 1 to 256
   bool stop_at_eos = false;  // offline-like: stop decoding at the first EOS (ignored audio after it)
   // When the engine already has EngineOptions::max_sessions in progress: false, open_session throws
   // voxrt::Error at once; true, it waits until one ends.

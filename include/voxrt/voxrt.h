@@ -22,6 +22,7 @@
 
 #include "voxrt/error.h"
 #include "voxrt/export.h"
+#include "voxrt/version.h"
 
 namespace voxrt {
 
@@ -40,7 +41,7 @@ struct EngineOptions {
   // `threads`), as placement tests do (they share the host: its memory figures count once a copy).
   // max_memory and max_sessions apply to each device.
   std::vector<int> gpus;
-  int threads = 0;             // 0: all cores
+  int threads = 0;             // CPU threads; 0: the cores this process may use (affinity, cgroup CPU quota)
   std::string layout = "auto"; // "auto", "mistral" or "hf": which checkpoint files to read
   // Decoder positions verified in one pass when audio is ahead of the decoder (StreamDecoder's
   // draft_rows): 0 picks 8 on a batch-invariant backend (the GPU: ids identical to stepping one

@@ -13,6 +13,8 @@ LiveSession::LiveSession(const LogMel& logmel, const Tokenizer& tok, Scheduler& 
       options_(options),
       delay_ms_(delay_ms),
       sample_rate_(sample_rate),
+      input_(options.sample_rate != 0 ? options.sample_rate : static_cast<int>(sample_rate), options.channels,
+             static_cast<int>(sample_rate)),
       front_(logmel, stream_options.protocol),
       stream_(scheduler.open(stream_options, options.wait_for_room ? Scheduler::kWaitForever : 0, options.max_seconds > 0 ? options.max_seconds : -1,
                              /*live=*/true)),
@@ -39,6 +41,13 @@ void LiveSession::deliver() {
 }
 
 void LiveSession::feed(std::span<const float> samples) {
+  if (input_.passthrough()) return feed_model(samples);
+  converted_.clear();
+  input_.convert(samples, converted_);
+  feed_model(converted_);
+}
+
+void LiveSession::feed_model(std::span<const float> samples) {
   stream_->count_audio(static_cast<double>(samples.size()) / sample_rate_);
   front_.feed(samples);
   take(stream_->run(front_.take_frames()));
@@ -47,6 +56,11 @@ void LiveSession::feed(std::span<const float> samples) {
 
 void LiveSession::flush() {
   if (front_.flushed()) return;
+  if (!input_.passthrough()) {
+    converted_.clear();
+    input_.finish(converted_);
+    if (!converted_.empty()) feed_model(converted_);
+  }
   // The right pad's steps map past the end of the audio: their events must already be clamped to it.
   assembler_.limit_times(seconds_fed());
   front_.flush();

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "engine/scheduler.h"
+#include "engine/session_input.h"
 #include "tokenizer/tekken.h"
 #include "voxrt/session.h"
 #include "voxtral/mel_front_end.h"
@@ -26,12 +27,15 @@ class LiveSession final : public Session {
  private:
   void take(const std::vector<StreamState::Step>& steps);
   void deliver();
+  void feed_model(std::span<const float> samples);  // 16 kHz mono
   double seconds_fed() const;  // real audio fed so far (no padding)
 
   const Tokenizer& tok_;
   SessionOptions options_;
   int delay_ms_;
-  double sample_rate_;
+  double sample_rate_;  // the model's
+  SessionInput input_;
+  std::vector<float> converted_;  // a feed's samples made the model's (when they are not already)
   MelFrontEnd front_;
   std::unique_ptr<Scheduler::Stream> stream_;
   TranscriptAssembler assembler_;
