@@ -21,6 +21,7 @@
 #include "server/openai_transcriptions.h"
 #include "server/prometheus_text.h"
 #include "server/request_error.h"
+#include "server/text_deltas.h"
 #include "server/mistral_realtime.h"
 #include "server/openai_realtime.h"
 #include "server/vllm_realtime.h"
@@ -484,11 +485,14 @@ void ApiService::transcribe(Request request, const Reply& reply, TranscriptionQu
     to.max_audio_seconds = options_.max_audio_seconds;
     to.wait_for_room_seconds = std::max(0.0, timeout_s - waited_s);
     to.cancelled = [&] { return cancelling_.load() || reply.closed(); };
+    TextDeltas deltas;  // they add up to the done event's text
     if (r.stream)  // the text as the model decides it; the stream starts with the first of it
       to.on_event = [&](const StreamEvent& e) {
-        if (e.kind != StreamEvent::Kind::Text || e.text.empty()) return;
+        if (e.kind != StreamEvent::Kind::Text) return;
+        const std::string delta = deltas.next(e.text);
+        if (delta.empty()) return;
         if (!streaming) reply.start_stream(200, "text/event-stream"), streaming = true;
-        reply.write(text_delta_event(e.text));
+        reply.write(text_delta_event(delta));
       };
     const Transcript t = engine_->transcribe_file(file->path(), to);
     if (!r.stream) {
