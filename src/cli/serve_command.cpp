@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <ctime>
 #include <cstdlib>
@@ -16,7 +15,6 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
@@ -24,6 +22,7 @@
 #include "cli/engine_options.h"
 #include "cli/usage.h"
 #include "common/error.h"
+#include "server/access_log.h"
 #include "server/api_service.h"
 #include "server/http_server.h"
 
@@ -63,6 +62,7 @@ struct ServeArgs {
   int max_message_mb = 16;
   int max_connections = 0;  // 0: min(4096, the open-file limit - 64)
   bool no_access_log = false;
+  bool log_probes = false;  // also the /health and /metrics GETs that succeed
 };
 
 // The key from --api-key, --api-key-file (its first line) or $VOXRT_API_KEY, in that order.
@@ -80,17 +80,10 @@ std::string api_key(const ServeArgs& a) {
   return env ? env : "";
 }
 
-// One JSON line per answered request on standard error.
-void log_access(const server::AccessRecord& r) {
-  char when[32];
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  const nlohmann::json line = {{"time", when},      {"remote", r.remote}, {"method", r.method},
-                               {"target", r.target}, {"status", r.status}, {"bytes", r.bytes},
-                               {"ms", std::round(r.seconds * 1e4) / 10}, {"completed", r.completed}};
-  std::cerr << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" << std::flush;
+// One JSON line per answered request on standard error; the probes that succeed only with --log-probes.
+void log_access(const server::AccessRecord& r, bool log_probes) {
+  if (!log_probes && server::is_routine_probe(r)) return;
+  std::cerr << server::access_log_line(r, std::time(nullptr)) + "\n" << std::flush;
 }
 
 void serve(const ServeArgs& a) {
@@ -127,12 +120,12 @@ void serve(const ServeArgs& a) {
   server::HttpServer http(a.host, static_cast<uint16_t>(a.port), limits, {});
   server::Handler handler = service.handler();
   if (!a.engine.quiet && !a.no_access_log)
-    handler.on_access = [count = handler.on_access](const server::AccessRecord& r) {
+    handler.on_access = [count = handler.on_access, log_probes = a.log_probes](const server::AccessRecord& r) {
       count(r);
-      log_access(r);
+      log_access(r, log_probes);
     };
   http.set_handler(std::move(handler));
-  std::cerr << "voxrt: serving http://" << a.host << ":" << http.port() << " (loading the model)" << std::endl;
+  std::cerr << "voxrt: serving " << server::http_url(a.host, http.port()) << " (loading the model)" << std::endl;
 
   // SIGINT or SIGTERM (or a failed load) wakes the stopper: no new work on any connection, the live
   // utterances finished, the requests in progress given --drain-seconds, then whatever still runs
@@ -234,6 +227,8 @@ void add_serve_command(CLI::App& app) {
                   "A web origin (https://host[:port], or *) whose pages may call the API; the server's own always may")
       ->take_all();
   cmd->add_flag("--no-access-log", args->no_access_log, "No JSON line per request on standard error");
+  cmd->add_flag("--log-probes", args->log_probes,
+                "Log the /health and /metrics GETs that succeed too (left out by default: pollers would fill the log)");
   cmd->add_option("--drain-seconds", args->drain_seconds,
                   "On SIGTERM, how long requests and live sessions in progress may finish before they are cancelled")
       ->capture_default_str();
