@@ -49,6 +49,8 @@ struct ServeArgs {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string api_key, api_key_file;
+  bool api_key_given = false;  // --api-key was on the command line, even as ""
+
   int max_upload_mb = 100;
   std::string served_model_name;
   int io_threads = 2;
@@ -65,9 +67,15 @@ struct ServeArgs {
   bool log_probes = false;  // also the /health and /metrics GETs that succeed
 };
 
-// The key from --api-key, --api-key-file (its first line) or $VOXRT_API_KEY, in that order.
+// The key from --api-key, --api-key-file (its first line) or $VOXRT_API_KEY, in that order. An
+// empty one is refused wherever it comes from: `--api-key "$KEY"` with $KEY unset would otherwise
+// start a server open to anyone, without a word.
 std::string api_key(const ServeArgs& a) {
-  if (!a.api_key.empty()) return a.api_key;
+  if (a.api_key_given) {
+    if (a.api_key.empty())
+      throw UsageError("--api-key: the key is empty (an unset variable?); leave the option out for a server without a key");
+    return a.api_key;
+  }
   if (!a.api_key_file.empty()) {
     std::ifstream in(a.api_key_file);
     std::string key;
@@ -77,6 +85,8 @@ std::string api_key(const ServeArgs& a) {
     return key;
   }
   const char* env = std::getenv("VOXRT_API_KEY");
+  if (env && !*env)
+    throw UsageError("$VOXRT_API_KEY is set but empty (an unset variable?); unset it for a server without a key");
   return env ? env : "";
 }
 
@@ -201,7 +211,7 @@ void add_serve_command(CLI::App& app) {
   add_gpus_option(cmd, args->engine);
   cmd->add_option("--host", args->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port,-p", args->port, "Port to listen on (0: any free one, printed)")->capture_default_str();
-  cmd->add_option("--api-key", args->api_key, "Require 'Authorization: Bearer KEY' (WebSockets may send the subprotocol openai-insecure-api-key.KEY "
+  CLI::Option* key = cmd->add_option("--api-key", args->api_key, "Require 'Authorization: Bearer KEY' (WebSockets may send the subprotocol openai-insecure-api-key.KEY "
                   "instead, as browsers must; also --api-key-file, $VOXRT_API_KEY)");
   cmd->add_option("--api-key-file", args->api_key_file, "Read the API key from the first line of FILE");
   cmd->add_option("--max-upload-mb", args->max_upload_mb, "Largest request body taken (MB); larger: 413")
@@ -240,7 +250,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-connections", args->max_connections,
                   "Connections open at once, WebSockets included; past it: 503 (0: min(4096, the open-file limit - 64))")
       ->capture_default_str();
-  cmd->callback([args] {
+  cmd->callback([args, key] {
+    args->api_key_given = key->count() > 0;
     args->engine.refuse_when_overloaded = true;
     serve(*args);
   });

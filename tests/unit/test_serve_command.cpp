@@ -29,6 +29,19 @@ TEST(ServeCommand, ANegativeDrainIsRefusedNamingTheOption) {
   }
 }
 
+// `--api-key "$KEY"` with $KEY unset must not start a server open to anyone.
+TEST(ServeCommand, AnEmptyApiKeyIsRefused) {
+  const RunResult r = serve_with("--api-key ''");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("--api-key: the key is empty"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("serving"), std::string::npos) << r.err;
+  setenv("VOXRT_API_KEY", "", 1);  // the child inherits it
+  const RunResult env = serve_with("");
+  unsetenv("VOXRT_API_KEY");
+  EXPECT_EQ(env.status, 2) << env.err;
+  EXPECT_NE(env.err.find("$VOXRT_API_KEY is set but empty"), std::string::npos) << env.err;
+}
+
 TEST(ServeCommand, ListensOnLocalhostByName) {
   ServeProcess serve({"--host", "localhost"});
   ASSERT_NE(serve.port(), 0) << serve.said();
