@@ -10,7 +10,7 @@
 
 namespace voxrt::server {
 
-// A GET (or HEAD) of /health or /metrics answered below 400. A failed one (a 503 while the model
+// A GET (or HEAD) of /health or /metrics answered below 400 (sent whole or not). A failed one (a 503 while the model
 // loads, the server drains or is saturated) is not routine, nor is any other method or route.
 bool is_routine_probe(const AccessRecord& r);
 
