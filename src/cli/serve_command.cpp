@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <ctime>
 #include <cstdlib>
@@ -16,7 +15,6 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
 
@@ -24,6 +22,7 @@
 #include "cli/engine_options.h"
 #include "cli/usage.h"
 #include "common/error.h"
+#include "server/access_log.h"
 #include "server/api_service.h"
 #include "server/http_server.h"
 
@@ -50,6 +49,8 @@ struct ServeArgs {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string api_key, api_key_file;
+  bool api_key_given = false;  // --api-key was on the command line, even as ""
+
   int max_upload_mb = 100;
   std::string served_model_name;
   int io_threads = 2;
@@ -63,11 +64,18 @@ struct ServeArgs {
   int max_message_mb = 16;
   int max_connections = 0;  // 0: min(4096, the open-file limit - 64)
   bool no_access_log = false;
+  bool log_probes = false;  // also the /health and /metrics GETs that succeed
 };
 
-// The key from --api-key, --api-key-file (its first line) or $VOXRT_API_KEY, in that order.
+// The key from --api-key, --api-key-file (its first line) or $VOXRT_API_KEY, in that order. An
+// empty one is refused wherever it comes from: `--api-key "$KEY"` with $KEY unset would otherwise
+// start a server open to anyone, without a word.
 std::string api_key(const ServeArgs& a) {
-  if (!a.api_key.empty()) return a.api_key;
+  if (a.api_key_given) {
+    if (a.api_key.empty())
+      throw UsageError("--api-key: the key is empty (an unset variable?); leave the option out for a server without a key");
+    return a.api_key;
+  }
   if (!a.api_key_file.empty()) {
     std::ifstream in(a.api_key_file);
     std::string key;
@@ -77,20 +85,15 @@ std::string api_key(const ServeArgs& a) {
     return key;
   }
   const char* env = std::getenv("VOXRT_API_KEY");
+  if (env && !*env)
+    throw UsageError("$VOXRT_API_KEY is set but empty (an unset variable?); unset it for a server without a key");
   return env ? env : "";
 }
 
-// One JSON line per answered request on standard error.
-void log_access(const server::AccessRecord& r) {
-  char when[32];
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  const nlohmann::json line = {{"time", when},      {"remote", r.remote}, {"method", r.method},
-                               {"target", r.target}, {"status", r.status}, {"bytes", r.bytes},
-                               {"ms", std::round(r.seconds * 1e4) / 10}, {"completed", r.completed}};
-  std::cerr << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n" << std::flush;
+// One JSON line per answered request on standard error; the probes that succeed only with --log-probes.
+void log_access(const server::AccessRecord& r, bool log_probes) {
+  if (!log_probes && server::is_routine_probe(r)) return;
+  std::cerr << server::access_log_line(r, std::time(nullptr)) + "\n" << std::flush;
 }
 
 void serve(const ServeArgs& a) {
@@ -127,12 +130,12 @@ void serve(const ServeArgs& a) {
   server::HttpServer http(a.host, static_cast<uint16_t>(a.port), limits, {});
   server::Handler handler = service.handler();
   if (!a.engine.quiet && !a.no_access_log)
-    handler.on_access = [count = handler.on_access](const server::AccessRecord& r) {
+    handler.on_access = [count = handler.on_access, log_probes = a.log_probes](const server::AccessRecord& r) {
       count(r);
-      log_access(r);
+      log_access(r, log_probes);
     };
   http.set_handler(std::move(handler));
-  std::cerr << "voxrt: serving http://" << a.host << ":" << http.port() << " (loading the model)" << std::endl;
+  std::cerr << "voxrt: serving " << server::http_url(a.host, http.port()) << " (loading the model)" << std::endl;
 
   // SIGINT or SIGTERM (or a failed load) wakes the stopper: no new work on any connection, the live
   // utterances finished, the requests in progress given --drain-seconds, then whatever still runs
@@ -208,7 +211,7 @@ void add_serve_command(CLI::App& app) {
   add_gpus_option(cmd, args->engine);
   cmd->add_option("--host", args->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port,-p", args->port, "Port to listen on (0: any free one, printed)")->capture_default_str();
-  cmd->add_option("--api-key", args->api_key, "Require 'Authorization: Bearer KEY' (WebSockets may send the subprotocol openai-insecure-api-key.KEY "
+  CLI::Option* key = cmd->add_option("--api-key", args->api_key, "Require 'Authorization: Bearer KEY' (WebSockets may send the subprotocol openai-insecure-api-key.KEY "
                   "instead, as browsers must; also --api-key-file, $VOXRT_API_KEY)");
   cmd->add_option("--api-key-file", args->api_key_file, "Read the API key from the first line of FILE");
   cmd->add_option("--max-upload-mb", args->max_upload_mb, "Largest request body taken (MB); larger: 413")
@@ -234,6 +237,8 @@ void add_serve_command(CLI::App& app) {
                   "A web origin (https://host[:port], or *) whose pages may call the API; the server's own always may")
       ->take_all();
   cmd->add_flag("--no-access-log", args->no_access_log, "No JSON line per request on standard error");
+  cmd->add_flag("--log-probes", args->log_probes,
+                "Log the /health and /metrics GETs that succeed too (left out by default: pollers would fill the log)");
   cmd->add_option("--drain-seconds", args->drain_seconds,
                   "On SIGTERM, how long requests and live sessions in progress may finish before they are cancelled")
       ->capture_default_str();
@@ -245,7 +250,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-connections", args->max_connections,
                   "Connections open at once, WebSockets included; past it: 503 (0: min(4096, the open-file limit - 64))")
       ->capture_default_str();
-  cmd->callback([args] {
+  cmd->callback([args, key] {
+    args->api_key_given = key->count() > 0;
     args->engine.refuse_when_overloaded = true;
     serve(*args);
   });

@@ -21,6 +21,7 @@
 #include "server/openai_transcriptions.h"
 #include "server/prometheus_text.h"
 #include "server/request_error.h"
+#include "server/text_deltas.h"
 #include "server/mistral_realtime.h"
 #include "server/openai_realtime.h"
 #include "server/vllm_realtime.h"
@@ -137,12 +138,22 @@ Response busy_response(const Request& request, const std::string& message) {
 // Whole seconds, for messages.
 std::string whole_seconds(double s) { return std::to_string(static_cast<long long>(std::lround(s))) + " s"; }
 
-const json& route_table() {
-  static const json routes = {
-      {"/", "GET"},             {"/health", "GET"},       {"/metrics", "GET"},      {"/v1/models", "GET"}, {"/v1/audio/transcriptions", "POST"},
-      {"/v1/realtime", "GET"}, {kMistralRealtime, "GET"}};
+// Each route and the method it takes. A GET route takes HEAD too (RFC 9110 §9.3.2: answered as the
+// GET, without the body), for probes and `curl -I`.
+const std::map<std::string, http::verb, std::less<>>& route_table() {
+  static const std::map<std::string, http::verb, std::less<>> routes = {
+      {"/", http::verb::get},          {"/health", http::verb::get},         {"/metrics", http::verb::get},
+      {"/v1/models", http::verb::get}, {"/v1/audio/transcriptions", http::verb::post},
+      {"/v1/realtime", http::verb::get}, {kMistralRealtime, http::verb::get}};
   return routes;
 }
+
+bool route_takes(http::verb route, http::verb method) {
+  return method == route || (route == http::verb::get && method == http::verb::head);
+}
+
+// The Allow header of a route's 405 (RFC 9110 §15.5.6: every method the route takes).
+std::string allowed_methods(http::verb route) { return route == http::verb::get ? "GET, HEAD" : std::string(http::to_string(route)); }
 
 bool is_websocket_route(const std::string& path) { return path == "/v1/realtime" || path == kMistralRealtime; }
 
@@ -344,11 +355,13 @@ Handler ApiService::handler() {
 // Before the body is read: the route, the method, the key, and whether a model route can be served.
 void ApiService::check_headers(const Request& h) const {
   const std::string path = path_of(h);
-  const json& routes = route_table();
-  if (!routes.contains(path)) throw RequestError(404, "no route " + path.substr(0, 200));
-  const std::string method = routes[path];
-  if (h.method_string() != method)
-    throw RequestError(405, std::string(h.method_string()) + " " + path + ": this route takes " + method);
+  const auto route = route_table().find(path);
+  if (route == route_table().end()) throw RequestError(404, "no route " + path.substr(0, 200));
+  const http::verb method = route->second;
+  if (!route_takes(method, h.method()))
+    throw RequestError(405, std::string(h.method_string().substr(0, 32)) + " " + path + ": this route takes " +
+                                allowed_methods(method))
+        .allowing(allowed_methods(method));
   const bool realtime = is_websocket_route(path), upgrade = boost::beast::websocket::is_upgrade(h);
   if (realtime && !upgrade) throw RequestError(426, path + " is a WebSocket: connect with an Upgrade request");
   if (upgrade && !realtime)
@@ -484,11 +497,14 @@ void ApiService::transcribe(Request request, const Reply& reply, TranscriptionQu
     to.max_audio_seconds = options_.max_audio_seconds;
     to.wait_for_room_seconds = std::max(0.0, timeout_s - waited_s);
     to.cancelled = [&] { return cancelling_.load() || reply.closed(); };
+    TextDeltas deltas;  // they add up to the done event's text
     if (r.stream)  // the text as the model decides it; the stream starts with the first of it
       to.on_event = [&](const StreamEvent& e) {
-        if (e.kind != StreamEvent::Kind::Text || e.text.empty()) return;
+        if (e.kind != StreamEvent::Kind::Text) return;
+        const std::string delta = deltas.next(e.text);
+        if (delta.empty()) return;
         if (!streaming) reply.start_stream(200, "text/event-stream"), streaming = true;
-        reply.write(text_delta_event(e.text));
+        reply.write(text_delta_event(delta));
       };
     const Transcript t = engine_->transcribe_file(file->path(), to);
     if (!r.stream) {

@@ -79,16 +79,16 @@ std::string status_line(int status) {
          std::string(http::obsolete_reason(http::int_to_status(static_cast<unsigned>(status)))) + "\r\n";
 }
 
-// An error answer in OpenAI's shape.
-Response error_response(int status, const std::string& message, const std::string& param, bool keep_alive,
-                        int retry_after_seconds) {
-  Response r{http::int_to_status(static_cast<unsigned>(status)), 11};
+// An error answer in OpenAI's shape, with the headers its status calls for.
+Response error_response(const RequestError& e, bool keep_alive, int retry_after_seconds = 0) {
+  Response r{http::int_to_status(static_cast<unsigned>(e.status())), 11};
   r.set(http::field::server, "voxrt");
   r.set(http::field::content_type, "application/json");
-  if (status == 401) r.set(http::field::www_authenticate, "Bearer");
+  if (e.status() == 401) r.set(http::field::www_authenticate, "Bearer");
+  if (!e.allow().empty()) r.set(http::field::allow, e.allow());
   if (retry_after_seconds > 0) r.set(http::field::retry_after, std::to_string(retry_after_seconds));
   r.keep_alive(keep_alive);
-  r.body() = error_json(status, message, param);
+  r.body() = error_json(e.status(), e.what(), e.param());
   r.prepare_payload();
   return r;
 }
@@ -135,7 +135,7 @@ std::optional<Refusal> framing_error(const Request& h) {
 // the answer's size, or 0 when it could not be written whole.
 size_t refuse_over_capacity(tcp::socket& socket, int max_connections) {
   const std::string answer = serialize(error_response(
-      503, "the server has too many connections open (" + std::to_string(max_connections) + "); retry shortly", {},
+      RequestError(503, "the server has too many connections open (" + std::to_string(max_connections) + "); retry shortly"),
       false, kBusyRetryAfterSeconds));
   beast::error_code ec;
   socket.non_blocking(true, ec);
@@ -211,7 +211,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
         r.keep_alive(false);
       }
       self->access_.status = static_cast<int>(r.result_int());
-      self->queue(serialize(r), true);
+      self->queue(self->serialize_answer(std::move(r)), true);
     });
   }
   void post_start_stream(int status, std::string content_type) {
@@ -274,6 +274,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return close();  // the client left, or sent no complete header in time: nothing to answer
     access_ = {};
     access_start_ = Clock::now();
+    head_ = !ec && parser_->get().method() == http::verb::head;
     if (!ec) {
       access_.method = std::string(parser_->get().method_string());
       access_.target = std::string(parser_->get().target().substr(0, 200));
@@ -286,11 +287,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     const Request& header = parser_->get();
     keep_alive_ = header.keep_alive();
     if (const std::optional<Refusal> bad = framing_error(header)) return refuse(bad->status, bad->message);
-    if (state_->shutting_down) return refuse(503, "the server is shutting down", {}, false, kShutdownRetryAfterSeconds);
+    if (state_->shutting_down) return refuse(RequestError(503, "the server is shutting down"), false, kShutdownRetryAfterSeconds);
     try {
       if (handler_->on_headers) handler_->on_headers(header);
     } catch (const RequestError& e) {
-      return refuse(e.status(), e.what(), e.param());
+      return refuse(e);
     }
     if (const auto length = parser_->content_length(); length && *length > limits_.max_body_bytes) return refuse_size();
     parser_->body_limit(limits_.max_body_bytes);  // a chunked body stops there as it is read
@@ -371,9 +372,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     try {
       handler_->on_request(std::move(request), Reply(shared_from_this()));
     } catch (const RequestError& e) {
-      refuse(e.status(), e.what(), e.param(), keep_alive_);
+      refuse(e, keep_alive_);
     } catch (const std::exception& e) {
-      refuse(500, std::string("internal error: ") + e.what(), {}, keep_alive_);
+      refuse(RequestError(500, std::string("internal error: ") + e.what()), keep_alive_);
     }
   }
 
@@ -430,11 +431,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Answers with an error in OpenAI's shape; closes the connection afterwards unless keep is set
   // (a request whose body was read whole can be followed by another).
-  void refuse(int status, const std::string& message, const std::string& param = {}, bool keep = false,
-              int retry_after_seconds = 0) {
+  void refuse(const RequestError& e, bool keep = false, int retry_after_seconds = 0) {
     keep_alive_ = keep_alive_ && keep && !state_->shutting_down;
-    access_.status = status;
-    queue(serialize(error_response(status, message, param, keep_alive_, retry_after_seconds)), true);
+    access_.status = e.status();
+    queue(serialize_answer(error_response(e, keep_alive_, retry_after_seconds)), true);
+  }
+  void refuse(int status, const std::string& message) { refuse(RequestError(status, message)); }
+
+  // A whole answer's bytes. A HEAD request is answered as its GET, without the body (RFC 9110
+  // §9.3.2): the header says the length the body would have.
+  std::string serialize_answer(Response r) const {
+    if (head_) {
+      const size_t length = r.body().size();
+      r.body().clear();
+      r.content_length(length);
+    }
+    return serialize(r);
   }
 
   void queue(std::string bytes, bool ends_reply) {
@@ -550,6 +562,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t queued_ = 0;  // bytes in out_
   bool writing_ = false;
   bool keep_alive_ = false;
+  bool head_ = false;             // the request being answered is a HEAD: its answer goes without a body
   bool in_flight_ = false;        // a request is being answered (HttpServer::requests_in_flight)
   bool awaiting_header_ = false;  // idle between requests, or a header arriving
   bool reading_body_ = false;
@@ -578,17 +591,44 @@ HttpServer::HttpServer(const std::string& host, uint16_t port, HttpLimits limits
       accept_timer_(acceptor_.get_executor()),
       handler_(std::make_shared<const Handler>(std::move(handler))),
       state_(std::make_shared<State>(limits)) {
+  // The first of the host's addresses that takes the socket (a name may have several).
   beast::error_code ec;
-  const net::ip::address address = net::ip::make_address(host, ec);
-  if (ec) throw Error("serve: --host " + host + ": not an IP address (" + ec.message() + ")");
-  const tcp::endpoint endpoint{address, port};
-  acceptor_.open(endpoint.protocol(), ec);
-  if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor_.bind(endpoint, ec);
-  if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) throw Error("serve: cannot listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
+  for (const tcp::endpoint& endpoint : listen_endpoints(host, port)) {
+    beast::error_code ignored;
+    acceptor_.close(ignored);
+    ec = {};
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (!ec) break;
+  }
+  if (ec) throw Error("serve: cannot listen on " + http_url(host, port) + ": " + ec.message());
   port_ = acceptor_.local_endpoint().port();
   accept();
+}
+
+std::vector<tcp::endpoint> HttpServer::listen_endpoints(const std::string& host, uint16_t port) {
+  beast::error_code ec;
+  const net::ip::address address = net::ip::make_address(host, ec);
+  if (!ec) return {{address, port}};
+  // A name (localhost, the machine's): its addresses, IPv4 ones first, since "localhost" may
+  // resolve to ::1 first while clients (and a browser's http://localhost) reach 127.0.0.1 too.
+  tcp::resolver resolver(io_);
+  const auto found = resolver.resolve(host, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || found.empty())
+    throw Error("serve: --host " + host + ": not an IP address, and the name does not resolve (" +
+                (ec ? ec.message() : std::string("no address")) + ")");
+  std::vector<tcp::endpoint> endpoints;
+  for (const auto& entry : found) endpoints.push_back(entry.endpoint());
+  std::stable_partition(endpoints.begin(), endpoints.end(), [](const tcp::endpoint& e) { return e.address().is_v4(); });
+  return endpoints;
+}
+
+std::string http_url(const std::string& host, uint16_t port) {
+  // An IPv6 address is bracketed in a URL (RFC 3986 §3.2.2): http://[::1]:8000.
+  const bool ipv6 = host.find(':') != std::string::npos;
+  return "http://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
 HttpServer::~HttpServer() { stop(); }

@@ -32,6 +32,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "server/spooled_body.h"
 
@@ -117,7 +118,8 @@ struct Handler {
 class HttpServer {
  public:
   // Listens on host:port (port 0: any free port) at once; serves from run() on, with the handler
-  // given here or by set_handler() before run().
+  // given here or by set_handler() before run(). The host is an IP address or a name (localhost):
+  // the first of its addresses that can be bound, IPv4 ones first.
   HttpServer(const std::string& host, uint16_t port, HttpLimits limits, Handler handler = {});
   void set_handler(Handler handler);
   ~HttpServer();
@@ -151,6 +153,8 @@ class HttpServer {
   struct State;  // what the connections share with the server
 
  private:
+  // Where --host says to listen: an IP address (IPv4 or IPv6), or a name's addresses.
+  std::vector<boost::asio::ip::tcp::endpoint> listen_endpoints(const std::string& host, uint16_t port);
   void accept();
   void back_off(const boost::system::error_code& error);
 
@@ -173,6 +177,9 @@ class HttpServer {
 // descriptor, a spooled upload another) and returns the soft limit in force then. A server takes
 // max_connections = min(4096, this - 64), the rest for files and the model.
 uint64_t raise_open_file_limit();
+
+// The server's address as a URL: http://host:port, an IPv6 address bracketed (http://[::1]:8000).
+std::string http_url(const std::string& host, uint16_t port);
 
 // A plain answer: `body` with its content type, keep-alive as the request asked.
 Response make_response(const Request& request, int status, std::string body, const std::string& content_type);

@@ -198,9 +198,13 @@ void LiveTranscription::start_session(int delay_ms) {
   SessionOptions so;
   so.delay_ms = delay_ms;
   delta_words_.clear();
+  text_deltas_.reset();
   so.on_event = [this](const StreamEvent& e) {
     if (e.kind == StreamEvent::Kind::Word) delta_words_.add(e);
-    on_model_event(e);
+    if (e.kind != StreamEvent::Kind::Text) return on_model_event(e);
+    StreamEvent delta = e;
+    delta.text = text_deltas_.next(e.text);
+    if (!delta.text.empty()) on_model_event(delta);
   };
   try {
     session_ = engine_.open_session(so);

@@ -19,6 +19,7 @@
 
 #include "common/histogram_counter.h"
 #include "server/event_json.h"
+#include "server/text_deltas.h"
 #include "server/websocket_connection.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
@@ -126,7 +127,8 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   void set_sender(const WebSocketSender& out) { out_ = out; }
   Engine& engine() const { return engine_; }
 
-  // On the worker strand:
+  // On the worker strand. A Text event's text is the delta to send (TextDeltas: the deltas add up
+  // to the done event's text exactly); Text events with nothing to send are not passed on.
   virtual void on_model_event(const StreamEvent& event) = 0;
   virtual void on_utterance_done(const Transcript& transcript, const SessionStats& stats) = 0;
   virtual void on_failure(Failure kind, const std::string& message) = 0;
@@ -160,6 +162,7 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   std::vector<float> waiting_;  // audio fed before the utterance began: kept for it
   bool failed_ = false;         // the utterance failed: its audio is dropped until the next begins
   DeltaWords delta_words_;      // the utterance's words not yet on a delta
+  TextDeltas text_deltas_;      // the utterance's text as deltas
 };
 
 // PCM16 little-endian samples as floats in [-1, 1) (x / 32768, as vLLM and libsndfile convert them).

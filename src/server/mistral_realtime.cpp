@@ -137,13 +137,12 @@ void MistralRealtime::end() {
 
 void MistralRealtime::on_model_event(const StreamEvent& e) {
   switch (e.kind) {
-    case StreamEvent::Kind::Text:
-      if (!e.text.empty()) {
-        json delta = {{"type", "transcription.text.delta"}, {"text", e.text}};
-        attach_delta_words(delta);
-        send(delta);
-      }
+    case StreamEvent::Kind::Text: {
+      json delta = {{"type", "transcription.text.delta"}, {"text", e.text}};
+      attach_delta_words(delta);
+      send(delta);
       return;
+    }
     case StreamEvent::Kind::Word:
       segment_words_.push_back({e.start, e.end, e.text});
       return;

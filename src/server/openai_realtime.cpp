@@ -228,7 +228,7 @@ void OpenAiRealtime::clear() {
 }
 
 void OpenAiRealtime::on_model_event(const StreamEvent& e) {
-  if (e.kind != StreamEvent::Kind::Text || e.text.empty()) return;
+  if (e.kind != StreamEvent::Kind::Text) return;
   json delta = {{"type", "conversation.item.input_audio_transcription.delta"},
                 {"item_id", working_item_},
                 {"content_index", 0},

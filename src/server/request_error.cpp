@@ -6,7 +6,8 @@ namespace voxrt::server {
 
 nlohmann::json error_object(int status, const std::string& message, const std::string& param) {
   const char* type = status == 401 ? "authentication_error" : status >= 500 ? "server_error" : "invalid_request_error";
-  nlohmann::json e = {{"message", message}, {"type", type}, {"code", status}};
+  nlohmann::json e = {{"message", message}, {"type", type}};
+  e["code"] = status == 401 ? nlohmann::json("invalid_api_key") : nlohmann::json();
   e["param"] = param.empty() ? nlohmann::json() : nlohmann::json(param);
   return e;
 }

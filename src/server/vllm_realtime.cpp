@@ -96,7 +96,7 @@ void VllmRealtime::commit(bool final) {
 }
 
 void VllmRealtime::on_model_event(const StreamEvent& e) {
-  if (e.kind != StreamEvent::Kind::Text || e.text.empty()) return;
+  if (e.kind != StreamEvent::Kind::Text) return;
   nlohmann::json delta = {{"type", "transcription.delta"}, {"delta", e.text}};
   attach_delta_words(delta);
   send(delta);

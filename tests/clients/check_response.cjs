@@ -63,7 +63,7 @@ const checks = {
     assert.equal(done.type, 'transcript.text.done', `sse: the last event: ${JSON.stringify(done)}`);
     events.forEach((e) => assert.equal(e.type, 'transcript.text.delta', `sse: an event before the done: ${JSON.stringify(e)}`));
     assert.equal(done.text, expected.text, 'sse: transcript.text.done text');
-    assert.equal(events.map((e) => e.delta).join('').trimStart(), expected.text, 'sse: the deltas add up to the text');
+    assert.equal(events.map((e) => e.delta).join(''), expected.text, 'sse: the deltas add up to the text');
   },
   printed() {
     assert.equal(body, `${expected.text}\n`, 'printed transcript');

@@ -45,9 +45,12 @@ class ServeProcess {
     err_ = err[0];
     while (said_.find("voxrt: ready") == std::string::npos && read_some(std::chrono::seconds(60))) {
     }
-    const size_t at = said_.find("serving http://127.0.0.1:");
-    if (at != std::string::npos && said_.find("voxrt: ready") != std::string::npos)
-      port_ = static_cast<uint16_t>(std::stoi(said_.substr(at + 25)));
+    // "voxrt: serving http://HOST:PORT (loading the model)": the port after the URL's last colon.
+    const size_t at = said_.find("serving http://");
+    const size_t end = at == std::string::npos ? at : said_.find(' ', at + 8);
+    const size_t colon = end == std::string::npos ? end : said_.rfind(':', end);
+    if (colon != std::string::npos && colon > at && said_.find("voxrt: ready") != std::string::npos)
+      port_ = static_cast<uint16_t>(std::stoi(said_.substr(colon + 1)));
   }
   ~ServeProcess() {
     if (pid_ > 0 && !exited_) {
