@@ -95,6 +95,7 @@ const checks = {
       sent: window.voxrtCaptions.sent.map((c) => Array.from(c)),
     }));
     assert.equal(got.rate, got.contextRate, 'the server takes the audio at the rate of the page\'s AudioContext');
+    assert.notEqual(got.rate, 16000, 'the rate differs from the model\'s (else this checks no resampling)');
     assert.equal(got.shown, got.text.trimStart(), 'the page shows the deltas it received, the line not indented');
     assert.equal(got.text.trim(), got.done, 'the deltas add up to the done text');
     assert.match(got.load, /^server: \d+ sessions, margin -?\d+ ms$/);
