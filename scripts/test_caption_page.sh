@@ -8,6 +8,13 @@
 # another machine), the server stopped (SIGTERM) and killed (SIGKILL) mid-session: each time the
 # page must let the microphone go and say why. Keeps the last screenshot (docs/caption-page.png
 # with --screenshot).
+# Not in Firefox, where the page's former 16 kHz AudioContext failed: playwright-core drives Firefox
+# only through its own patched build (not downloadable here) or, through WebDriver BiDi, a Firefox
+# newer than Debian's firefox-esr 153 (playwright-core 1.65 asks it for
+# emulation.setMediaFeaturesOverride, which 153 lacks); and past that, firefox-esr headless here has
+# no audio output, so its AudioContext never leaves "suspended". The rate the page negotiates is
+# checked in chromium instead, whose context runs at its output's rate (44.1 kHz here) whatever the
+# microphone's (16 or 48 kHz).
 #   scripts/test_caption_page.sh [BUILD_DIR] [--screenshot]      (default build/cpu; built already)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,9 +68,11 @@ check_captions() {  # check_captions NAME AUDIO DELAY: the page's captions again
   local out=$tmp/page-$1
   page "$1" "$2" captions 6 "$3"
   "$voxrt" transcribe -q --model "$model" --device cpu --threads 1 --delay-ms "$3" -f json --output-dir "$out" "$out/sent.wav"
-  want=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).text)' "$out/sent.json")
-  got=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).text)' "$out/captions.json")
-  [ "$got" = "$want" ] || fail "$1, delay $3: the page showed \"$got\", voxrt transcribe of what it sent gives \"$want\""
+  # Compared in node: the tiny random model's text may hold a NUL, which bash drops.
+  node -e 'const fs = require("fs");
+    const [want, got] = process.argv.slice(1).map((f) => JSON.parse(fs.readFileSync(f)).text);
+    if (got !== want) { console.error(`the page showed ${JSON.stringify(got)}, voxrt transcribe of what it sent gives ${JSON.stringify(want)}`); process.exit(1); }' \
+    "$out/sent.json" "$out/captions.json" || fail "$1, delay $3: the captions differ"
   echo "caption page (chromium, fake microphone), $1 at $3 ms: the captions are voxrt transcribe's of the audio sent" >&2
 }
 jfk=tests/data/audio/jfk.wav
@@ -78,8 +87,8 @@ page server-term "$jfk" server-stops "$server" SIGTERM
 wait "$server" || fail "the server did not exit 0 on SIGTERM with the page's session"
 server=
 start_server
+disown "$server"  # killed on purpose: no "Killed" from bash
 page server-kill "$jfk" server-stops "$server" SIGKILL
-wait "$server" 2>/dev/null || true
 server=
 # With --api-key the page asks for the key and passes it as a WebSocket subprotocol.
 start_server --api-key page-test-key
