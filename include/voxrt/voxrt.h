@@ -43,9 +43,9 @@ struct EngineOptions {
   std::vector<int> gpus;
   int threads = 0;             // CPU threads; 0: the cores this process may use (affinity, cgroup CPU quota)
   std::string layout = "auto"; // "auto", "mistral" or "hf": which checkpoint files to read
-  // Decoder positions verified in one pass when audio is ahead of the decoder (StreamDecoder's
-  // draft_rows): 0 picks 8 on a batch-invariant backend (the GPU: ids identical to stepping one
-  // position at a time) and 1 elsewhere (on the CPU a pass of several rows may round differently).
+  // Decoder positions verified in one pass when audio is ahead of the decoder: 0 picks 8 on the
+  // GPU (whose ids are identical to stepping one position at a time) and 1 on the CPU (where a pass
+  // of several rows may round differently).
   int draft_rows = 0;
   static constexpr int kMaxDraftRows = 32;  // the most draft_rows may ask for
   // Sessions and transcriptions in progress at once. 0: no limit. N: one more live session is

@@ -1,10 +1,28 @@
 #include "audio/sndfile_source.h"
 
+#include <algorithm>
+#include <cctype>
 #include <system_error>
 
 #include "common/error.h"
 
 namespace voxrt {
+namespace {
+
+// Why sf_open refused an existing regular file, in words that fit. libsndfile takes a file named
+// .mp3 (or one it cannot place that starts like MPEG audio) for MP3, and when that fails it says
+// "File does not exist or is not a regular file (possibly a pipe?)", which is true of neither.
+std::string open_failure(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string said = sf_strerror(nullptr);
+  if (ext == ".mp3") return "not a readable MP3 file (no MPEG audio frames in it), nor another audio format";
+  if (sf_error(nullptr) == SF_ERR_UNRECOGNISED_FORMAT || said.starts_with("File does not exist"))
+    return "not an audio file (none of the formats libsndfile reads: WAV, FLAC, Ogg/Vorbis, Opus, MP3, AIFF, ...)";
+  return said;
+}
+
+}  // namespace
 
 SndfileSource::SndfileSource(const std::filesystem::path& path) : path_(path) {
   const std::string where = path.string();
@@ -12,7 +30,7 @@ SndfileSource::SndfileSource(const std::filesystem::path& path) : path_(path) {
   if (!std::filesystem::exists(path, ec)) throw Error(where + ": no such file");
   if (std::filesystem::is_directory(path, ec)) throw Error(where + ": is a directory, not an audio file");
   file_.reset(sf_open(where.c_str(), SFM_READ, &info_));
-  if (!file_) throw Error(where + ": cannot decode audio: " + sf_strerror(nullptr));
+  if (!file_) throw Error(where + ": cannot decode audio: " + open_failure(path));
   check(info_.samplerate >= kMinSampleRate && info_.samplerate <= kMaxSampleRate, where,
         "sample rate " + std::to_string(info_.samplerate) + " Hz is outside the " + std::to_string(kMinSampleRate) +
             " to " + std::to_string(kMaxSampleRate) + " Hz this engine reads");

@@ -7,12 +7,12 @@
 
 namespace voxrt {
 
-WavFileWriter::WavFileWriter(const std::filesystem::path& path, int sample_rate) : path_(path) {
+WavFileWriter::WavFileWriter(const std::filesystem::path& path, int sample_rate, int sndfile_format) : path_(path) {
   check(sample_rate > 0, path.string(), "invalid sample rate " + std::to_string(sample_rate));
   SF_INFO info{};
   info.samplerate = sample_rate;
   info.channels = 1;
-  info.format = SF_FORMAT_WAV | SF_FORMAT_FLOAT;
+  info.format = sndfile_format;
   file_.reset(sf_open(path.c_str(), SFM_WRITE, &info));
   if (!file_) throw Error(path.string() + ": cannot write audio: " + sf_strerror(nullptr));
 }

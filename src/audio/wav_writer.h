@@ -1,5 +1,6 @@
 // Writing mono 32-bit float WAV block by block (what `voxrt decode-audio` produces: the exact
-// samples the engine hears), so that the output of a file of hours never sits in memory whole.
+// samples the engine hears), so that the output of a file of hours never sits in memory whole; or,
+// given a libsndfile format, another container (decode-audio heard.flac).
 #pragma once
 
 #include <sndfile.h>
@@ -14,7 +15,7 @@ namespace voxrt {
 class WavFileWriter {
  public:
   // Creates (or truncates) the file. Throws voxrt::Error("<path>: cannot write audio: ...").
-  WavFileWriter(const std::filesystem::path& path, int sample_rate);
+  WavFileWriter(const std::filesystem::path& path, int sample_rate, int sndfile_format = SF_FORMAT_WAV | SF_FORMAT_FLOAT);
   // Closes the file if close() was not called (an error path: nothing is checked or thrown then).
   ~WavFileWriter();
   WavFileWriter(const WavFileWriter&) = delete;

@@ -221,7 +221,6 @@ void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure load, per-step and offline speed against the hardware floor");
   add_engine_options(cmd, args->engine);
-  add_gpus_option(cmd, args->engine);
   add_delay_option(cmd, args->delay_ms);
   cmd->add_option("--audio", args->audio,
                   "Speech to tile into the offline inputs (default: jfk.wav next to the program, else generated)");
@@ -252,6 +251,7 @@ void add_bench_command(CLI::App& app) {
   add_capacity_options(cmd, args->engine,
                        "Caches for this many sessions, allocated at load, on each device (default with --streams N or "
                        "--offline-batch B: N or B, shared evenly by the --gpus)");
+  add_gpus_option(cmd, args->engine);
   cmd->add_flag("--aligned-arrivals", args->aligned_arrivals,
                 "With --streams: every stream's 80 ms chunks arrive at the same instant (default: spread over the 80 ms)");
   cmd->add_flag("--find-capacity", args->find_capacity,

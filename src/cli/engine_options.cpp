@@ -1,6 +1,7 @@
 #include "cli/engine_options.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -115,11 +116,14 @@ std::vector<int> parse_gpus(const std::string& text, int cuda_devices) {
 }
 
 void add_gpus_option(CLI::App* cmd, EngineArgs& a) {
+  // The capacity options are named only where the command has them (transcribe has not).
+  const bool capacity = cmd->get_option_no_throw("--max-memory") != nullptr;
   cmd->add_option_function<std::string>(
       "--gpus", [&a](const std::string& v) { a.gpus = parse_gpus(v, cuda_device_count()); },
-      "Spread the work over several devices: all, a count N (devices 0..N-1; on the CPU, N copies of the model), or "
-      "indices such as 0,2,3. The checkpoint is read once; each device holds a copy of the weights and its own "
-      "--max-memory / --max-sessions, and each new session or file goes to the one with the fewest sessions, then the most free cache");
+      std::string("Spread the work over several devices: all, a count N (devices 0..N-1; on the CPU, N copies of the model), or "
+                  "indices such as 0,2,3. The checkpoint is read once; each device holds a copy of the weights") +
+          (capacity ? " and its own --max-memory / --max-sessions" : "") +
+          ", and each new session or file goes to the one with the fewest sessions, then the most free cache");
 }
 
 void add_capacity_options(CLI::App* cmd, EngineArgs& a, const std::string& sessions_help) {
@@ -139,8 +143,18 @@ void add_capacity_options(CLI::App* cmd, EngineArgs& a, const std::string& sessi
 }
 
 void add_delay_option(CLI::App* cmd, int& delay_ms) {
-  cmd->add_option_function<int>(
-      "--delay-ms", [&delay_ms](const int& v) { check_delay(v); delay_ms = v; },
+  // Read as a number, so that 2400.0 (a value a script computed) is 2400; 2400.5 is no delay.
+  cmd->add_option_function<double>(
+      "--delay-ms",
+      [&delay_ms](const double& v) {
+        if (!(std::abs(v) < 1e9) || v != std::floor(v)) {
+          char text[64];
+          std::snprintf(text, sizeof text, "%g", v);
+          throw UsageError(std::string("--delay-ms ") + text + ": expected a whole number of milliseconds");
+        }
+        check_delay(static_cast<int>(v));
+        delay_ms = static_cast<int>(v);
+      },
       "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
 }
 
@@ -152,6 +166,13 @@ void check_engine_args(const EngineArgs& a) {
     throw UsageError("--layout " + a.layout + ": expected auto, mistral or hf");
   if (a.kv_cache != "auto" && a.kv_cache != "bf16" && a.kv_cache != "fp8")
     throw UsageError("--kv " + a.kv_cache + ": expected auto, bf16 or fp8");
+  // The CPU keeps its caches in fp32: name the option rather than let the engine name its field.
+  if (a.kv_cache != "auto" && (a.device == "cpu" || (a.device == "auto" && cuda_device_count() == 0))) {
+    const std::string why = "--kv " + a.kv_cache + ": the key/value cache storage is a GPU option; the CPU keeps fp32 caches " +
+                            "(leave --kv out" + (a.device == "cpu" ? ")" : ", or run on a GPU)");
+    if (a.device == "cpu") throw UsageError(why);  // two options that do not go together
+    throw Error(why + ": no CUDA device found");
+  }
   if (a.gpu < 0) throw UsageError("--gpu " + std::to_string(a.gpu) + ": expected a device index, 0 or more");
   if (a.max_sessions < 0)
     throw UsageError("--max-sessions " + std::to_string(a.max_sessions) + ": expected 0 (no limit) or more");

@@ -40,7 +40,8 @@ void add_capacity_options(CLI::App* cmd, EngineArgs& args, const std::string& se
 // otherwise.
 void parse_max_memory(const std::string& text, EngineArgs& args);
 
-// --gpus all|N|LIST (serve, transcribe): the devices sessions and files are spread over.
+// --gpus all|N|LIST (serve, transcribe): the devices sessions and files are spread over. Added after
+// add_capacity_options where a command has both (its help names them).
 void add_gpus_option(CLI::App* cmd, EngineArgs& args);
 // --gpus's value: "all" (every CUDA device; cuda_devices of them), "N" (devices 0 .. N-1; on the CPU, N
 // copies of the model) or "0,2,3" (those). UsageError naming --gpus otherwise.

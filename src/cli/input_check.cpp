@@ -23,19 +23,23 @@ void check_audio_input(const std::string& path, bool open_as_audio) {
   if (open_as_audio && std::filesystem::is_regular_file(status)) AudioFileReader probe(path);
 }
 
-void check_audio_inputs(const std::vector<std::string>& paths) {
-  int bad = 0;
+std::vector<std::string> readable_audio_inputs(const std::vector<std::string>& paths,
+                                               const std::function<void(const std::string&)>& check) {
+  if (paths.size() == 1) {
+    check(paths[0]);
+    return paths;
+  }
+  std::vector<std::string> readable;
   for (const std::string& p : paths) {
     try {
-      check_audio_input(p);
+      check(p);
+      readable.push_back(p);
     } catch (const Error& e) {
-      if (bad++ == 0 && paths.size() == 1) throw;
       std::cerr << "voxrt: error: " << e.what() << "\n";
     }
   }
-  if (bad > 0)
-    throw Error(std::to_string(bad) + " of " + std::to_string(paths.size()) +
-                " inputs cannot be read; nothing was transcribed");
+  if (readable.empty()) throw Error("none of the " + std::to_string(paths.size()) + " inputs can be read");
+  return readable;
 }
 
 }  // namespace voxrt::cli

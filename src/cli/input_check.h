@@ -2,6 +2,7 @@
 // typo in a file name must cost nothing.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,14 @@ namespace voxrt::cli {
 // regular file) does not open as audio.
 // open_as_audio false: headerless PCM (stream --raw), which libsndfile cannot open.
 void check_audio_input(const std::string& path, bool open_as_audio = true);
-// Checks them all; reports each bad one as "voxrt: error: ..." on stderr and then throws one Error
-// saying how many were bad, so that the user sees every typo at once.
-void check_audio_inputs(const std::vector<std::string>& paths);
+// Checks them all and returns those that open as audio, in their order. Of several inputs, each bad
+// one is reported as "voxrt: error: ..." on stderr (the others still run: one corrupt file in a
+// folder must not cost the rest); an Error is thrown only when none is readable, or, for a single
+// input, with that input's own message.
+// `check` checks one input (check_audio_input by default; transcribe's looks at standard input's
+// copy for "-").
+std::vector<std::string> readable_audio_inputs(
+    const std::vector<std::string>& paths,
+    const std::function<void(const std::string&)>& check = [](const std::string& p) { check_audio_input(p); });
 
 }  // namespace voxrt::cli

@@ -10,6 +10,7 @@
 int main(int argc, char** argv) {
   voxrt::cli::set_program_path(argc > 0 ? argv[0] : nullptr);
   CLI::App app{"voxrt: Voxtral Realtime speech-to-text"};
+  app.name("voxrt");  // in the help's usage line, which `voxrt` alone prints before any parse names it
   app.require_subcommand(1);
   app.set_version_flag("--version", "voxrt 0.1.0");
   voxrt::cli::add_transcribe_command(app);
@@ -18,5 +19,6 @@ int main(int argc, char** argv) {
   voxrt::cli::add_pull_command(app);
   voxrt::cli::add_decode_audio_command(app);
   voxrt::cli::add_bench_command(app);
+  voxrt::cli::add_help_command(app);
   return voxrt::cli::run_command_line(app, argc, argv);
 }

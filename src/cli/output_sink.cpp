@@ -46,6 +46,10 @@ std::unique_ptr<OutputSink> OutputSink::standard_output() {
   return std::unique_ptr<OutputSink>(new OutputSink(STDOUT_FILENO, "standard output", {}, {}, false));
 }
 
+std::unique_ptr<OutputSink> OutputSink::standard_output_or_file(const std::string& name) {
+  return name.empty() || name == "-" ? standard_output() : file(name);
+}
+
 std::unique_ptr<OutputSink> OutputSink::file(const std::filesystem::path& path) {
   const std::string name = path.string();
   struct stat st {};

@@ -28,6 +28,8 @@ class OutputSink {
   // renamed over `path` by commit(); anything else that exists (a device such as /dev/null, a FIFO)
   // is written directly, since it cannot be replaced. Throws Error if the temporary cannot be made.
   static std::unique_ptr<OutputSink> file(const std::filesystem::path& path);
+  // What -o NAME means: standard output for "" (not given) and "-" (the usual name for it), else file(NAME).
+  static std::unique_ptr<OutputSink> standard_output_or_file(const std::string& name);
 
   ~OutputSink();  // a file not committed: its temporary is removed, the target left as it was
   OutputSink(const OutputSink&) = delete;

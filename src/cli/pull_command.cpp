@@ -1,4 +1,6 @@
 // voxrt pull [REPO] [--dir DIR] [--endpoint URL] [--layout mistral|hf]
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 
@@ -27,6 +29,13 @@ std::vector<std::string> layout_files(const std::string& layout) {
   throw UsageError("--layout " + layout + ": expected mistral or hf");
 }
 
+// The hub is spoken to over HTTP(S) only: another scheme (ftp://, a bare host name) is a mistake
+// in the command line, found before anything is asked of the network.
+void check_endpoint(const std::string& endpoint) {
+  if (endpoint.empty() || endpoint.starts_with("http://") || endpoint.starts_with("https://")) return;
+  throw UsageError("--endpoint " + endpoint + ": expected an http:// or https:// address (e.g. https://hf-mirror.com)");
+}
+
 }  // namespace
 
 std::filesystem::path resolve_model_dir(const std::string& model_option) {
@@ -47,16 +56,20 @@ void add_pull_command(CLI::App& app) {
   cmd->add_option("--revision", args->revision, "Branch, tag or commit")->capture_default_str();
   cmd->add_option("--layout", args->layout, "Files to fetch: mistral (params.json + consolidated.safetensors) or hf")
       ->capture_default_str();
-  cmd->add_flag("--quiet,-q", args->quiet, "No progress bar");
+  cmd->add_flag("--quiet,-q", args->quiet, "No messages on standard error (errors excepted)");
   cmd->callback([args] {
     PullOptions o;
     o.files = layout_files(args->layout);  // before anything is asked of the hub
+    check_endpoint(args->endpoint);
     o.repo = args->repo;
     o.dir = args->dir;
     o.endpoint = args->endpoint;
     o.revision = args->revision;
-    o.progress = !args->quiet;
-    const std::filesystem::path dir = pull_model(o, std::cerr);
+    // The bar redraws its line with '\r': in a log (stderr not a terminal) that is noise, and the
+    // per-file lines say what happened.
+    o.progress = !args->quiet && isatty(STDERR_FILENO);
+    std::ostream silent(nullptr);  // -q: the per-file notes go nowhere; errors still throw
+    const std::filesystem::path dir = pull_model(o, args->quiet ? silent : std::cerr);
     std::cout << dir.string() << "\n";
   });
 }

@@ -71,13 +71,14 @@ struct StreamArgs {
 // txt and jsonl are printed as the model decides; json, srt and vtt are the whole transcript at the end.
 enum class StreamFormat { Txt, Jsonl, Json, Srt, Vtt };
 
-StreamFormat parse_stream_format(const std::string& name) {
+StreamFormat parse_stream_format(const std::string& given) {
+  const std::string name = formats::normalized_format_name(given);
   if (name == "txt") return StreamFormat::Txt;
   if (name == "jsonl") return StreamFormat::Jsonl;
   if (name == "json") return StreamFormat::Json;
   if (name == "srt") return StreamFormat::Srt;
   if (name == "vtt") return StreamFormat::Vtt;
-  throw UsageError("--format " + name + ": expected txt, jsonl, json, srt or vtt");
+  throw UsageError("--format " + given + ": expected txt, jsonl, json, srt or vtt");
 }
 
 // ---- stopping: signals, and EOS with --stop-at-eos ----
@@ -299,7 +300,7 @@ void check_args(const StreamArgs& a) {
                        "or name a file");
   } else {
     check_audio_input(a.input, /*open_as_audio=*/a.raw.empty());
-    if (!a.output.empty() && same_file(a.output, a.input)) throw Error("-o " + a.output + ": is the input " + a.input);
+    if (!a.output.empty() && a.output != "-" && same_file(a.output, a.input)) throw Error("-o " + a.output + ": is the input " + a.input);
   }
 }
 
@@ -307,7 +308,7 @@ void run_stream(const StreamArgs& a) {
   check_args(a);
   // Made before the load too, so that an output that cannot be written costs nothing. A file is
   // renamed into place when the stream ends (Ctrl-C included); follow standard output to watch it live.
-  const std::unique_ptr<OutputSink> out = a.output.empty() ? OutputSink::standard_output() : OutputSink::file(a.output);
+  const std::unique_ptr<OutputSink> out = OutputSink::standard_output_or_file(a.output);
   const std::unique_ptr<Engine> engine = load_engine(a.engine);
   // Only now: Ctrl-C during the load keeps its default action (quit at once, nothing to flush yet).
   install_stop_handlers();
@@ -350,7 +351,7 @@ void add_stream_command(CLI::App& app) {
   cmd->add_option("--format,-f", args->format,
                   "Output: txt (text as it comes), jsonl (one event per line), or at the end json, srt or vtt")
       ->capture_default_str();
-  cmd->add_option("--output,-o", args->output, "Write to FILE (renamed into place when the stream ends) instead of standard output");
+  cmd->add_option("--output,-o", args->output, "Write to FILE (renamed into place when the stream ends) instead of standard output (- is standard output)");
   cmd->add_option("--raw", args->raw, "Headerless PCM input of this sample type: s16le, s32le, f32le, f16le, mulaw or alaw (default: WAV)");
   cmd->add_option("--rate", args->rate, "Sample rate of --raw input in Hz (resampled to 16000)")
       ->capture_default_str();

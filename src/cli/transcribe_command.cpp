@@ -1,11 +1,12 @@
 // voxrt transcribe [--model DIR] [--delay-ms N] [-f txt|json|srt|vtt[,...]] [-o FILE | --output-dir DIR]
 //                  [--max-line-chars N] [--max-cue-seconds S] [--timestamps] [--batch N]
-//                  [--input-list FILE] AUDIO|DIR...
+//                  [--input-list FILE] AUDIO|DIR|-...
 //
 // Every value and every input is checked before the model loads. Several inputs are transcribed
 // side by side (Engine::transcribe_each: their steps share the model's passes) and written in input
 // order as they finish. Outputs are written through OutputSink: checked writes, files renamed into
-// place only when complete. One input failing does not stop the others; the exit status is then 1.
+// place only when complete. One input failing (unreadable before the load, or failing while it is
+// transcribed) does not stop the others; each is named on stderr and the exit status is then 1.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -13,12 +14,14 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/engine_options.h"
 #include "cli/input_check.h"
 #include "cli/output_sink.h"
+#include "cli/stdin_audio.h"
 #include "cli/usage.h"
 #include "common/error.h"
 #include "formats/output_formats.h"
@@ -80,10 +83,14 @@ struct OutputPlan {
   std::vector<Format> formats;
   // --output-dir: each input's files, one per format, in the order of `formats`.
   std::map<std::string, std::vector<std::filesystem::path>> files;
+  // Several inputs given in txt to one output: each transcript headed by its input's name (decided
+  // on the inputs given, so that the output's shape does not depend on which of them can be read).
+  bool txt_headers = false;
 };
 
 std::filesystem::path output_file_for(const std::string& dir, const std::string& input, Format f) {
-  return std::filesystem::path(dir) / (std::filesystem::path(input).stem().string() + "." + format_extension(f));
+  const std::string stem = input == kStdinInput ? "stdin" : std::filesystem::path(input).stem().string();
+  return std::filesystem::path(dir) / (stem + "." + format_extension(f));
 }
 
 OutputPlan plan_outputs(const TranscribeArgs& a) {
@@ -103,6 +110,7 @@ OutputPlan plan_outputs(const TranscribeArgs& a) {
       throw UsageError("--format " + a.format + " with " + std::to_string(a.inputs.size()) +
                        " inputs: one subtitle file holds one input; use --output-dir DIR for a file per input");
   }
+  plan.txt_headers = several_inputs && a.output_dir.empty() && plan.formats[0] == Format::Txt;
   if (a.render.timestamps && std::find(plan.formats.begin(), plan.formats.end(), Format::Txt) == plan.formats.end())
     throw UsageError("--timestamps applies to --format txt (json, srt and vtt always carry times)");
   if (a.render.max_line_chars < 10 || a.render.max_line_chars > 1000)
@@ -131,7 +139,7 @@ OutputPlan plan_outputs(const TranscribeArgs& a) {
 // Refuses an output that is one of the inputs: transcribing talk.wav into talk.wav destroys it.
 void check_outputs_spare_inputs(const TranscribeArgs& a, const OutputPlan& plan) {
   for (const std::string& input : a.inputs) {
-    if (!a.output.empty() && same_file(a.output, input)) throw Error("-o " + a.output + ": is the input " + input);
+    if (!a.output.empty() && a.output != "-" && same_file(a.output, input)) throw Error("-o " + a.output + ": is the input " + input);
     for (const auto& [owner, files] : plan.files)
       for (const std::filesystem::path& f : files)
         if (same_file(f, input)) throw Error(f.string() + ": is the input " + input + "; it would be overwritten");
@@ -140,7 +148,7 @@ void check_outputs_spare_inputs(const TranscribeArgs& a, const OutputPlan& plan)
 
 // `voxrt transcribe a.wav b.wav` in txt: a header per input, the convention of head(1) and tail(1).
 std::string with_header(const std::string& input, const std::string& doc, bool first) {
-  return (first ? "" : "\n") + std::string("==> ") + input + " <==\n" + doc;
+  return (first ? "" : "\n") + std::string("==> ") + (input == kStdinInput ? kStdinName : input) + " <==\n" + doc;
 }
 
 void report_empty(const TranscribeArgs& a, const std::string& input, const Transcript& t) {
@@ -148,7 +156,7 @@ void report_empty(const TranscribeArgs& a, const std::string& input, const Trans
     std::cerr << "voxrt: " << input << ": no audio (0 samples): the transcript is empty\n";
 }
 
-Transcript transcribe_one(Engine& engine, const TranscribeArgs& a, const std::string& input) {
+Transcript transcribe_one(Engine& engine, const TranscribeArgs& a, const std::string& input, const std::string& path) {
   TranscribeOptions to;
   to.delay_ms = a.delay_ms;
   auto progress = std::make_shared<ProgressLine>(input, false);
@@ -157,7 +165,7 @@ Transcript transcribe_one(Engine& engine, const TranscribeArgs& a, const std::st
     if (done == 1 && total / 12.5 > kProgressMinSeconds && !a.engine.quiet) *progress = ProgressLine(input, true);
     progress->update(done, total);
   };
-  Transcript t = engine.transcribe_file(input, to);
+  Transcript t = engine.transcribe_file(path, to);
   progress->finish();
   report_empty(a, input, t);
   return t;
@@ -195,6 +203,10 @@ void expand_inputs(TranscribeArgs& a) {
     if (in.bad()) throw Error("--input-list " + a.input_list + ": read failed");
   }
   listed.insert(listed.end(), a.inputs.begin(), a.inputs.end());
+  const auto stdin_inputs = std::count(listed.begin(), listed.end(), std::string(kStdinInput));
+  if (stdin_inputs > 1) throw UsageError("- (standard input) is given " + std::to_string(stdin_inputs) + " times");
+  if (stdin_inputs > 0 && a.input_list == "-")
+    throw UsageError("--input-list - and the input -: standard input holds one of them, not both");
   std::vector<std::string> inputs;
   for (const std::string& input : listed) {
     std::error_code ec;
@@ -219,7 +231,7 @@ void expand_inputs(TranscribeArgs& a) {
 class TranscriptWriter {
  public:
   TranscriptWriter(const TranscribeArgs& a, const OutputPlan& plan, OutputSink* shared)
-      : a_(a), plan_(plan), shared_(shared), headers_(a.inputs.size() > 1 && plan.formats[0] == Format::Txt) {}
+      : a_(a), plan_(plan), shared_(shared), headers_(plan.txt_headers) {}
   void write(const std::string& input, const Transcript& t) {
     if (shared_) {
       const std::string doc = render(t, plan_.formats[0], input, a_.render);
@@ -246,13 +258,26 @@ class TranscriptWriter {
 
 void run_transcribe(TranscribeArgs a) {
   expand_inputs(a);
-  if (a.batch < 0 || a.batch > kMaxBatch)
-    throw UsageError("--batch " + std::to_string(a.batch) + ": expected 1 to " + std::to_string(kMaxBatch));
   // Everything that can be checked is, before the model loads.
   const OutputPlan plan = plan_outputs(a);
   check_engine_args(a.engine);
-  check_audio_inputs(a.inputs);
   check_outputs_spare_inputs(a, plan);
+  // `-`: standard input, copied to a temporary file first (stdin_audio.h), and named as itself.
+  std::optional<StdinAudio> stdin_audio;
+  if (std::find(a.inputs.begin(), a.inputs.end(), kStdinInput) != a.inputs.end()) stdin_audio.emplace();
+  const auto path_of = [&](const std::string& input) { return input == kStdinInput ? stdin_audio->path().string() : input; };
+  const auto named = [&](const std::string& message) { return stdin_audio ? stdin_audio->named(message) : message; };
+  // Unreadable inputs are reported now and left out; the others run, and the exit status says 1.
+  const std::vector<std::string> readable = readable_audio_inputs(a.inputs, [&](const std::string& input) {
+    try {
+      check_audio_input(path_of(input));
+    } catch (const Error& e) {
+      throw Error(named(e.what()));
+    }
+  });
+  int failed = static_cast<int>(a.inputs.size() - readable.size());
+  const size_t given = a.inputs.size();
+  a.inputs = readable;
   if (!a.output_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(a.output_dir, ec);
@@ -262,21 +287,22 @@ void run_transcribe(TranscribeArgs a) {
   // -o FILE and standard output take every input's document; --output-dir a file per input and
   // format. Opened before the load, so that an output that cannot be made costs nothing.
   std::unique_ptr<OutputSink> shared;
-  if (a.output_dir.empty()) shared = a.output.empty() ? OutputSink::standard_output() : OutputSink::file(a.output);
+  if (a.output_dir.empty()) shared = OutputSink::standard_output_or_file(a.output);
   std::unique_ptr<Engine> engine = load_engine(a.engine);
 
   TranscriptWriter writer(a, plan, shared.get());
   if (a.inputs.size() == 1) {
     try {
-      writer.write(a.inputs[0], transcribe_one(*engine, a, a.inputs[0]));
+      writer.write(a.inputs[0], transcribe_one(*engine, a, a.inputs[0], path_of(a.inputs[0])));
     } catch (const WriteError&) {
       throw;
     } catch (const std::exception& e) {
-      std::cerr << "voxrt: error: " << e.what() << "\n";
-      set_exit_status(kExitFailure);
+      std::cerr << "voxrt: error: " << named(e.what()) << "\n";
+      ++failed;
     }
   } else {
-    const std::vector<std::filesystem::path> files(a.inputs.begin(), a.inputs.end());
+    std::vector<std::filesystem::path> files;
+    for (const std::string& input : a.inputs) files.push_back(path_of(input));
     TranscribeOptions to;
     to.delay_ms = a.delay_ms;
     // A WriteError from the writer stops the run: everything after it would be lost too.
@@ -285,8 +311,8 @@ void run_transcribe(TranscribeArgs a) {
         [&](BatchItem& item) {
           const std::string& input = a.inputs[item.index];
           if (!item.ok()) {
-            std::cerr << "voxrt: error: " << item.error << "\n";
-            set_exit_status(kExitFailure);
+            std::cerr << "voxrt: error: " << named(item.error) << "\n";
+            ++failed;
             return;
           }
           report_empty(a, input, item.transcript);
@@ -296,6 +322,11 @@ void run_transcribe(TranscribeArgs a) {
   }
   // A run whose inputs all failed leaves an existing -o FILE as it was.
   if (shared && writer.written() > 0) shared->commit();
+  if (failed > 0) {
+    set_exit_status(kExitFailure);
+    if (given > 1)
+      std::cerr << "voxrt: error: " << failed << " of " << given << " inputs failed (named above); the others were transcribed\n";
+  }
 }
 
 }  // namespace
@@ -308,17 +339,27 @@ void add_transcribe_command(CLI::App& app) {
   add_delay_option(cmd, args->delay_ms);
   cmd->add_option("--format,-f", args->format, "Output format: txt, json, srt or vtt; several with --output-dir (srt,vtt,json)")
       ->capture_default_str();
-  cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (replaced only when complete)");
+  cmd->add_option("--output,-o", args->output, "Write to FILE instead of standard output (replaced only when complete; - is standard output)");
   cmd->add_option("--output-dir", args->output_dir, "Write one file per input and format into DIR, named after the input (talk.flac -> DIR/talk.srt)");
   cmd->add_option("--max-line-chars", args->render.max_line_chars, "srt/vtt: characters per subtitle line (2 lines a cue at most)")
       ->capture_default_str();
   cmd->add_option("--max-cue-seconds", args->render.max_cue_seconds, "srt/vtt: seconds a subtitle stays on screen at most")
       ->capture_default_str();
   cmd->add_flag("--timestamps", args->render.timestamps, "txt: one line per subtitle cue, with its start and end ([00:00:01.200 --> 00:00:03.400] text)");
-  cmd->add_option("--batch", args->batch,
-                  "Files transcribed side by side, their steps sharing the model's passes (default: 16 on the GPU, 1 on the CPU)");
+  // Checked as it is parsed, like --threads: 0 stays "not given" inside, and a 0 given is refused
+  // (it would mean "the default", which leaving the option out already says).
+  cmd->add_option_function<int>(
+      "--batch",
+      [args](const int& v) {
+        if (v < 1 || v > kMaxBatch)
+          throw UsageError("--batch " + std::to_string(v) + ": expected 1 to " + std::to_string(kMaxBatch));
+        args->batch = v;
+      },
+      "Files transcribed side by side, 1 to " + std::to_string(kMaxBatch) +
+          ", their steps sharing the model's passes (default: 16 on the GPU, 1 on the CPU)");
   cmd->add_option("--input-list", args->input_list, "Also transcribe the files listed in FILE, one per line (- for standard input)");
-  cmd->add_option("audio", args->inputs, "Audio files (WAV, FLAC, OGG/Opus, MP3; any rate, any channels), or directories of them");
+  cmd->add_option("audio", args->inputs,
+                  "Audio files (WAV, FLAC, OGG/Opus, MP3; any rate, any channels), directories of them, or - for standard input");
   cmd->callback([args] { run_transcribe(*args); });
 }
 

@@ -22,6 +22,9 @@ class UsageError : public Error {
   using Error::Error;
 };
 
+// `voxrt help [COMMAND]`: the help of voxrt or of one command. Added after the other commands.
+void add_help_command(CLI::App& app);
+
 // Parses argv with `app` (whose subcommands run in their callbacks) and turns every outcome into
 // the exit status above, printing the message in the one style.
 int run_command_line(CLI::App& app, int argc, char** argv);

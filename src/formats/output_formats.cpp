@@ -1,6 +1,7 @@
 #include "formats/output_formats.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -10,12 +11,20 @@
 
 namespace voxrt::formats {
 
-Format parse_format(const std::string& name) {
+std::string normalized_format_name(std::string_view name) {
+  const size_t first = name.find_first_not_of(" \t"), last = name.find_last_not_of(" \t");
+  std::string out(first == std::string_view::npos ? std::string_view{} : name.substr(first, last - first + 1));
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+Format parse_format(const std::string& given) {
+  const std::string name = normalized_format_name(given);
   if (name == "txt") return Format::Txt;
   if (name == "json") return Format::Json;
   if (name == "srt") return Format::Srt;
   if (name == "vtt") return Format::Vtt;
-  throw Error("--format " + name + ": expected txt, json, srt or vtt");
+  throw Error("--format " + given + ": expected txt, json, srt or vtt");
 }
 
 std::vector<Format> parse_format_list(const std::string& csv) {
@@ -23,7 +32,7 @@ std::vector<Format> parse_format_list(const std::string& csv) {
   size_t begin = 0;
   while (true) {
     const size_t comma = std::min(csv.find(',', begin), csv.size());
-    const std::string name = csv.substr(begin, comma - begin);
+    const std::string name = normalized_format_name(csv.substr(begin, comma - begin));
     if (name.empty()) throw Error("--format " + csv + ": empty format name; expected e.g. srt,vtt,json");
     const Format f = parse_format(name);
     if (std::find(formats.begin(), formats.end(), f) != formats.end())
@@ -84,6 +93,20 @@ std::string render_json(const Transcript& t, const std::string& source) {
 
 CueLimits cue_limits(const RenderOptions& o) { return {o.max_line_chars, o.max_cue_seconds}; }
 
+// WebVTT cue text is markup: '&' and '<' start escapes and tags, and "-->" ends a cue's text where a
+// parser expects timings. The spec's escapes for all three ('>' too, so no "-->" survives).
+std::string webvtt_escaped(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '&') out += "&amp;";
+    else if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else out += c;
+  }
+  return out;
+}
+
 std::string render_cues(const Transcript& t, bool vtt, const RenderOptions& o) {
   const char sep = vtt ? '.' : ',';
   std::string out = vtt ? "WEBVTT\n\n" : "";
@@ -91,7 +114,7 @@ std::string render_cues(const Transcript& t, bool vtt, const RenderOptions& o) {
   for (const Cue& c : build_cues(t, cue_limits(o))) {
     if (!vtt) out += std::to_string(++n) + "\n";
     out += timestamp(c.start, sep) + " --> " + timestamp(c.end, sep) + "\n";
-    for (const std::string& line : c.lines) out += line + "\n";
+    for (const std::string& line : c.lines) out += (vtt ? webvtt_escaped(line) : line) + "\n";
     out += "\n";
   }
   return out;

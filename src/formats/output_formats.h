@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "voxrt/voxrt.h"
@@ -17,7 +18,10 @@ struct RenderOptions {
   bool timestamps = false;       // txt: one line per cue, prefixed "[00:00:01.240 --> 00:00:03.600]"
 };
 
-Format parse_format(const std::string& name);  // throws voxrt::Error for unknown names
+// A format name as typed, as the parsers compare it: without surrounding blanks, in lower case
+// ("-f SRT", "-f 'srt, vtt'").
+std::string normalized_format_name(std::string_view name);
+Format parse_format(const std::string& name);  // any case; throws voxrt::Error for unknown names
 // "-f srt,vtt,json": each name once, in the given order; throws voxrt::Error naming --format for an
 // unknown, empty or repeated name.
 std::vector<Format> parse_format_list(const std::string& csv);

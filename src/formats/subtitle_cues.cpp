@@ -1,6 +1,7 @@
 #include "formats/subtitle_cues.h"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "common/error.h"
@@ -95,6 +96,63 @@ bool ends_sentence(const std::string& word) {
   return last == '.' || last == '?' || last == '!';
 }
 
+// Cues shorter than min_seconds start earlier, from the last back (each cue ends by the next one's
+// start, within `limit`, the end of the audio). False when the audio is too short for that: a cue
+// would start before 0.
+bool cues_fit_backward(std::vector<Cue>& cues, double limit, double min_seconds) {
+  bool fits = true;
+  for (size_t i = cues.size(); i-- > 0;) {
+    Cue& c = cues[i];
+    c.start = std::min(c.start, limit);
+    c.end = std::min(std::max(c.end, c.start + min_seconds), limit);
+    if (c.end - c.start < min_seconds) c.start = c.end - min_seconds;
+    if (c.start < 0) {
+      c.start = 0;
+      fits = false;
+    }
+    limit = c.start;
+  }
+  return fits;
+}
+
+// Times every cue so that a player shows it: at least min_seconds on screen, never overlapping the
+// next cue, within the audio. Word times can overlap by a step (a token holding the end of one word
+// and the start of the next), and the words the model says after the audio has ended are timed at
+// its end, so the last cue can start where the audio ends: left as it is, it lasts 0 s, and players
+// never show a cue of 0 s.
+//
+// A short cue first grows forward, up to the next cue's start and the end of the audio. Where that
+// leaves it short (the last words of the audio, or a cue the next follows at once), it starts
+// earlier instead, taking time from the end of the cue before it (which is shortened in its turn,
+// and so on back): showing words a little before they are heard is what subtitles often do anyway,
+// while showing them past the end of the audio is showing them never (a player stops at the end).
+// Where the audio is too short for every cue to get min_seconds so (speech denser than a cue a
+// second), every cue gets the most that fits for all: the largest equal minimum, found by bisection.
+void fit_cue_times(std::vector<Cue>& cues, double duration, double min_seconds) {
+  const bool bounded = duration > 0;  // a transcript made by hand may not say how long its audio is
+  for (Cue& c : cues)
+    if (bounded) c.start = std::min(c.start, duration);
+  const double limit = bounded ? duration : std::numeric_limits<double>::infinity();
+  const std::vector<Cue> given = cues;
+  if (cues_fit_backward(cues, limit, min_seconds)) return;
+  double fits = 0, fails = min_seconds;
+  for (int i = 0; i < 50; ++i) {
+    const double mid = (fits + fails) / 2;
+    std::vector<Cue> trial = given;
+    (cues_fit_backward(trial, limit, mid) ? fits : fails) = mid;
+  }
+  cues = given;
+  cues_fit_backward(cues, limit, fits);
+  // Cues that still have no time (all of them at one instant, at the start of the audio): one
+  // after the other from there, each min_seconds, since a cue past the end beats one never shown.
+  double previous_end = 0;
+  for (Cue& c : cues) {
+    c.start = std::max(c.start, previous_end);
+    if (c.end <= c.start) c.end = c.start + min_seconds;
+    previous_end = c.end;
+  }
+}
+
 }  // namespace
 
 std::vector<Cue> build_cues(const Transcript& t, const CueLimits& limits) {
@@ -127,17 +185,7 @@ std::vector<Cue> build_cues(const Transcript& t, const CueLimits& limits) {
   }
   close();
 
-  // Word times can overlap by a step (a token holding the end of one word and the start of the
-  // next); a cue never outlasts the next one's start nor the audio.
-  for (size_t i = 0; i < cues.size(); ++i) {
-    Cue& c = cues[i];
-    if (t.duration > 0) {
-      c.start = std::min(c.start, t.duration);
-      c.end = std::min(c.end, t.duration);
-    }
-    if (i + 1 < cues.size()) c.end = std::min(c.end, cues[i + 1].start);
-    c.end = std::max(c.end, c.start);
-  }
+  fit_cue_times(cues, t.duration, std::min(kMinCueSeconds, limits.max_cue_seconds));
   return cues;
 }
 

@@ -23,12 +23,17 @@ struct CueLimits {
 };
 
 struct Cue {
-  double start = 0, end = 0;       // times of its words; end <= the next cue's start, within the audio
+  // Times of its words, made readable: end - start >= kMinCueSeconds where the audio has room (and
+  // always > 0), end <= the next cue's start, within the audio unless it is too short to hold them.
+  double start = 0, end = 0;
   std::vector<Word> words;
   std::vector<std::string> lines;  // one or two: the words joined by single spaces
 };
 
 inline constexpr double kPauseSeconds = 2.0;
+// The least time a cue stays on screen (or max_cue_seconds if that is less): about what subtitling
+// guidelines give a viewer to notice a cue and read a short line (some say 5/6 s, most about 1 s).
+inline constexpr double kMinCueSeconds = 1.0;
 
 // Throws voxrt::Error for limits that cannot hold a cue (max_line_chars < 1, max_cue_seconds <= 0).
 // Uses t.words; a transcript without them (made by hand) takes its segments' words, or their text

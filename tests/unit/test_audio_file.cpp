@@ -192,6 +192,22 @@ TEST(AudioFile, GarbageBytesThrow) {
   expect_error_containing([&] { voxrt::read_audio_file(p); }, p.string());
 }
 
+// A file named .mp3 that holds no MP3 (issue 33): libsndfile said "File does not exist or is not a
+// regular file (possibly a pipe?)"; the message says what the file is not.
+TEST(AudioFile, NotAnMp3NamedMp3IsSaidToBeNoReadableMp3) {
+  TempDir dir;
+  for (const std::string name : {"notes.mp3", "NOTES.MP3"}) {
+    const fs::path p = dir / name;
+    write_bytes(p, "these are notes, not audio\n");
+    expect_error_containing([&] { voxrt::read_audio_file(p); }, p.string() + ": cannot decode audio: not a readable MP3 file");
+    try {
+      voxrt::read_audio_file(p);
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).find("does not exist"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(AudioFile, DirectoryThrows) {
   TempDir dir;
   fs::create_directories(dir / "sub.wav");

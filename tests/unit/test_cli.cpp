@@ -133,9 +133,10 @@ TEST(Cli, MissingTokenizerIsNamed) {
   EXPECT_NE(r.err.find("tekken.json"), std::string::npos) << r.err;
 }
 
-// Inputs that do not open as audio are found before the model loads, every one of them named, and
-// then nothing runs: fixing the command line costs no load. (An input that fails while it is
-// transcribed does not stop the others: CliOutputs.OneFailingInputDoesNotStopTheOthers.)
+// Inputs that do not open as audio are found before the model loads, every one of them named; the
+// model loads only when one of them can be read, and the others are transcribed (exit status 1).
+// (An input that fails while it is transcribed does not stop the others either:
+// CliOutputs.OneFailingInputDoesNotStopTheOthers.)
 TEST(Cli, BrokenAudioIsFoundBeforeLoading) {
   testutil::TempDir tmp;
   const fs::path garbage = tmp / "garbage.wav";
@@ -147,9 +148,13 @@ TEST(Cli, BrokenAudioIsFoundBeforeLoading) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("garbage.wav: cannot decode audio"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("empty.flac: cannot decode audio"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("2 of 3 inputs cannot be read; nothing was transcribed"), std::string::npos) << r.err;
-  EXPECT_EQ(r.err.find("loaded "), std::string::npos) << r.err;
-  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("2 of 3 inputs failed"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["file"], audio("speech_short"));
+  const RunResult none = run_voxrt("transcribe -f json --model " + model_dir() + " " + garbage.string() + " " + empty.string());
+  EXPECT_EQ(none.status, 1);
+  EXPECT_NE(none.err.find("none of the 2 inputs can be read"), std::string::npos) << none.err;
+  EXPECT_EQ(none.err.find("loaded "), std::string::npos) << none.err;
+  EXPECT_EQ(none.out, "");
 }
 
 TEST(Cli, MissingModelDirectoryIsExplained) {
@@ -319,8 +324,8 @@ TEST(Cli, BenchStreamsInAMemoryBudget) {
   ASSERT_NO_FATAL_FAILURE(
       run_bench("--streams 1 --stream-seconds 2 --measure-seconds 1 --max-memory 0.01", "live streams of 2 s", j));
   const RunResult r = run_voxrt("bench --model " + model_dir() + " --device cpu --kv fp8 --streams 1");
-  EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("fp8"), std::string::npos) << r.err;
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--kv fp8"), std::string::npos) << r.err;
 }
 
 // --aligned-arrivals: every stream's chunks at the same instant (the worst case), and said so.

@@ -85,13 +85,28 @@ TEST(OutputFormats, TxtWithTimestampsHasOneLinePerCue) {
   EXPECT_EQ(render(hello_world(), Format::Txt, "a.wav", {.timestamps = true}),
             "[00:00:01.240 --> 00:00:03.066]  Hello, world. Bye\n");
   EXPECT_EQ(render(hello_world(), Format::Txt, "a.wav", {.max_line_chars = 6, .timestamps = true}),
-            "[00:00:01.240 --> 00:00:02.400]  Hello, world.\n[00:00:02.800 --> 00:00:03.066]  Bye\n");
+            "[00:00:01.067 --> 00:00:02.067]  Hello, world.\n[00:00:02.067 --> 00:00:03.067]  Bye\n")
+      << "the last cue, 0.27 s long, stays up a second, ending with the audio";
+}
+
+// A transcript holding markup characters: WebVTT escapes them (else "&", "<b>" and "-->" break the
+// file: a parser reads tags, entities and an early end of the cue); srt and txt keep the text as is.
+TEST(OutputFormats, VttEscapesWhatWebVttReadsAsMarkup) {
+  Transcript t;
+  t.duration = 5;
+  t.text = "Tom & Jerry <b>x</b> a-->b";
+  for (const char* w : {"Tom", "&", "Jerry", "<b>x</b>", "a-->b"}) t.words.push_back({0.5 * t.words.size(), 0.5 * t.words.size() + 0.5, w});
+  const std::string vtt = render(t, Format::Vtt, "a.wav");
+  EXPECT_EQ(vtt, "WEBVTT\n\n00:00:00.000 --> 00:00:02.500\nTom &amp; Jerry &lt;b&gt;x&lt;/b&gt; a--&gt;b\n\n");
+  EXPECT_NE(render(t, Format::Srt, "a.wav").find("Tom & Jerry <b>x</b> a-->b\n"), std::string::npos);
 }
 
 TEST(OutputFormats, FormatListsKeepTheirOrder) {
   EXPECT_EQ(parse_format_list("srt,vtt,json"), (std::vector<Format>{Format::Srt, Format::Vtt, Format::Json}));
   EXPECT_EQ(parse_format_list("txt"), std::vector<Format>{Format::Txt});
-  for (const std::string bad : {"srt,srt", "srt,mp3", "", "srt,", ",srt", "SRT"}) {
+  // Any case, blanks after the commas (issue 33: -f SRT and -f "srt, vtt" were refused).
+  EXPECT_EQ(parse_format_list("SRT, Vtt ,json"), (std::vector<Format>{Format::Srt, Format::Vtt, Format::Json}));
+  for (const std::string bad : {"srt,srt", "srt,mp3", "", "srt,", ",srt", "srt, ", "SRT,srt"}) {
     SCOPED_TRACE(bad);
     try {
       parse_format_list(bad);

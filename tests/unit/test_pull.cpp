@@ -21,6 +21,7 @@
 #include "hub/progress.h"
 #include "hub/pull.h"
 #include "hub/sha.h"
+#include "cli_run.h"
 #include "local_http_server.h"
 
 namespace voxrt {
@@ -168,6 +169,16 @@ TEST_F(PullTest, DownloadsAllFilesWithCorrectContents) {
   EXPECT_NE(log_.str().find("consolidated.safetensors: downloaded, sha256 verified"), std::string::npos)
       << log_.str();
   EXPECT_NE(log_.str().find("params.json: downloaded, sha1 verified"), std::string::npos) << log_.str();
+}
+
+// `voxrt pull` with standard error to a file (a log, CI): the per-file lines, and no progress bar
+// whose '\r' redraws would fill the log (issue 33).
+TEST_F(PullTest, TheCommandWritesNoCarriageReturnsIntoALog) {
+  const test::RunResult r = test::run_voxrt("pull " + kRepo + " --endpoint " + server_->url() + " --dir " + model_dir().string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  expect_complete_download();
+  EXPECT_NE(r.err.find("consolidated.safetensors: downloaded"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
 }
 
 TEST_F(PullTest, ResumesAfterInterruptedDownload) {

@@ -81,11 +81,12 @@ void expect_readable(const Transcript& t, const std::vector<Cue>& cues, const Cu
     for (const Word& w : c.words) texts.push_back(w.text);
     EXPECT_EQ(joined(c.lines), joined(texts)) << "lines are the words, broken between them";
     if (c.words.size() > 1) EXPECT_LE(c.words.back().end - c.words.front().start, limits.max_cue_seconds + 1e-9);
-    EXPECT_LE(c.start, c.end);
+    EXPECT_LT(c.start, c.end) << "a cue of 0 s is never shown";
     EXPECT_GE(c.start, 0.0);
     EXPECT_LE(c.end, t.duration);
     if (i + 1 < cues.size()) EXPECT_LE(c.end, cues[i + 1].start);
-    EXPECT_DOUBLE_EQ(c.start, c.words.front().start);
+    // A cue may start before its first word (to get its least time on screen), never after it.
+    EXPECT_LE(c.start, c.words.front().start + 1e-9);
     words.insert(words.end(), c.words.begin(), c.words.end());
   }
   ASSERT_EQ(words.size(), t.words.size()) << "every word in one cue, in order";
@@ -182,6 +183,56 @@ TEST(SubtitleCues, OverlappingWordTimesAndTimesPastTheAudioAreClamped) {
   ASSERT_GT(cues.size(), 1u);
   for (size_t i = 0; i + 1 < cues.size(); ++i) EXPECT_LE(cues[i].end, cues[i + 1].start);
   EXPECT_LE(cues.back().end, 11.9);
+}
+
+// The words said after the audio has ended are timed at its end: their cue used to be
+// "00:00:02,665 --> 00:00:02,665", which players never show. It ends with the audio and starts a
+// second before, the cue before it making room.
+TEST(SubtitleCues, ACueAtTheEndOfTheAudioIsShownForASecondBeforeItsEnd) {
+  const Transcript t = one_segment({{0.0, 2.0, "Hello"}, {2.0, 2.4, "there."}, {2.665, 2.665, "Goodbye"}}, 2.665);
+  const std::vector<Cue> cues = build_cues(t, {10, 7.0});
+  ASSERT_EQ(cues.size(), 2u);
+  EXPECT_DOUBLE_EQ(cues[1].end, 2.665);
+  EXPECT_DOUBLE_EQ(cues[1].start, 2.665 - kMinCueSeconds);
+  EXPECT_DOUBLE_EQ(cues[0].start, 0.0);
+  EXPECT_DOUBLE_EQ(cues[0].end, cues[1].start);
+  EXPECT_EQ(render(t, Format::Srt, "x.wav", {.max_line_chars = 10}),
+            "1\n00:00:00,000 --> 00:00:01,665\nHello\nthere.\n\n2\n00:00:01,665 --> 00:00:02,665\nGoodbye\n\n");
+}
+
+// Several cues' worth of words at the very end: each gets its second, one after the other.
+TEST(SubtitleCues, SeveralCuesAtTheEndOfTheAudioEachGetTheirTime) {
+  std::vector<Word> words = {{0.0, 1.0, "start"}};
+  for (int i = 0; i < 12; ++i) words.push_back({20.0, 20.0, "lastword" + std::to_string(i)});
+  const Transcript t = one_segment(words, 20.0);
+  const std::vector<Cue> cues = build_cues(t, {20, 7.0});
+  ASSERT_GE(cues.size(), 4u);
+  expect_readable(t, cues, {20, 7.0});
+  for (size_t i = 1; i < cues.size(); ++i) EXPECT_NEAR(cues[i].end - cues[i].start, kMinCueSeconds, 1e-9) << i;
+  EXPECT_DOUBLE_EQ(cues.back().end, 20.0);
+}
+
+// A short word before a pause stays up for a second rather than its 80 ms.
+TEST(SubtitleCues, AShortCueBeforeAPauseStaysUpASecond) {
+  const Transcript t = one_segment({{1.0, 1.08, "Yes."}, {5.0, 5.5, "Then"}, {5.5, 5.9, "more."}}, 6.0);
+  const std::vector<Cue> cues = build_cues(t);
+  expect_readable(t, cues, {});
+  ASSERT_EQ(cues.size(), 2u);
+  EXPECT_DOUBLE_EQ(cues[0].start, 1.0);
+  EXPECT_DOUBLE_EQ(cues[0].end, 1.0 + kMinCueSeconds);
+}
+
+// Audio too short for its cues at a second each: they run past its end rather than vanish.
+TEST(SubtitleCues, CuesOfAClipTooShortForThemStillLast) {
+  std::vector<Word> words;
+  for (int i = 0; i < 6; ++i) words.push_back({0.0, 0.0, "word" + std::to_string(i)});
+  Transcript t = one_segment(words, 0.5);
+  const std::vector<Cue> cues = build_cues(t, {10, 7.0});
+  ASSERT_GE(cues.size(), 2u);
+  for (size_t i = 0; i < cues.size(); ++i) {
+    EXPECT_GT(cues[i].end, cues[i].start) << i;
+    if (i + 1 < cues.size()) EXPECT_LE(cues[i].end, cues[i + 1].start) << i;
+  }
 }
 
 TEST(SubtitleCues, SegmentsWithoutWordTimesAreSpreadOverTheSegment) {
