@@ -42,7 +42,7 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_option("--gpu", a.gpu, "CUDA device index")->capture_default_str();
   cmd->add_option("--layout", a.layout, "Checkpoint files to read: auto, mistral or hf")->capture_default_str();
   cmd->add_option_function<int>(
-      "--threads,-t", [&a](const int& v) { check_threads(v); a.threads = v; }, "CPU threads, 1 to the number of CPUs (default: all)");
+      "--threads,-t", [&a](const int& v) { check_threads(v); a.threads = v; }, "CPU threads, 1 to the number of CPUs (default: the cores this process may use, its CPU affinity and quota)");
   cmd->add_option("--draft-rows", a.draft_rows,
                   "Most decoder positions verified per pass when audio is ahead; each stream's width follows how often its guesses hold (0: 8 on the GPU, 1 on the CPU)")
       ->capture_default_str();
