@@ -43,13 +43,12 @@ class ThreadTeam {
   void work();
   void run_pieces(uint32_t generation);
 
-  // A loop in progress: its pieces are claimed through `next_`, whose high 32 bits are the loop's
-  // generation, so that a member that wakes late cannot claim a piece of the next loop with this
-  // one's body.
+  // A loop in progress: its pieces are claimed through `next_`, which packs the loop's generation
+  // with its count of pieces and the next one, so that a member that wakes late cannot claim a
+  // piece of the next loop with this one's body.
   const std::function<void(size_t, size_t)>* body_ = nullptr;
   size_t n_ = 0, piece_ = 0;
-  uint32_t pieces_ = 0;
-  std::atomic<uint64_t> next_{0};       // generation << 32 | next piece
+  std::atomic<uint64_t> next_{0};       // generation << 32 | pieces << 16 | next piece
   std::atomic<uint32_t> generation_{0};  // what sleeping members wait on
   std::atomic<uint32_t> done_{0};        // pieces finished in this generation
   std::atomic<bool> stop_{false};
