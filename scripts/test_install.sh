@@ -3,6 +3,9 @@
 # (tests/install: find_package(voxrt) and voxrt::voxrt) and pkg-config (voxrt.pc) each build README's
 # C++ example (examples/transcribe.cpp, which README must show verbatim), which then transcribes
 # with the tiny test model, offline and live, and reports a bad model directory as voxrt::Error.
+# Then README's own commands for a prefix of one's own are run as written (only PREFIX and the
+# build directory replaced), in an environment without PKG_CONFIG_PATH or LD_LIBRARY_PATH, and the
+# two programs they build must run without help.
 #   scripts/test_install.sh [BUILD_DIR]        (default build/cpu; built already)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,5 +73,24 @@ mkdir "$tmp/elsewhere"
   fail "the installed voxrt bench failed when run from another directory"
 grep -q "\"$prefix/share/voxrt/audio/jfk.wav\"" "$tmp"/elsewhere/*.json ||
   fail "the installed voxrt bench did not use $prefix/share/voxrt/audio/jfk.wav: $(cat "$tmp"/elsewhere/*.json)"
+# README's commands for a prefix of one's own, as written: the sh block after "Installed anywhere
+# else" and the cmake block after it (myapp/CMakeLists.txt), with app.cpp the example.
+readme_block() {  # readme_block LANGUAGE: the first such fenced block after the C++ API's prefix text
+  awk -v lang="$1" '/^## C\+\+ API/ {a = 1} a && /Installed anywhere else/ {s = 1}
+                    s && $0 == "```" lang {c = 1; next} c && /^```/ {exit} c' README.md
+}
+own=$tmp/own && mkdir -p "$own/myapp"
+readme_block sh > "$own/commands.sh"
+readme_block cmake > "$own/myapp/CMakeLists.txt"
+grep -q '^PREFIX=' "$own/commands.sh" && [ -s "$own/myapp/CMakeLists.txt" ] ||
+  fail "README.md's C++ API shows no commands for a prefix of one's own (a PREFIX= line, a cmake block)"
+cp examples/transcribe.cpp "$own/app.cpp" && cp examples/transcribe.cpp "$own/myapp/app.cpp"
+sed -i -e "s|^PREFIX=.*|PREFIX=$tmp/own-prefix|" -e "s|build/cpu|$root/$build|g" "$own/commands.sh"
+(cd "$own" && env -u PKG_CONFIG_PATH -u LD_LIBRARY_PATH -u CMAKE_PREFIX_PATH bash -euo pipefail commands.sh) \
+  > "$tmp/own.log" 2>&1 || { cat "$own/commands.sh" "$tmp/own.log" >&2; fail "README.md's commands for a prefix of one's own failed (above)"; }
+for exe in "$own/app" "$own/myapp/build/app"; do
+  (unset LD_LIBRARY_PATH; check_example "$exe")
+done
 echo "test_install: installed $build into a temporary prefix; README's example built with find_package and" \
-  "with pkg-config transcribes with it (offline and live) and catches voxrt::Error" >&2
+  "with pkg-config transcribes with it (offline and live) and catches voxrt::Error; README's commands for a" \
+  "prefix of one's own build two programs that run unaided" >&2
