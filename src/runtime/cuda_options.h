@@ -1,7 +1,7 @@
 // The CUDA backend's switches, given to it at construction (make_cuda_backend). The defaults are
 // what the engine runs; every other value exists to measure one part against another
 // (bench/README.md). cuda_options_from_environment() is the one place that reads the VOXRT_CUDA_*
-// variables setting them for a run (README.md lists them).
+// variables setting them for a run (docs/cuda.md lists them).
 #pragma once
 
 #include <string>

@@ -1,0 +1,47 @@
+// The documentation keeps up with the code where a reader would otherwise be misled: every
+// VOXRT_CUDA_* variable the CUDA backend reads is explained in docs/cuda.md, and README's "Using it"
+// stays about using voxrt (the measurement switches live in docs/cuda.md).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "test_paths.h"
+
+namespace {
+
+std::string read_source_file(const std::string& relative) {
+  const auto path = voxrt::test::test_data().parent_path().parent_path() / relative;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(Docs, EveryCudaSwitchTheBackendReadsIsExplainedInDocsCuda) {
+  const std::string options = read_source_file("src/runtime/cuda/cuda_options.cpp");
+  const std::string docs = read_source_file("docs/cuda.md");
+  const std::regex read_by_code(R"re(env\("(VOXRT_CUDA_[A-Z_]+)"\))re");
+  std::set<std::string> switches;
+  for (std::sregex_iterator it(options.begin(), options.end(), read_by_code), end; it != end; ++it)
+    switches.insert((*it)[1].str());
+  ASSERT_GE(switches.size(), 10u) << "the switches are no longer read as env(\"VOXRT_CUDA_...\")";
+  for (const std::string& name : switches)
+    EXPECT_NE(docs.find("| `" + name), std::string::npos) << name << " has no row in docs/cuda.md's table";
+}
+
+TEST(Docs, ReadmeUsingItLeavesTheMeasurementSwitchesToDocsCuda) {
+  const std::string readme = read_source_file("README.md");
+  const size_t begin = readme.find("\n## Using it\n");
+  const size_t end = readme.find("\n## ", begin + 1);
+  ASSERT_NE(begin, std::string::npos);
+  const std::string using_it = readme.substr(begin, end - begin);
+  EXPECT_EQ(using_it.find("VOXRT_CUDA_"), std::string::npos) << "README's Using it names a measurement switch";
+  EXPECT_NE(using_it.find("docs/cuda.md"), std::string::npos) << "README's Using it does not point to docs/cuda.md";
+}
+
+}  // namespace
