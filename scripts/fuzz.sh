@@ -135,8 +135,9 @@ for target in $targets; do
       run fuzz_tekken tekken 8192 $mem_flags -timeout=30 $json_flags
       ;;
     audio)
-      build fuzz_audio_decode tests/fuzz/fuzz_audio_decode.cpp src/audio/audio_reader.cpp src/audio/sndfile_source.cpp \
-        src/audio/stream_resampler.cpp src/audio/audio_file.cpp src/audio/wav_writer.cpp -lsndfile -lsoxr
+      build fuzz_audio_decode tests/fuzz/fuzz_audio_decode.cpp src/audio/audio_reader.cpp src/audio/audio_source.cpp \
+        src/audio/sndfile_source.cpp src/audio/mpg123_source.cpp \
+        src/audio/stream_resampler.cpp src/audio/audio_file.cpp src/audio/wav_writer.cpp -lsndfile -lmpg123 -lsoxr
       run fuzz_audio_decode audio 16384 $mem_flags -timeout=30
       ;;
   esac

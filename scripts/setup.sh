@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake ninja-build pkg-config
-          libsndfile1-dev libsoxr-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libssl-dev
+          libsndfile1-dev libmpg123-dev libsoxr-dev nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libssl-dev
           libopenblas-dev libgtest-dev libgmock-dev libboost-dev)
 
 missing=()

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "audio/audio_reader.h"
-#include "audio/sndfile_source.h"
+#include "audio/audio_source.h"
 #include "audio/wav_writer.h"
 #include "common/error.h"
 
@@ -21,7 +21,8 @@ constexpr size_t kReadChunkSamples = 1 << 16;
 }  // namespace
 
 DecodedAudio read_audio_file(const std::filesystem::path& path) {
-  SndfileSource source(path);
+  const std::unique_ptr<AudioSource> opened = open_audio_source(path);
+  AudioSource& source = *opened;
   DecodedAudio out;
   out.sample_rate = source.sample_rate();
   out.channels = source.channels();

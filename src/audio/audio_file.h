@@ -1,5 +1,5 @@
-// Decoding audio files to 16 kHz mono float samples: libsndfile reads WAV/FLAC/OGG/Opus/MP3 (and
-// whatever else the installed libsndfile supports), channels are averaged, soxr resamples.
+// Decoding audio files to 16 kHz mono float samples: libsndfile reads WAV/FLAC/OGG/Opus (and
+// whatever else the installed libsndfile supports), libmpg123 MP3, channels are averaged, soxr resamples.
 // Whole-file functions, for tests and tools; what runs on files of any length reads them
 // incrementally (audio/audio_reader.h) and writes them incrementally (audio/wav_writer.h).
 #pragma once

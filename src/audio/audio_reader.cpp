@@ -9,16 +9,16 @@
 namespace voxrt {
 
 AudioFileReader::AudioFileReader(const std::filesystem::path& path, int target_rate)
-    : source_(path), target_rate_(target_rate) {
+    : source_(open_audio_source(path)), target_rate_(target_rate) {
   check(target_rate > 0, path.string(), "invalid target sample rate " + std::to_string(target_rate));
-  if (source_.sample_rate() != target_rate)
-    resampler_ = std::make_unique<StreamResampler>(source_.sample_rate(), target_rate);
+  if (source_->sample_rate() != target_rate)
+    resampler_ = std::make_unique<StreamResampler>(source_->sample_rate(), target_rate);
   // Upsampling by target/source: so many frames make about kBlockFrames samples (see kBlockFrames).
-  if (source_.sample_rate() < target_rate)
-    block_frames_ = std::max<size_t>(1, kBlockFrames * static_cast<size_t>(source_.sample_rate()) /
+  if (source_->sample_rate() < target_rate)
+    block_frames_ = std::max<size_t>(1, kBlockFrames * static_cast<size_t>(source_->sample_rate()) /
                                             static_cast<size_t>(target_rate));
-  interleaved_.resize(block_frames_ * static_cast<size_t>(source_.channels()));
-  if (source_.channels() > 1) mono_.resize(block_frames_);
+  interleaved_.resize(block_frames_ * static_cast<size_t>(source_->channels()));
+  if (source_->channels() > 1) mono_.resize(block_frames_);
 }
 
 AudioFileReader::~AudioFileReader() = default;
@@ -32,16 +32,16 @@ std::optional<int64_t> AudioFileReader::expected_samples() const {
 }
 
 void AudioFileReader::decode_block() {
-  const size_t frames = source_.read(interleaved_.data(), block_frames_);
+  const size_t frames = source_->read(interleaved_.data(), block_frames_);
   if (frames == 0) {
     end_of_file_ = true;
-    source_.check_not_truncated_to_nothing();
+    source_->check_not_truncated_to_nothing();
     if (resampler_) resampler_->finish(pending_);
     return;
   }
   const float* mono = interleaved_.data();
-  if (source_.channels() > 1) {
-    downmix_frames(interleaved_.data(), frames, source_.channels(), mono_.data());
+  if (source_->channels() > 1) {
+    downmix_frames(interleaved_.data(), frames, source_->channels(), mono_.data());
     mono = mono_.data();
   }
   if (resampler_)

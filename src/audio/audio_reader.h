@@ -1,4 +1,4 @@
-// Reading an audio file incrementally as mono samples at the engine's rate: libsndfile blocks ->
+// Reading an audio file incrementally as mono samples at the engine's rate: decoded blocks ->
 // channel average (as downmix_to_mono) -> streaming soxr (StreamResampler) -> the resampler's tail
 // at the end of the file. Memory is bounded by one block and one read's output whatever the length
 // of the file and its rate, so hours of audio transcribe in the memory of a minute.
@@ -11,31 +11,31 @@
 #include <optional>
 #include <vector>
 
-#include "audio/sndfile_source.h"
+#include "audio/audio_source.h"
 #include "audio/stream_resampler.h"
 
 namespace voxrt {
 
 class AudioFileReader {
  public:
-  // Frames decoded per libsndfile call (0.34 s of 48 kHz audio; 1 MiB of floats for 8 channels).
+  // Frames decoded per call (0.34 s of 48 kHz audio; 1 MiB of floats for 8 channels).
   // Fewer from a file whose rate is below the target's, so that a block's output stays within
   // kBlockFrames samples: upsampling multiplies it (16 times from a 1 kHz file to 16 kHz).
   static constexpr size_t kBlockFrames = 16384;
 
-  // Opens the file (any format libsndfile reads). Throws voxrt::Error("<path>: no such file" /
+  // Opens the file (open_audio_source: MP3 by libmpg123, any other format by libsndfile). Throws voxrt::Error("<path>: no such file" /
   // "is a directory, not an audio file" / "cannot decode audio: ..."), as load_audio_mono does.
   explicit AudioFileReader(const std::filesystem::path& path, int target_rate = 16000);
   ~AudioFileReader();
   AudioFileReader(const AudioFileReader&) = delete;
   AudioFileReader& operator=(const AudioFileReader&) = delete;
 
-  const std::filesystem::path& path() const { return source_.path(); }
-  int source_rate() const { return source_.sample_rate(); }
-  int source_channels() const { return source_.channels(); }
-  // What the file announces (see SndfileSource::announced_frames): exact for WAV and FLAC, an
+  const std::filesystem::path& path() const { return source_->path(); }
+  int source_rate() const { return source_->sample_rate(); }
+  int source_channels() const { return source_->channels(); }
+  // What the file announces (see AudioSource::announced_frames): exact for WAV and FLAC, an
   // estimate for some formats, nullopt when unknown. The file may hold fewer (truncated) or more.
-  std::optional<int64_t> source_frames() const { return source_.announced_frames(); }
+  std::optional<int64_t> source_frames() const { return source_->announced_frames(); }
   int target_rate() const { return target_rate_; }
   // The samples read() will deliver in all if the announced frame count is right:
   // round(frames * target / source). nullopt when the count is unknown. For progress, an estimate.
@@ -53,12 +53,12 @@ class AudioFileReader {
   size_t buffered_capacity() const;
 
  private:
-  void decode_block();  // one libsndfile block into pending_; at the end, the resampler's tail
+  void decode_block();  // one decoded block into pending_; at the end, the resampler's tail
 
-  SndfileSource source_;
+  std::unique_ptr<AudioSource> source_;
   int target_rate_;
   std::unique_ptr<StreamResampler> resampler_;  // null when the rates agree
-  size_t block_frames_ = kBlockFrames;          // frames per libsndfile call
+  size_t block_frames_ = kBlockFrames;          // frames per decoder call
   std::vector<float> interleaved_, mono_;       // one block
   std::vector<float> pending_;                  // output decoded but not yet read
   bool end_of_file_ = false;

@@ -3,16 +3,16 @@
 #include <string>
 
 #include "audio/audio_file.h"
-#include "audio/sndfile_source.h"
+#include "audio/audio_source.h"
 #include "voxrt/error.h"
 
 namespace voxrt {
 
 SessionInput::SessionInput(int sample_rate, int channels, int model_rate) : channels_(channels) {
-  if (sample_rate < SndfileSource::kMinSampleRate || sample_rate > SndfileSource::kMaxSampleRate)
+  if (sample_rate < AudioSource::kMinSampleRate || sample_rate > AudioSource::kMaxSampleRate)
     throw InputError("SessionOptions::sample_rate " + std::to_string(sample_rate) + ": expected " +
-                     std::to_string(SndfileSource::kMinSampleRate) + " to " +
-                     std::to_string(SndfileSource::kMaxSampleRate) + " Hz (0: the model's " +
+                     std::to_string(AudioSource::kMinSampleRate) + " to " +
+                     std::to_string(AudioSource::kMaxSampleRate) + " Hz (0: the model's " +
                      std::to_string(model_rate) + ")");
   if (channels < 1 || channels > kMaxChannels)
     throw InputError("SessionOptions::channels " + std::to_string(channels) + ": expected 1 to " +

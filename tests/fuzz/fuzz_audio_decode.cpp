@@ -1,6 +1,6 @@
 // libFuzzer target: an uploaded audio file decoded as uploads are (scripts/fuzz.sh): the bytes as a
-// file, opened by AudioFileReader (libsndfile through SndfileSource: WAV, FLAC, Ogg Vorbis, Opus,
-// MP3 and the rest libsndfile reads), down-mixed and resampled to 16 kHz mono, read in the chunks
+// file, opened by AudioFileReader (open_audio_source: libmpg123 for MP3, libsndfile for WAV, FLAC, Ogg Vorbis, Opus,
+// and the rest libsndfile reads), down-mixed and resampled to 16 kHz mono, read in the chunks
 // load_audio_mono reads. Every file must either decode or be refused with voxrt::Error; anything
 // else is a bug: another exception, a crash, a read out of bounds (ASan) or undefined behaviour
 // (UBSan) in voxrt, a crash in libsndfile or its codecs (built without sanitizers, they fault only
