@@ -1,8 +1,9 @@
 # The installable library: libvoxrt.so, the public headers (include/voxrt/), the CMake package
 # (find_package(voxrt) -> voxrt::voxrt) and voxrt.pc, installed with the voxrt command.
 #
-# Shared rather than static: the engine links libsndfile, soxr, curl, OpenSSL and OpenBLAS
-# (and CUDA's libraries in the CUDA build), none of which appears in a public header. As a shared
+# Shared rather than static: the engine links libsndfile, libmpg123, soxr and OpenBLAS (and CUDA's
+# libraries in the CUDA build), none of which appears in a public header (libcurl and OpenSSL are
+# `voxrt pull`'s, linked into the command alone). As a shared
 # library those stay private: a consumer needs only the headers and libvoxrt.so, not the development
 # packages of its dependencies, and pkg-config needs no Libs.private. Only the public API is
 # exported (include/voxrt/export.h); everything from src/ is hidden.

@@ -31,6 +31,11 @@ if grep -vh '^#' "$libdir"/cmake/voxrt/voxrtTargets*.cmake "$libdir/pkgconfig/vo
   fail "the installed package leaks the lines above into consumers"
 fi
 
+# The library is the engine alone: `voxrt pull`'s libcurl and OpenSSL stay in the command.
+if readelf -d "$libdir/libvoxrt.so" | grep NEEDED | grep -E 'libcurl|libssl|libcrypto'; then
+  fail "libvoxrt.so needs the libraries above, which only voxrt pull uses"
+fi
+
 # README's example is the file that is built here.
 awk '/^## C\+\+ API/ {s = 1} s && /^```cpp/ {c = 1; next} c && /^```/ {exit} c' README.md > "$tmp/readme_example.cpp"
 diff -u examples/transcribe.cpp "$tmp/readme_example.cpp" >&2 ||
