@@ -85,7 +85,8 @@ struct SessionStats {
 class VOXRT_API Session {
  public:
   virtual ~Session() = default;
-  // Adds 16 kHz mono samples (any count, including 0) and runs every step they complete.
+  // Adds samples at SessionOptions::sample_rate, SessionOptions::channels interleaved (by default
+  // the model's 16 kHz mono), any count including 0, and runs every step they complete.
   virtual void feed(std::span<const float> samples) = 0;
   // End of input: appends the offline right pad and decodes to the end. feed() after flush() is an
   // error (voxrt::Error); flush() twice is harmless.

@@ -36,7 +36,6 @@
 #include "formats/output_formats.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
-#include "voxtral/protocol.h"
 
 namespace voxrt::cli {
 

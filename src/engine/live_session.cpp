@@ -41,6 +41,8 @@ void LiveSession::deliver() {
 }
 
 void LiveSession::feed(std::span<const float> samples) {
+  // Refused before anything is converted or counted: audio after the end is not the engine's.
+  if (front_.flushed()) throw Error("session: feed() after flush()");
   if (input_.passthrough()) return feed_model(samples);
   converted_.clear();
   input_.convert(samples, converted_);

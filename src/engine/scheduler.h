@@ -1,8 +1,9 @@
 // The step loop of an engine (docs/scheduler.md): one thread runs the model for every live session
 // and offline transcription of the engine. A stream's owner computes its mel frames on its own
 // thread (MelFrontEnd), hands them over and waits for the steps they make possible; meanwhile the
-// loop runs rounds over every stream with work (step_streams): each stream's encoder pass, then one
-// decoder pass over the ready rows of all of them. A stream alone runs exactly as StreamDecoder
+// loop runs rounds over every stream with work (step_streams): one encoder pass over the waiting
+// audio of all of them, then one decoder pass over their ready rows (on the CPU, whose rows are not
+// batch-invariant, each stream's own passes). A stream alone runs exactly as StreamDecoder
 // runs it; streams together share the decoder's weight reads, and on a batch-invariant backend each
 // still gets, bit for bit, the ids it gets alone.
 #pragma once

@@ -1,6 +1,7 @@
 // Buffer: the RAII owner of backend memory; the Backend defaults written once for every backend.
 // KvCache (paged key/value storage) is in kv_cache.cpp.
 #include "runtime/backend.h"
+#include "runtime/kv_cache.h"
 
 #include <cstdint>
 #include <string>
@@ -46,6 +47,14 @@ void Backend::check_gather_rows(Mat x, std::span<const int32_t> rows, Mat y, con
   for (int r = 0; r < y.rows; ++r)
     check_with(rows[r] >= 0 && rows[r] < x.rows, op,
                [&] { return "row " + std::to_string(rows[r]) + " outside the " + std::to_string(x.rows) + " rows"; });
+}
+
+void Backend::rope_store_kv(Mat q, Mat k, Mat v, int n_heads, std::span<const RowRef> rows,
+                            std::span<const float> inv_freq, KvCache& cache, int layer) {
+  const int head_dim = cache.shape().head_dim;
+  rope(q, n_heads, head_dim, rows, inv_freq);
+  rope(k, cache.shape().kv_heads, head_dim, rows, inv_freq);
+  store_kv(cache, layer, k, v, rows);
 }
 
 void Backend::upload_kv(KvCache& cache, const float* keys, const float* values) {

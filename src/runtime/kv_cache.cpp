@@ -1,5 +1,7 @@
-// KvCache (runtime/backend.h): paged key/value storage, its page tables (host and backend copies),
+// KvCache (runtime/kv_cache.h): paged key/value storage, its page tables (host and backend copies),
 // the free list, and each slot's reservation (docs/scheduler.md, step 5).
+#include "runtime/kv_cache.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/backend.h"
+#include "runtime/kv_cache.h"
 
 namespace voxrt {
 

@@ -10,6 +10,7 @@
 
 #include "model/checkpoint.h"
 #include "runtime/backend.h"
+#include "runtime/kv_cache.h"
 #include "voxtral/weights.h"
 
 namespace voxrt {

@@ -1,5 +1,6 @@
 #include "voxtral/stream_decoder.h"
 
+#include "common/error.h"
 #include "voxtral/stream_stepper.h"
 
 namespace voxrt {
@@ -36,6 +37,8 @@ void StreamDecoder::pump(const StepCallback& on_step) {
     step_streams(streams, {encoder_, enc_cache_, decoder_, dec_cache_, /*one_pass=*/true});
     for (const StreamState::Step& s : state_.take_steps()) on_step(s.token, s.seconds);
   }
+  // A stream that failed in a pass (a put refused) has no more work: that is an error, not an end.
+  if (!state_.failure().empty()) throw Error(state_.failure());
 }
 
 }  // namespace voxrt

@@ -18,6 +18,7 @@
 #include "gpu_here.h"
 #include "parity/backend_by_name.h"
 #include "runtime/backend.h"
+#include "runtime/kv_cache.h"
 #include "runtime/kv_pool.h"
 
 namespace voxrt {

@@ -155,11 +155,18 @@ TEST(Streaming, EventsRebuildTheTranscript) {
 }
 
 TEST(Streaming, FeedAfterFlushIsAnError) {
-  auto s = tiny_engine().open_session({});
-  s->feed(wav("speech_short"));
-  s->flush();
-  s->flush();  // harmless
-  EXPECT_THROW(s->feed(wav("speech_short")), std::runtime_error);
+  // At the model's rate and at another (the resampler's path): the refused audio is not counted in
+  // the engine's audio_seconds either.
+  for (const int rate : {0, 48000}) {
+    SCOPED_TRACE(rate);
+    auto s = tiny_engine().open_session({.sample_rate = rate});
+    s->feed(wav("speech_short"));
+    s->flush();
+    s->flush();  // harmless
+    const double counted = tiny_engine().stats().audio_seconds;
+    EXPECT_THROW(s->feed(wav("speech_short")), voxrt::Error);
+    EXPECT_EQ(tiny_engine().stats().audio_seconds, counted);
+  }
 }
 
 }  // namespace

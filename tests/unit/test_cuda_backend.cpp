@@ -24,6 +24,7 @@
 
 #include "common/error.h"
 #include "runtime/backend.h"
+#include "runtime/kv_cache.h"
 #include "voxtral/model.h"
 #ifdef VOXRT_WITH_CUDA
 #include "runtime/cuda/cuda_device.h"

@@ -22,6 +22,7 @@
 #include "common/thread_team.h"
 #include "common/usable_cores.h"
 #include "runtime/backend.h"
+#include "runtime/kv_cache.h"
 
 namespace voxrt {
 namespace {

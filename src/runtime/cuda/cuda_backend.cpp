@@ -58,6 +58,7 @@
 #include "common/error.h"
 #include "common/thread_team.h"
 #include "runtime/backend.h"
+#include "runtime/kv_cache.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_kernels.h"
