@@ -46,11 +46,15 @@ server=
 cleanup() { [ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
 start_server() {  # start_server [SERVE_FLAGS...]: a server on a free port ($port, its log $tmp/serve.log)
+  # Emptied here, before the server starts: its shell truncates the log only once it runs, and the
+  # wait below must not find the previous server's "ready" (then no port was read: CI saw it).
+  : > "$tmp/serve.log"
   "$voxrt" serve --model "$model" --device cpu --threads 1 --port 0 "$@" 2> "$tmp/serve.log" &
   server=$!
   for _ in $(seq 100); do grep -q "voxrt: ready" "$tmp/serve.log" && break; sleep 0.1; done
   grep -q "voxrt: ready" "$tmp/serve.log" || fail "the server did not start: $(cat "$tmp/serve.log")"
   port=$(sed -n 's|.*serving http://127.0.0.1:\([0-9]*\).*|\1|p' "$tmp/serve.log")
+  [ -n "$port" ] || fail "no port in the server's log: $(cat "$tmp/serve.log")"
 }
 stop_server() {
   kill -TERM "$server"
