@@ -55,7 +55,7 @@ std::unique_ptr<AudioSource> open_audio_source(const std::filesystem::path& path
   try {
     return std::make_unique<Mpg123Source>(path);
   } catch (const Error&) {
-    throw Error(where + ": cannot decode audio: not a readable MP3 file (no MPEG audio frames in it), nor another audio format");
+    throw Error(where + ": cannot decode audio: " + Mpg123Source::kNoFrames + ", nor another audio format");
   }
 }
 

@@ -13,8 +13,6 @@
 namespace voxrt {
 namespace {
 
-constexpr const char* kNoFrames = "not a readable MP3 file (no MPEG audio frames in it)";
-
 // A layer I, II or III frame header: 11 sync bits, a version and layer that are not reserved, a
 // bitrate index that is not "bad", a sample rate index that is not reserved. (ADTS AAC shares the
 // sync word with layer bits 00, and is not read.)

@@ -21,6 +21,8 @@ class Mpg123Source final : public AudioSource {
   // (libmpg123's default: 1 KiB). A frame found is checked against the header of the next one, so
   // a wide search does not take noise for audio; a file with no frame at all is read to its end.
   static constexpr long kResyncLimitBytes = 1 << 20;
+  // Why a file without one decodable frame is refused (after "<path>: cannot decode audio: ").
+  static constexpr const char* kNoFrames = "not a readable MP3 file (no MPEG audio frames in it)";
 
   // Whether the file starts as MPEG audio: a valid layer I-III frame header at its first byte, or
   // right after its ID3v2 tags (which may also head a FLAC file: those go to libsndfile).
