@@ -134,16 +134,16 @@ class CpuBackend final : public Backend {
     const float* g = weight_data(w);
     const int D = x.cols;
     team_.parallel_for(x.rows, 4, [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) {
-      const float* xr = x.data + r * D;
-      float* yr = y.data + r * D;
-      // Accumulate the mean square in double: the reference sums in fp32 with a tree reduction,
-      // a double sum is at least as close to the exact value as that.
-      double ss = 0;
-      for (int c = 0; c < D; ++c) ss += static_cast<double>(xr[c]) * xr[c];
-      const float inv = 1.0f / std::sqrt(static_cast<float>(ss / D) + eps);
-      for (int c = 0; c < D; ++c) yr[c] = g[c] * (xr[c] * inv);
-    }
+      for (size_t r = r0; r < r1; ++r) {
+        const float* xr = x.data + r * D;
+        float* yr = y.data + r * D;
+        // Accumulate the mean square in double: the reference sums in fp32 with a tree reduction,
+        // a double sum is at least as close to the exact value as that.
+        double ss = 0;
+        for (int c = 0; c < D; ++c) ss += static_cast<double>(xr[c]) * xr[c];
+        const float inv = 1.0f / std::sqrt(static_cast<float>(ss / D) + eps);
+        for (int c = 0; c < D; ++c) yr[c] = g[c] * (xr[c] * inv);
+      }
     });
   }
 
@@ -185,24 +185,24 @@ class CpuBackend final : public Backend {
             std::span<const float> inv_freq) override {
     const int half = head_dim / 2;
     team_.parallel_for(x.rows, 4, [&](size_t r0, size_t r1) {
-    for (size_t r = r0; r < r1; ++r) {
-      // As the reference: angle = float(pos) * inv_freq in fp32, then cos/sin in fp32.
-      const float pos = static_cast<float>(rows[r].pos);
-      std::vector<float> cs(half), sn(half);
-      for (int i = 0; i < half; ++i) {
-        const float a = pos * inv_freq[i];
-        cs[i] = std::cos(a);
-        sn[i] = std::sin(a);
-      }
-      for (int h = 0; h < n_heads; ++h) {
-        float* v = x.data + r * x.cols + static_cast<size_t>(h) * head_dim;
+      for (size_t r = r0; r < r1; ++r) {
+        // As the reference: angle = float(pos) * inv_freq in fp32, then cos/sin in fp32.
+        const float pos = static_cast<float>(rows[r].pos);
+        std::vector<float> cs(half), sn(half);
         for (int i = 0; i < half; ++i) {
-          const float a = v[i], b = v[i + half];
-          v[i] = a * cs[i] - b * sn[i];
-          v[i + half] = b * cs[i] + a * sn[i];
+          const float a = pos * inv_freq[i];
+          cs[i] = std::cos(a);
+          sn[i] = std::sin(a);
+        }
+        for (int h = 0; h < n_heads; ++h) {
+          float* v = x.data + r * x.cols + static_cast<size_t>(h) * head_dim;
+          for (int i = 0; i < half; ++i) {
+            const float a = v[i], b = v[i + half];
+            v[i] = a * cs[i] - b * sn[i];
+            v[i + half] = b * cs[i] + a * sn[i];
+          }
         }
       }
-    }
     });
   }
 
