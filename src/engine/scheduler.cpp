@@ -318,11 +318,9 @@ void Scheduler::loop() {
       active.push_back(&e);
       states.push_back(e.state.get());
     }
-    // Streams left out of a full pass go first next time: rotate the order they are served in.
-    if (!states.empty()) {
-      const size_t shift = static_cast<size_t>(rounds_run_++ % states.size());
-      std::rotate(states.begin(), states.begin() + static_cast<std::ptrdiff_t>(shift), states.end());
-    }
+    // Streams left out of a full pass go first next time: the round's plan serves them from a
+    // stream that moves on each round.
+    const size_t first_served = states.empty() ? 0 : static_cast<size_t>(rounds_run_++ % states.size());
     progress_at_ = Clock::now();
     lock.unlock();
     std::string failure;
@@ -333,7 +331,7 @@ void Scheduler::loop() {
       const auto t0 = std::chrono::steady_clock::now();
       try {
         round.work = step_streams(states, {encoder_, encoder_pool_.cache(), decoder_, decoder_pool_.cache(), one_pass_,
-                                           limits_.max_encoder_positions, limits_.max_decoder_rows});
+                                           limits_.max_encoder_positions, limits_.max_decoder_rows, first_served});
       } catch (const std::exception& ex) {
         failure = ex.what();
       }

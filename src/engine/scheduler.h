@@ -166,7 +166,7 @@ class Scheduler {
   const bool one_pass_;
   const SchedulerLimits limits_;
   std::condition_variable_any room_;  // a stream closed (waited on with model_mutex_)
-  uint64_t rounds_run_ = 0;            // by the loop: rotates the order streams are served in
+  uint64_t rounds_run_ = 0;            // by the loop: moves the stream a round serves first
   // Used by the loop only, or under model_mutex_ when streams open and close.
   const Protocol protocol_;
   KvPool encoder_pool_, decoder_pool_;

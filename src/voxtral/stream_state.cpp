@@ -129,8 +129,7 @@ EncoderPart StreamState::put_encoder(int count) {
   check(count >= 1 && count <= opts_.max_batch_positions && mel_pending_.size() >= static_cast<size_t>(rows) * n_mels_,
         "session", "put_encoder: positions not ready");
   const int64_t first_frame = encoded_positions_ * factor;
-  rebase_if_needed(enc_cache_, enc_slot_, true, enc_base_, first_frame, count * factor, opts_.encoder_position_limit);
-  enc_cache_.map(enc_slot_, first_frame - enc_base_, count * factor);  // throws before anything is put
+  check(count <= prepared_.encoder_positions, "session", "put_encoder: more positions than prepared");
   put_positions_ = count;
   EncoderPart p;
   p.slot = enc_slot_;
@@ -169,14 +168,56 @@ void StreamState::take_encoded(Mat adapter, double seconds) {
   queue_seconds_.insert(queue_seconds_.end(), count, seconds / count);
 }
 
+bool StreamState::prompt_after(int encoded) const {
+  return !stopped_ && next_decode_ == 0 && queued() + encoded >= opts_.protocol.prompt_len();
+}
+
+int StreamState::rows_after(int encoded) const {
+  if (stopped_) return 0;
+  int64_t queued_then = queued() + encoded, next = next_decode_;
+  if (next == 0) {  // the prompt first, in this round once its positions exist
+    const int P = opts_.protocol.prompt_len();
+    if (queued_then < P) return 0;
+    queued_then -= P;
+    next = P;
+  }
+  // As decodable(): the last position (N - 1) is never decoded.
+  const int64_t decodable_then = final_positions_ < 0 ? queued_then : std::min(queued_then, final_positions_ - 1 - next);
+  return static_cast<int>(std::clamp<int64_t>(decodable_then, 0, draft_width_));
+}
+
+bool StreamState::prepare(const StreamPlan& plan) {
+  prepared_ = {};
+  try {
+    if (plan.encoder_positions > 0) {
+      const int factor = model_.config().downsample_factor;
+      const int64_t first_frame = encoded_positions_ * factor;
+      rebase_if_needed(enc_cache_, enc_slot_, true, enc_base_, first_frame, plan.encoder_positions * factor,
+                       opts_.encoder_position_limit);
+      enc_cache_.map(enc_slot_, first_frame - enc_base_, plan.encoder_positions * factor);
+    }
+    const int P = opts_.protocol.prompt_len();
+    if (plan.prompt) dec_cache_.map(slot_, 0, P);
+    prepared_decode_ = plan.prompt ? P : next_decode_;
+    if (plan.decoder_rows > 0) {
+      rebase_if_needed(dec_cache_, slot_, false, dec_base_, prepared_decode_, plan.decoder_rows, opts_.decoder_position_limit);
+      dec_cache_.map(slot_, prepared_decode_ - dec_base_, plan.decoder_rows);
+    }
+  } catch (const Error& e) {
+    fail(e.what());
+    return false;
+  }
+  prepared_ = plan;
+  return true;
+}
+
 bool StreamState::prompt_ready() const {
   return !stopped_ && next_decode_ == 0 && queued() >= opts_.protocol.prompt_len();
 }
 
 void StreamState::decode_prompt() {
   const int P = opts_.protocol.prompt_len();
-  check(prompt_ready(), "session", "prompt not ready");
-  dec_cache_.map(slot_, 0, P);
+  check(prompt_ready() && prepared_.prompt, "session", "prompt not ready or not prepared");
   const auto t0 = std::chrono::steady_clock::now();
   const int32_t id = voxrt::decode_prompt(model_, opts_.protocol, opts_.ids, queue_.view(queue_read_, P), dec_cache_, slot_).id;
   ++decoder_passes_;
@@ -193,8 +234,7 @@ void StreamState::put_rows(int k, std::vector<SessionRow>& rows, Mat pass_audio)
   check(k >= 1 && k <= rows_ready(), "session", "put_rows: rows not ready");
   const int first = static_cast<int>(rows.size());
   check(first + k <= pass_audio.rows && pass_audio.cols == dim_, "session", "put_rows: pass too small");
-  rebase_if_needed(dec_cache_, slot_, false, dec_base_, next_decode_, k, opts_.decoder_position_limit);
-  dec_cache_.map(slot_, next_decode_ - dec_base_, k);  // throws before anything is put
+  check(k <= prepared_.decoder_rows && next_decode_ == prepared_decode_, "session", "put_rows: not the rows prepared");
   // Row 0 takes the true previous token; rows 1.. guess that the output repeats it.
   for (int i = 0; i < k; ++i) rows.push_back({slot_, next_decode_ + i - dec_base_, last_token_, opts_.protocol.n_delay});
   model_.backend().copy(pass_audio.data + static_cast<size_t>(first) * dim_, queue_.row(queue_read_),

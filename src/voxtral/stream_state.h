@@ -20,10 +20,11 @@
 #include "voxtral/encoder_pass.h"
 #include "voxtral/model.h"
 #include "voxtral/protocol.h"
+#include "voxtral/round_plan.h"
 
 namespace voxrt {
 
-class StreamState {
+class StreamState final : public PlannedStream {
  public:
   struct Options {
     Protocol protocol;
@@ -91,10 +92,17 @@ class StreamState {
   void add_frames(std::span<const float> frames);
   void set_final_positions(int64_t positions);
 
-  // Work, in the order step_streams runs it. Each call reads or writes only this stream's state.
-  int encodable() const;      // positions to encode now (only once the decoder has caught up)
-  // Its share of the next encoder pass: `count` positions (re-basing its encoder slot first when
-  // they would pass the limit). Its spans stay valid until take_encoded().
+  // The round's plan (round_plan.h): what it would do, and the room for what it will do.
+  int encodable() const override;  // positions to encode now (only once the decoder has caught up)
+  bool prompt_after(int encoded) const override;
+  int rows_after(int encoded) const override;
+  // Re-bases its positions where the plan's would pass the limits and maps their pages in both
+  // caches; a cache that cannot take them fails the stream (failure() says why): false.
+  bool prepare(const StreamPlan& plan) override;
+
+  // Work, in the order step_streams runs it, as prepared. Each call reads or writes only this
+  // stream's state.
+  // Its share of the next encoder pass: `count` positions. Its spans stay valid until take_encoded().
   EncoderPart put_encoder(int count);
   // The pass's adapter vectors for the positions put ([count, dim], backend memory) and this
   // stream's share of the pass's time.
@@ -103,7 +111,7 @@ class StreamState {
   void decode_prompt();
   int rows_ready() const;     // decoder rows this stream puts in the next pass
   // Appends its next k rows to `rows` and copies their adapter vectors into `pass_audio` rows
-  // [rows.size(), + k) (re-basing first when the positions would pass the limit).
+  // [rows.size(), + k).
   void put_rows(int k, std::vector<SessionRow>& rows, Mat pass_audio);
   // The results of the rows put last, and this stream's share of the pass's time.
   void take_results(std::span<const DecoderStepResult> results, double seconds);
@@ -156,6 +164,8 @@ class StreamState {
   int64_t final_positions_ = -1;    // after the flush: N
   int32_t last_token_ = 0;
   int put_rows_ = 0;                // rows in the pass being run
+  StreamPlan prepared_;             // this round's plan, once prepare() made room for it
+  int64_t prepared_decode_ = 0;     // the first decoder position of the rows prepared
   int draft_width_ = 1;             // rows_ready()'s most, 1 .. Options::draft_rows
   std::vector<Step> steps_;
   bool stopped_ = false;

@@ -9,81 +9,36 @@
 namespace voxrt {
 namespace {
 
-// Runs `put`, a stream's share of a pass; a voxrt::Error there (its caches cannot take its next
-// positions) ends that stream alone, and the pass goes on with the others. False when it failed.
-template <typename Put>
-bool put_or_fail(StreamState& s, Put put) {
-  try {
-    put();
-    return true;
-  } catch (const Error& e) {
-    s.fail(e.what());
-    return false;
-  }
-}
+using Clock = std::chrono::steady_clock;
 
-// One decoder pass over the ready rows of `streams`; each stream's share of the pass's time is its
-// share of the rows.
-void decoder_pass(std::span<StreamState* const> streams, DecoderPass& pass, KvCache& cache, int max_rows,
-                  RoundStats& stats) {
-  std::vector<int> counts(streams.size(), 0);
-  int total = 0;
-  for (size_t i = 0; i < streams.size(); ++i) {
-    const int room = max_rows > 0 ? max_rows - total : streams[i]->rows_ready();
-    total += counts[i] = std::min(streams[i]->rows_ready(), room);
-    stats.decoder_streams += counts[i] > 0;
-  }
-  if (total == 0) return;
-  const auto t0 = std::chrono::steady_clock::now();
-  const Mat audio = pass.audio(total);  // may grow: before any row is put
-  std::vector<SessionRow> rows;
-  rows.reserve(static_cast<size_t>(total));
-  for (size_t i = 0; i < streams.size(); ++i) {
-    if (counts[i] == 0) continue;
-    if (!put_or_fail(*streams[i], [&] { streams[i]->put_rows(counts[i], rows, audio); })) {
-      total -= counts[i];
-      counts[i] = 0;
-    }
-  }
-  if (total == 0) return;
-  ++stats.decoder_passes;
-  stats.decoder_rows += total;
-  const std::vector<DecoderStepResult> results = pass.run(rows, cache);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  stats.decoder_seconds += seconds;
-  size_t at = 0;
-  for (size_t i = 0; i < streams.size(); ++i) {
-    if (counts[i] == 0) continue;
-    streams[i]->take_results(std::span<const DecoderStepResult>(results).subspan(at, counts[i]),
-                             seconds * counts[i] / total);
-    at += static_cast<size_t>(counts[i]);
-  }
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// One encoder pass over the positions `streams` have ready; each stream's share of the pass's time
+// A stream and what the plan gave it, in the round's serving order.
+struct Share {
+  StreamState* stream;
+  StreamPlan plan;
+};
+
+// One encoder pass over the planned positions of `shares`; each stream's share of the pass's time
 // is its share of the positions. The pass is waited for, so that its time is its own (a backend
 // queues work, and the next pass would otherwise absorb it).
-void encoder_pass(std::span<StreamState* const> streams, EncoderPass& pass, KvCache& cache, int max_positions,
-                  RoundStats& stats) {
+void encoder_pass(std::span<const Share> shares, EncoderPass& pass, KvCache& cache, RoundStats& stats) {
   std::vector<StreamState*> parts_of;
   std::vector<EncoderPart> parts;
   int positions = 0;
-  for (StreamState* s : streams) {
-    const int room = max_positions > 0 ? max_positions - positions : s->encodable();
-    if (const int n = std::min(s->encodable(), room); n > 0) {
-      if (!put_or_fail(*s, [&] { parts.push_back(s->put_encoder(n)); })) continue;
-      parts_of.push_back(s);
-      positions += n;
-    }
+  for (const Share& s : shares) {
+    if (s.plan.encoder_positions == 0) continue;
+    parts.push_back(s.stream->put_encoder(s.plan.encoder_positions));
+    parts_of.push_back(s.stream);
+    positions += s.plan.encoder_positions;
   }
   if (parts.empty()) return;
   ++stats.encoder_passes;
   stats.encoded_positions += positions;
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   const Mat adapter = pass.run(parts, cache);
-  Backend& be = parts_of[0]->backend();
-  be.synchronize();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  parts_of[0]->backend().synchronize();
+  const double seconds = seconds_since(t0);
   stats.encoder_seconds += seconds;
   int at = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -94,27 +49,61 @@ void encoder_pass(std::span<StreamState* const> streams, EncoderPass& pass, KvCa
   }
 }
 
+// One decoder pass over the planned rows of `shares` (fewer for a stream whose prompt ended it);
+// each stream's share of the pass's time is its share of the rows.
+void decoder_pass(std::span<const Share> shares, DecoderPass& pass, KvCache& cache, RoundStats& stats) {
+  std::vector<int> counts(shares.size(), 0);
+  int total = 0;
+  for (size_t i = 0; i < shares.size(); ++i) {
+    total += counts[i] = std::min(shares[i].plan.decoder_rows, shares[i].stream->rows_ready());
+    stats.decoder_streams += counts[i] > 0;
+  }
+  if (total == 0) return;
+  const auto t0 = Clock::now();
+  const Mat audio = pass.audio(total);  // may grow: before any row is put
+  std::vector<SessionRow> rows;
+  rows.reserve(static_cast<size_t>(total));
+  for (size_t i = 0; i < shares.size(); ++i)
+    if (counts[i] > 0) shares[i].stream->put_rows(counts[i], rows, audio);
+  ++stats.decoder_passes;
+  stats.decoder_rows += total;
+  const std::vector<DecoderStepResult> results = pass.run(rows, cache);
+  const double seconds = seconds_since(t0);
+  stats.decoder_seconds += seconds;
+  size_t at = 0;
+  for (size_t i = 0; i < shares.size(); ++i) {
+    if (counts[i] == 0) continue;
+    shares[i].stream->take_results(std::span<const DecoderStepResult>(results).subspan(at, counts[i]),
+                                   seconds * counts[i] / total);
+    at += static_cast<size_t>(counts[i]);
+  }
+}
+
 }  // namespace
 
 RoundStats step_streams(std::span<StreamState* const> streams, const RoundContext& ctx) {
   RoundStats stats;
-  if (ctx.one_pass) {
-    encoder_pass(streams, ctx.encoder, ctx.encoder_cache, ctx.max_encoder_positions, stats);
-  } else {
-    for (StreamState* s : streams)
-      encoder_pass(std::span<StreamState* const>(&s, 1), ctx.encoder, ctx.encoder_cache, ctx.max_encoder_positions, stats);
+  // Plan: every stream's share decided, and room made for it, before any model work.
+  const std::vector<PlannedStream*> planned(streams.begin(), streams.end());
+  std::vector<Share> shares;
+  for (const PlannedEntry& e :
+       plan_round(planned, {ctx.max_encoder_positions, ctx.max_decoder_rows, ctx.one_pass}, ctx.first_served))
+    shares.push_back({streams[e.stream], e.plan});
+  // Execute, in the order served: the encoder pass, the prompts, the decoder pass; shared by every
+  // stream on a batch-invariant backend, one stream's each otherwise.
+  const auto each = [&](auto&& pass_of) {
+    if (ctx.one_pass) return pass_of(std::span<const Share>(shares));
+    for (const Share& s : shares) pass_of(std::span<const Share>(&s, 1));
+  };
+  each([&](std::span<const Share> some) { encoder_pass(some, ctx.encoder, ctx.encoder_cache, stats); });
+  const auto t0 = Clock::now();
+  for (const Share& s : shares) {
+    if (!s.plan.prompt) continue;
+    s.stream->decode_prompt();
+    ++stats.prompts;
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  for (StreamState* s : streams) {
-    if (s->prompt_ready() && put_or_fail(*s, [&] { s->decode_prompt(); })) ++stats.prompts;
-  }
-  stats.prompt_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (ctx.one_pass) {
-    decoder_pass(streams, ctx.decoder, ctx.decoder_cache, ctx.max_decoder_rows, stats);
-  } else {
-    for (StreamState* s : streams)
-      decoder_pass(std::span<StreamState* const>(&s, 1), ctx.decoder, ctx.decoder_cache, ctx.max_decoder_rows, stats);
-  }
+  stats.prompt_seconds = seconds_since(t0);
+  each([&](std::span<const Share> some) { decoder_pass(some, ctx.decoder, ctx.decoder_cache, stats); });
   return stats;
 }
 

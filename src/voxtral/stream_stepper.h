@@ -10,9 +10,10 @@
 
 namespace voxrt {
 
-// Every stream whose decoder has caught up encodes the positions waiting for it, every stream whose
-// prompt positions now exist runs its prefill, then the ready decoder rows of all streams (drafted
-// rows included) are decoded. The encoder and decoder passes take
+// A round is planned first (round_plan.h: each stream's positions, prompt and rows, its pages
+// mapped, a stream that cannot have them failed alone), then run: every stream whose decoder has
+// caught up encodes the positions waiting for it, every stream whose prompt positions now exist
+// runs its prefill, then the ready decoder rows of all streams (drafted rows included) are decoded. The encoder and decoder passes take
 //   - every stream at once when `one_pass` (a batch-invariant backend: each row's result does not
 //     depend on the rows beside it, so sharing a pass changes no id);
 //   - one stream a pass otherwise (the CPU, whose products round differently for different row
@@ -41,6 +42,8 @@ struct RoundContext {
   // its drafted rows when the limits are at least max_batch_positions and draft_rows.
   int max_encoder_positions = 0;
   int max_decoder_rows = 0;
+  // The stream served first (round_plan.h): moved from round to round by the caller.
+  size_t first_served = 0;
 };
 RoundStats step_streams(std::span<StreamState* const> streams, const RoundContext& ctx);
 
