@@ -365,7 +365,8 @@ std::vector<StreamState::Step> Scheduler::Stream::run(std::vector<float> frames,
   const double mel_per_s = static_cast<double>(owner_.model_.config().audio.sampling_rate) /
                            owner_.model_.config().audio.hop_length;
   const size_t n_mels = static_cast<size_t>(owner_.model_.config().encoder.num_mel_bins);
-  const bool paced = frames.size() <= 2 * 8 * n_mels &&
+  const size_t per_position = static_cast<size_t>(owner_.model_.config().mel_frames_per_position());
+  const bool paced = frames.size() <= 2 * per_position * n_mels &&
                      std::chrono::duration<double>(t0 - e.last_run).count() >= 0.5 * e.last_audio_s;
   e.last_run = t0;
   e.last_audio_s = static_cast<double>(frames.size() / n_mels) / mel_per_s;

@@ -51,7 +51,10 @@ struct ModelConfig {
   AudioConfig audio;
   int downsample_factor = 4;  // encoder frames per adapter vector
 
-  int samples_per_step() const { return audio.hop_length * 2 * downsample_factor; }  // 1280
+  // Mel frames of one decoder position: the conv stem halves the frame rate, the adapter takes
+  // downsample_factor encoder frames (8).
+  int mel_frames_per_position() const { return 2 * downsample_factor; }
+  int samples_per_step() const { return audio.hop_length * mel_frames_per_position(); }  // 1280
 };
 
 }  // namespace voxrt

@@ -16,7 +16,7 @@ Mat EncoderPass::run(std::span<const EncoderPart> parts, KvCache& cache) {
   mel_host_.clear();
   part_rows_.clear();
   for (const EncoderPart& p : parts) {
-    check(p.positions >= 1 && p.mel.size() == static_cast<size_t>(p.positions) * 2 * factor * n_mels &&
+    check(p.positions >= 1 && p.mel.size() == static_cast<size_t>(p.positions) * c.mel_frames_per_position() * n_mels &&
               p.mel_context.size() == 2 * static_cast<size_t>(n_mels) && p.conv1_context.rows == 1 &&
               p.slot >= 0 && p.slot < cache.shape().slots,
           "encoder pass", "malformed part");
@@ -24,7 +24,7 @@ Mat EncoderPass::run(std::span<const EncoderPart> parts, KvCache& cache) {
     positions += p.positions;
     mel_host_.insert(mel_host_.end(), p.mel_context.begin(), p.mel_context.end());
     mel_host_.insert(mel_host_.end(), p.mel.begin(), p.mel.end());
-    part_rows_.push_back(p.positions * 2 * factor);
+    part_rows_.push_back(p.positions * c.mel_frames_per_position());
     shape += (shape.empty() ? " x" : ",") + std::to_string(p.positions);
   }
   check(positions > 0, "encoder pass", "no positions");

@@ -32,7 +32,7 @@ Buffer encode_audio(VoxtralModel& model, const LogMel& logmel, const std::vector
   const int n_mels = logmel.params().n_mels;
   const int T = static_cast<int>(mel.size() / n_mels);
   const int factor = cfg.downsample_factor;
-  check(T % (2 * factor) == 0, "offline", "mel frames not a whole number of steps");
+  check(T % cfg.mel_frames_per_position() == 0, "offline", "mel frames not a whole number of steps");
   if (opts.trace) opts.trace->mel = mel;
 
   // The mel rows after 2 rows of zero causal context; chunk f0 reads rows [2 f0, 2 (f0 + count) + 2).

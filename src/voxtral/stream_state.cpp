@@ -118,14 +118,14 @@ int StreamState::encodable() const {
   // Encode ahead only what the decoder will take next: the prompt's positions, then a batch once
   // the queue is drained. This bounds the queue, and one stream alone runs as it always has.
   if (next_decode_ > 0 && decodable() > 0) return 0;
-  const int per_position = 2 * model_.config().downsample_factor;  // mel rows
+  const int per_position = model_.config().mel_frames_per_position();
   const int ready = static_cast<int>(mel_pending_.size() / n_mels_) / per_position;
   return std::min(ready, opts_.max_batch_positions);
 }
 
 EncoderPart StreamState::put_encoder(int count) {
   const int factor = model_.config().downsample_factor;
-  const int rows = count * 2 * factor;  // mel rows
+  const int rows = count * model_.config().mel_frames_per_position();
   check(count >= 1 && count <= opts_.max_batch_positions && mel_pending_.size() >= static_cast<size_t>(rows) * n_mels_,
         "session", "put_encoder: positions not ready");
   const int64_t first_frame = encoded_positions_ * factor;
@@ -145,7 +145,7 @@ void StreamState::take_encoded(Mat adapter, double seconds) {
   const int count = put_positions_;
   check(count > 0 && adapter.rows == count && adapter.cols == dim_, "session", "take_encoded: not the positions put");
   put_positions_ = 0;
-  const int rows = count * 2 * model_.config().downsample_factor;
+  const int rows = count * model_.config().mel_frames_per_position();
   std::copy(mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows - 2) * n_mels_,
             mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows) * n_mels_, mel_context_.begin());
   mel_pending_.erase(mel_pending_.begin(), mel_pending_.begin() + static_cast<std::ptrdiff_t>(rows) * n_mels_);
