@@ -37,7 +37,6 @@ SessionRowRefs check_session_rows(const VoxtralModel& model, std::span<const Ses
   out.refs.resize(k);
   out.inputs.resize(k);
   out.delays.resize(k);
-  out.logit_rows.resize(k);
   std::vector<bool> seen(static_cast<size_t>(cache.shape().slots), false);
   for (int i = 0; i < k; ++i) {
     const SessionRow& r = rows[i];
@@ -53,8 +52,9 @@ SessionRowRefs check_session_rows(const VoxtralModel& model, std::span<const Ses
     out.refs[i] = {r.slot, r.pos};
     out.inputs[i] = r.input;
     out.delays[i] = r.n_delay;
-    out.logit_rows[i] = i;
+    if (r.output) out.logit_rows.push_back(i);
   }
+  check(!out.logit_rows.empty(), "decoder pass", "no row's output is wanted");
   return out;
 }
 
@@ -95,26 +95,26 @@ std::vector<DecoderStepResult> DecoderPass::run(std::span<const SessionRow> rows
   const SessionRowRefs refs = check_session_rows(model_, rows, in, cache);
   Backend& be = model_.backend();
   Mat logits{};
-  // One recorded step per row count: a replay's launches have the shapes of its capture.
-  be.run_step(key_ + " x" + std::to_string(k), [&] {
+  // One recorded step per row and output count: a replay's launches have the shapes of its capture.
+  const int outputs = static_cast<int>(refs.logit_rows.size());
+  be.run_step(key_ + " x" + std::to_string(k) + (outputs < k ? " out " + std::to_string(outputs) : ""), [&] {
     logits = model_.decode(refs.inputs, in, refs.refs, refs.delays, cache, refs.logit_rows);
   });
   return argmax_rows(be, logits);
 }
 
+void append_prompt_rows(const Protocol& protocol, const ProtocolIds& ids, int slot, std::vector<SessionRow>& rows) {
+  const std::vector<int32_t> tokens = protocol.prompt(ids);
+  for (size_t i = 0; i < tokens.size(); ++i)
+    rows.push_back({slot, static_cast<int64_t>(i), tokens[i], protocol.n_delay, i + 1 == tokens.size()});
+}
+
 DecoderStepResult decode_prompt(VoxtralModel& model, const Protocol& protocol, const ProtocolIds& ids, Mat audio,
                                 KvCache& cache, int slot) {
-  const int P = protocol.prompt_len();
-  check(audio.rows == P, "prompt", "one adapter vector per prompt position expected");
-  check(slot >= 0 && slot < cache.shape().slots, "prompt", "cache slot out of range");
-  std::vector<RowRef> rows(P);
-  for (int i = 0; i < P; ++i) rows[i] = {slot, i};
-  const std::vector<int> delays(P, protocol.n_delay);
-  const int last = P - 1;
-  DecoderStepResult r;
-  r.logits = model.decode(protocol.prompt(ids), audio, rows, delays, cache, std::span<const int>(&last, 1));
-  model.backend().argmax(r.logits, std::span<int32_t>(&r.id, 1), std::span<float>(&r.margin, 1));
-  return r;
+  check(audio.rows == protocol.prompt_len(), "prompt", "one adapter vector per prompt position expected");
+  std::vector<SessionRow> rows;
+  append_prompt_rows(protocol, ids, slot, rows);
+  return decode_sessions(model, rows, audio, cache)[0];
 }
 
 std::vector<DecoderStepResult> decode_sessions(VoxtralModel& model, std::span<const SessionRow> rows, Mat audio,

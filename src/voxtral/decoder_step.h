@@ -29,6 +29,8 @@ struct SessionRow {
   int64_t pos = 0;
   int32_t input = 0;
   int n_delay = 0;
+  // Whether the row's output is wanted: a prompt's rows other than its last only fill the cache.
+  bool output = true;
 };
 
 // A decoder pass over rows of several sessions, each in its own slot of one cache, run as a Backend
@@ -46,7 +48,8 @@ class DecoderPass {
   // The pass's input vectors [rows, dim] (backend memory): fill row i with row i's adapter vector
   // before run(). Grows its buffer, so it is called outside any step.
   Mat audio(int rows);
-  // Runs rows.size() rows over audio(rows.size()).
+  // Runs rows.size() rows over audio(rows.size()); one result per row whose output is wanted, in
+  // the rows' order.
   std::vector<DecoderStepResult> run(std::span<const SessionRow> rows, KvCache& cache);
   VoxtralModel& model() const { return model_; }
 
@@ -74,6 +77,10 @@ class DecoderStep {
  private:
   DecoderPass pass_;
 };
+
+// Appends the prompt's rows of a session in cache slot `slot` to `rows`: positions 0 .. P-1 fed the
+// prompt's tokens, only the last giving an output (the session's first token).
+void append_prompt_rows(const Protocol& protocol, const ProtocolIds& ids, int slot, std::vector<SessionRow>& rows);
 
 // The prompt's prefill, in one pass: the prompt tokens with the first prompt_len() adapter vectors
 // `audio` at positions 0 .. P-1 of the cache's slot `slot`; the result is the argmax of the last

@@ -19,12 +19,18 @@ std::vector<PlannedEntry> plan_round(std::span<PlannedStream* const> streams, co
     StreamPlan p;
     const int encodable = s.encodable();
     p.encoder_positions = std::max(0, std::min(encodable, room(budget.max_encoder_positions, budget.shared ? positions : 0, encodable)));
-    p.prompt = s.prompt_after(p.encoder_positions);
-    const int ready = s.rows_after(p.encoder_positions);
-    p.decoder_rows = std::max(0, std::min(ready, room(budget.max_decoder_rows, budget.shared ? rows : 0, ready)));
+    // A prompt's prefill shares the decoder pass (and its budget) when the budgets are shared, and
+    // has a pass of its own otherwise.
+    const int prompt_rows = s.prompt_rows_after(p.encoder_positions);
+    const int limit = budget.max_decoder_rows;
+    p.prompt = prompt_rows > 0 && (!budget.shared || limit == 0 || rows == 0 || rows + prompt_rows <= limit);
+    const int shared_prompt_rows = p.prompt && budget.shared ? prompt_rows : 0;
+    const int ready = prompt_rows > 0 && !p.prompt ? 0 : s.rows_after(p.encoder_positions);
+    p.decoder_rows =
+        std::max(0, std::min(ready, room(limit, budget.shared ? rows + shared_prompt_rows : 0, ready)));
     if (p.empty() || !s.prepare(p)) continue;
     positions += p.encoder_positions;
-    rows += p.decoder_rows;
+    rows += shared_prompt_rows + p.decoder_rows;
     out.push_back({i, p});
   }
   return out;

@@ -14,7 +14,7 @@ namespace voxrt {
 
 struct StreamPlan {
   int encoder_positions = 0;  // positions its part of the encoder pass takes
-  bool prompt = false;        // its prompt's prefill runs, after the encoder pass
+  bool prompt = false;        // its prompt's prefill runs: rows of the decoder pass
   // Rows it puts in the decoder pass: at most this many (fewer when its prompt's id ended it).
   int decoder_rows = 0;
   bool empty() const { return encoder_positions == 0 && !prompt && decoder_rows == 0; }
@@ -25,9 +25,9 @@ class PlannedStream {
  public:
   // Positions it would encode now.
   virtual int encodable() const = 0;
-  // Once `encoded` more positions are encoded: whether its prompt runs, and the decoder rows it
-  // could then put (after the prompt, if that runs too).
-  virtual bool prompt_after(int encoded) const = 0;
+  // Once `encoded` more positions are encoded: the rows of its prompt's prefill when that can run
+  // (0 otherwise), and the decoder rows it could then put (after the prompt, if that runs too).
+  virtual int prompt_rows_after(int encoded) const = 0;
   virtual int rows_after(int encoded) const = 0;
   // Makes room for the plan (pages mapped, positions re-based). False when it cannot: the stream
   // has failed alone (it says why) and takes no part in the round.
@@ -39,7 +39,9 @@ class PlannedStream {
 
 struct RoundBudget {
   // The most positions an encoder pass and rows a decoder pass take (0: no limit), so that a pass's
-  // memory and time stay bounded however many streams wait.
+  // memory and time stay bounded however many streams wait. A prompt's rows count when they share
+  // the pass; a prompt waits for a round with room for all of them, unless it would be the pass's
+  // first rows (so that one longer than the limit still runs).
   int max_encoder_positions = 0;
   int max_decoder_rows = 0;
   // One pass for all streams (a batch-invariant backend): the budgets are shared, each stream

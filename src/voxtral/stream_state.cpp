@@ -1,20 +1,11 @@
 #include "voxtral/stream_state.h"
 
 #include <algorithm>
-#include <chrono>
 #include <string>
 
 #include "common/error.h"
 
 namespace voxrt {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
-
 namespace {
 
 KvCacheShape paged_shape(KvCacheShape s, int window) {
@@ -115,9 +106,10 @@ int64_t StreamState::decodable() const {
 
 int StreamState::encodable() const {
   if (stopped_) return 0;
-  // Encode ahead only what the decoder will take next: the prompt's positions, then a batch once
-  // the queue is drained. This bounds the queue, and one stream alone runs as it always has.
-  if (next_decode_ > 0 && decodable() > 0) return 0;
+  // Encode ahead only what the decoder will take next: the prompt's positions (none more while a
+  // prompt waits for room in a pass), then a batch once the queue is drained. This bounds the
+  // queue, and one stream alone runs as it always has.
+  if (next_decode_ == 0 ? queued() >= opts_.protocol.prompt_len() : decodable() > 0) return 0;
   const int per_position = model_.config().mel_frames_per_position();
   const int ready = static_cast<int>(mel_pending_.size() / n_mels_) / per_position;
   return std::min(ready, opts_.max_batch_positions);
@@ -168,8 +160,9 @@ void StreamState::take_encoded(Mat adapter, double seconds) {
   queue_seconds_.insert(queue_seconds_.end(), count, seconds / count);
 }
 
-bool StreamState::prompt_after(int encoded) const {
-  return !stopped_ && next_decode_ == 0 && queued() + encoded >= opts_.protocol.prompt_len();
+int StreamState::prompt_rows_after(int encoded) const {
+  const int P = opts_.protocol.prompt_len();
+  return !stopped_ && next_decode_ == 0 && queued() + encoded >= P ? P : 0;
 }
 
 int StreamState::rows_after(int encoded) const {
@@ -215,50 +208,62 @@ bool StreamState::prompt_ready() const {
   return !stopped_ && next_decode_ == 0 && queued() >= opts_.protocol.prompt_len();
 }
 
-void StreamState::decode_prompt() {
-  const int P = opts_.protocol.prompt_len();
-  check(prompt_ready() && prepared_.prompt, "session", "prompt not ready or not prepared");
-  const auto t0 = std::chrono::steady_clock::now();
-  const int32_t id = voxrt::decode_prompt(model_, opts_.protocol, opts_.ids, queue_.view(queue_read_, P), dec_cache_, slot_).id;
-  ++decoder_passes_;
-  const double decode_s = seconds_since(t0);
-  emit(id, decode_s + pop(P));
-}
-
 int StreamState::rows_ready() const {
   if (stopped_) return 0;
   return static_cast<int>(std::min<int64_t>(draft_width_, decodable()));
 }
 
-void StreamState::put_rows(int k, std::vector<SessionRow>& rows, Mat pass_audio) {
-  check(k >= 1 && k <= rows_ready(), "session", "put_rows: rows not ready");
+int StreamState::put_decoder(bool prompt, int k, std::vector<SessionRow>& rows, Mat pass_audio) {
+  const int P = opts_.protocol.prompt_len();
   const int first = static_cast<int>(rows.size());
-  check(first + k <= pass_audio.rows && pass_audio.cols == dim_, "session", "put_rows: pass too small");
-  check(k <= prepared_.decoder_rows && next_decode_ == prepared_decode_, "session", "put_rows: not the rows prepared");
-  // Row 0 takes the true previous token; rows 1.. guess that the output repeats it.
-  for (int i = 0; i < k; ++i) rows.push_back({slot_, next_decode_ + i - dec_base_, last_token_, opts_.protocol.n_delay});
+  const int prompt_rows = prompt ? P : 0;
+  check(put_rows_ == 0 && !put_prompt_, "session", "put_decoder: the last pass's results not taken");
+  check(prompt ? prompt_ready() && prepared_.prompt : next_decode_ == prepared_decode_, "session",
+        "put_decoder: not the prompt or rows prepared");
+  check(k >= 0 && k <= prepared_.decoder_rows && (prompt || k <= rows_ready()) && prompt_rows + k > 0, "session",
+        "put_decoder: rows not ready");
+  check(first + prompt_rows + k <= pass_audio.rows && pass_audio.cols == dim_, "session", "put_decoder: pass too small");
+  if (prompt) append_prompt_rows(opts_.protocol, opts_.ids, slot_, rows);
+  // Row 0 takes the true previous token (or the prompt's likely one); rows 1.. guess that the
+  // output repeats it.
+  const int64_t pos = prompt ? P : next_decode_;
+  const int32_t input = prompt ? opts_.ids.streaming_pad : last_token_;
+  for (int i = 0; i < k; ++i) rows.push_back({slot_, pos + i - dec_base_, input, opts_.protocol.n_delay});
   model_.backend().copy(pass_audio.data + static_cast<size_t>(first) * dim_, queue_.row(queue_read_),
-                        static_cast<size_t>(k) * dim_);
+                        static_cast<size_t>(prompt_rows + k) * dim_);
+  put_prompt_ = prompt;
   put_rows_ = k;
+  return (prompt ? 1 : 0) + k;
 }
 
 void StreamState::take_results(std::span<const DecoderStepResult> results, double seconds) {
-  check(put_rows_ > 0 && results.size() == static_cast<size_t>(put_rows_), "session", "take_results: not the rows put");
+  const int P = opts_.protocol.prompt_len();
+  const bool prompt = put_prompt_;
   const int k = put_rows_;
+  check((prompt || k > 0) && results.size() == static_cast<size_t>(prompt + k), "session",
+        "take_results: not the rows put");
+  put_prompt_ = false;
   put_rows_ = 0;
   ++decoder_passes_;
-  // Row i was fed the right token when row i - 1's output is the guess.
-  const int32_t guess = last_token_;
-  int kept = 1;
-  while (kept < k && results[kept - 1].id == guess) ++kept;
+  // The pass's time is shared by its rows: the prompt's P and the positions'.
+  const double per_row = seconds / (prompt * P + k);
+  if (prompt) {
+    emit(results[0].id, per_row * P + pop(P));
+    results = results.subspan(1);
+  }
+  if (k == 0) return;
+  // Row i was fed the right token when the output before it (row i - 1's, or the prompt's, or the
+  // previous pass's) is the row's input.
+  const int32_t guess = prompt ? opts_.ids.streaming_pad : last_token_;
+  int kept = 0;
+  while (kept < k && (kept == 0 ? (!prompt || last_token_ == guess) : results[kept - 1].id == guess)) ++kept;
   // The next pass's width. Where the output runs in long stretches of one token (the real model's
   // [STREAMING_PAD] through silence and between words) the width climbs back to draft_rows within a
   // few passes of each word; where it seldom repeats, it stays near 1, instead of paying draft_rows
   // rows of attention and products for one position a pass (a random-weights model offline: draft
   // rows 8 gave RTFx 295, 1 gave 360; bench/results/2026-12-04-adaptive-draft.txt).
   draft_width_ = next_draft_width(draft_width_, k, kept, opts_.draft_rows);
-  const double share = seconds / kept;
-  for (int i = 0; i < kept && !stopped_; ++i) emit(results[i].id, share + pop(1));
+  for (int i = 0; i < kept && !stopped_; ++i) emit(results[i].id, per_row + pop(1));
 }
 
 void StreamState::fail(const std::string& why) {

@@ -94,7 +94,7 @@ class StreamState final : public PlannedStream {
 
   // The round's plan (round_plan.h): what it would do, and the room for what it will do.
   int encodable() const override;  // positions to encode now (only once the decoder has caught up)
-  bool prompt_after(int encoded) const override;
+  int prompt_rows_after(int encoded) const override;
   int rows_after(int encoded) const override;
   // Re-bases its positions where the plan's would pass the limits and maps their pages in both
   // caches; a cache that cannot take them fails the stream (failure() says why): false.
@@ -108,12 +108,14 @@ class StreamState final : public PlannedStream {
   // stream's share of the pass's time.
   void take_encoded(Mat adapter, double seconds);
   bool prompt_ready() const;  // the prompt's positions are encoded and it has not run
-  void decode_prompt();
-  int rows_ready() const;     // decoder rows this stream puts in the next pass
-  // Appends its next k rows to `rows` and copies their adapter vectors into `pass_audio` rows
-  // [rows.size(), + k).
-  void put_rows(int k, std::vector<SessionRow>& rows, Mat pass_audio);
-  // The results of the rows put last, and this stream's share of the pass's time.
+  int rows_ready() const;     // decoder rows (positions) it could put in the next pass
+  // Appends its share of a decoder pass to `rows`, as prepared, and copies their adapter vectors
+  // into `pass_audio` rows [rows.size(), + its rows): the prompt's rows when `prompt` (its prefill,
+  // append_prompt_rows), then `k` rows of positions. Row 0 of those is fed its previous output, or,
+  // behind its prompt in the same pass, the guess that the prompt gives [STREAMING_PAD]; the rows
+  // after guess that the output repeats (Options::draft_rows). Returns the outputs it will take back.
+  int put_decoder(bool prompt, int k, std::vector<SessionRow>& rows, Mat pass_audio);
+  // The outputs of what it put last, and its share of the pass's time.
   void take_results(std::span<const DecoderStepResult> results, double seconds);
   bool has_work() const;
   // Ends the stream's work for good (its caches could not take its next positions, say): it puts
@@ -163,7 +165,8 @@ class StreamState final : public PlannedStream {
   int64_t enc_base_ = 0, dec_base_ = 0;  // model position = stream position - base
   int64_t final_positions_ = -1;    // after the flush: N
   int32_t last_token_ = 0;
-  int put_rows_ = 0;                // rows in the pass being run
+  bool put_prompt_ = false;         // its prompt is in the pass being run
+  int put_rows_ = 0;                // and this many rows of positions
   StreamPlan prepared_;             // this round's plan, once prepare() made room for it
   int64_t prepared_decode_ = 0;     // the first decoder position of the rows prepared
   int draft_width_ = 1;             // rows_ready()'s most, 1 .. Options::draft_rows

@@ -49,33 +49,47 @@ void encoder_pass(std::span<const Share> shares, EncoderPass& pass, KvCache& cac
   }
 }
 
-// One decoder pass over the planned rows of `shares` (fewer for a stream whose prompt ended it);
-// each stream's share of the pass's time is its share of the rows.
-void decoder_pass(std::span<const Share> shares, DecoderPass& pass, KvCache& cache, RoundStats& stats) {
-  std::vector<int> counts(shares.size(), 0);
-  int total = 0;
-  for (size_t i = 0; i < shares.size(); ++i) {
-    total += counts[i] = std::min(shares[i].plan.decoder_rows, shares[i].stream->rows_ready());
-    stats.decoder_streams += counts[i] > 0;
+// What a stream puts in one decoder pass: its prompt's rows, and rows of positions.
+struct DecoderPut {
+  StreamState* stream;
+  bool prompt;
+  int rows;
+};
+
+// One decoder pass over `puts`; the pass's time is shared by its rows (a prompt's count too).
+void decoder_pass(std::span<const DecoderPut> puts, DecoderPass& pass, KvCache& cache, RoundStats& stats) {
+  int total = 0, prompt_rows = 0;
+  for (const DecoderPut& p : puts) {
+    const int P = p.prompt ? p.stream->options().protocol.prompt_len() : 0;
+    total += P + p.rows;
+    prompt_rows += P;
   }
   if (total == 0) return;
   const auto t0 = Clock::now();
   const Mat audio = pass.audio(total);  // may grow: before any row is put
   std::vector<SessionRow> rows;
   rows.reserve(static_cast<size_t>(total));
-  for (size_t i = 0; i < shares.size(); ++i)
-    if (counts[i] > 0) shares[i].stream->put_rows(counts[i], rows, audio);
+  std::vector<int> outputs(puts.size(), 0);
+  for (size_t i = 0; i < puts.size(); ++i) {
+    const DecoderPut& p = puts[i];
+    if (!p.prompt && p.rows == 0) continue;
+    outputs[i] = p.stream->put_decoder(p.prompt, p.rows, rows, audio);
+    stats.prompts += p.prompt;
+    stats.decoder_rows += p.rows;
+    stats.decoder_streams += p.rows > 0;
+  }
   ++stats.decoder_passes;
-  stats.decoder_rows += total;
   const std::vector<DecoderStepResult> results = pass.run(rows, cache);
   const double seconds = seconds_since(t0);
-  stats.decoder_seconds += seconds;
+  stats.prompt_seconds += seconds * prompt_rows / total;
+  stats.decoder_seconds += seconds * (total - prompt_rows) / total;
   size_t at = 0;
-  for (size_t i = 0; i < shares.size(); ++i) {
-    if (counts[i] == 0) continue;
-    shares[i].stream->take_results(std::span<const DecoderStepResult>(results).subspan(at, counts[i]),
-                                   seconds * counts[i] / total);
-    at += static_cast<size_t>(counts[i]);
+  for (size_t i = 0; i < puts.size(); ++i) {
+    if (outputs[i] == 0) continue;
+    const int n = (puts[i].prompt ? puts[i].stream->options().protocol.prompt_len() : 0) + puts[i].rows;
+    puts[i].stream->take_results(std::span<const DecoderStepResult>(results).subspan(at, outputs[i]),
+                                 seconds * n / total);
+    at += static_cast<size_t>(outputs[i]);
   }
 }
 
@@ -89,21 +103,33 @@ RoundStats step_streams(std::span<StreamState* const> streams, const RoundContex
   for (const PlannedEntry& e :
        plan_round(planned, {ctx.max_encoder_positions, ctx.max_decoder_rows, ctx.one_pass}, ctx.first_served))
     shares.push_back({streams[e.stream], e.plan});
-  // Execute, in the order served: the encoder pass, the prompts, the decoder pass; shared by every
-  // stream on a batch-invariant backend, one stream's each otherwise.
+  // Execute, in the order served: the encoder pass, then the decoder pass; shared by every stream on
+  // a batch-invariant backend, one stream's each otherwise.
   const auto each = [&](auto&& pass_of) {
     if (ctx.one_pass) return pass_of(std::span<const Share>(shares));
     for (const Share& s : shares) pass_of(std::span<const Share>(&s, 1));
   };
   each([&](std::span<const Share> some) { encoder_pass(some, ctx.encoder, ctx.encoder_cache, stats); });
-  const auto t0 = Clock::now();
-  for (const Share& s : shares) {
-    if (!s.plan.prompt) continue;
-    s.stream->decode_prompt();
-    ++stats.prompts;
+  if (ctx.one_pass) {
+    // Prompts are rows like any other: every stream's prefill and rows in one pass, the rows behind a
+    // prompt drafted on the prompt's likely output.
+    std::vector<DecoderPut> puts;
+    for (const Share& s : shares)
+      puts.push_back({s.stream, s.plan.prompt, s.plan.prompt ? s.plan.decoder_rows
+                                                             : std::min(s.plan.decoder_rows, s.stream->rows_ready())});
+    decoder_pass(puts, ctx.decoder, ctx.decoder_cache, stats);
+    return stats;
   }
-  stats.prompt_seconds = seconds_since(t0);
-  each([&](std::span<const Share> some) { decoder_pass(some, ctx.decoder, ctx.decoder_cache, stats); });
+  // One stream a pass: its prompt alone (the pass of P rows it always had), then its rows, the first
+  // fed the prompt's output (fewer when that ended the stream).
+  for (const Share& s : shares) {
+    if (s.plan.prompt) {
+      const DecoderPut prompt{s.stream, true, 0};
+      decoder_pass(std::span(&prompt, 1), ctx.decoder, ctx.decoder_cache, stats);
+    }
+    const DecoderPut rows{s.stream, false, std::min(s.plan.decoder_rows, s.stream->rows_ready())};
+    decoder_pass(std::span(&rows, 1), ctx.decoder, ctx.decoder_cache, stats);
+  }
   return stats;
 }
 

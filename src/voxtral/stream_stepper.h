@@ -12,12 +12,15 @@ namespace voxrt {
 
 // A round is planned first (round_plan.h: each stream's positions, prompt and rows, its pages
 // mapped, a stream that cannot have them failed alone), then run: every stream whose decoder has
-// caught up encodes the positions waiting for it, every stream whose prompt positions now exist
-// runs its prefill, then the ready decoder rows of all streams (drafted rows included) are decoded. The encoder and decoder passes take
+// caught up encodes the positions waiting for it, then the decoder pass takes the prompts whose
+// positions now exist (a prompt's prefill is its P rows, only the last giving an output) and the
+// ready rows of all streams (drafted rows included). The encoder and decoder passes take
 //   - every stream at once when `one_pass` (a batch-invariant backend: each row's result does not
-//     depend on the rows beside it, so sharing a pass changes no id);
+//     depend on the rows beside it, so sharing a pass changes no id): prefill is batched across
+//     streams, and a stream's rows behind its prompt are drafted on the prompt's likely output;
 //   - one stream a pass otherwise (the CPU, whose products round differently for different row
-//     counts: each stream's ids stay those it gets alone, whoever else is stepping).
+//     counts: each stream's ids stay those it gets alone, whoever else is stepping): its prompt in
+//     a pass of its own, then its rows.
 // Passes are recorded steps keyed by their shape (row counts), replayed as graphs whichever streams
 // they carry.
 // Every stream with work gets its rows in every round: none waits for another to finish. Each
@@ -25,7 +28,9 @@ namespace voxrt {
 struct RoundStats {
   int encoder_passes = 0, encoded_positions = 0, prompts = 0;
   int decoder_passes = 0, decoder_rows = 0, decoder_streams = 0;
-  double encoder_seconds = 0, prompt_seconds = 0, decoder_seconds = 0;  // wall time in each part
+  // Wall time of the encoder passes, and of the decoder passes split between the prompts' rows and
+  // the positions' rows by their counts.
+  double encoder_seconds = 0, prompt_seconds = 0, decoder_seconds = 0;
 };
 // What a round runs on: the passes (their buffers and recorded steps) and the caches the streams'
 // slots are in.

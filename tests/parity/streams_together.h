@@ -41,6 +41,7 @@ struct TogetherRun {
   int most_in_a_pass = 0, slots_reused = 0, most_encoded_together = 0, pool_slots = 0;
   int most_rows = 0, most_positions = 0;
   int most_pages = 0;  // the decoder pool's pages at most
+  int most_prompts_in_a_pass = 0;  // prompts whose prefill shared one decoder pass
 };
 
 // Together: each round, every stream that has joined feeds its next chunk (or flushes), then
@@ -107,13 +108,13 @@ inline TogetherRun run_together(VoxtralModel& model, const LogMel& logmel, const
       states.push_back(l->state.get());
     }
     for (bool work = true; work;) {
-      if (max_rows > 0 && !states.empty())
-        std::rotate(states.begin(), states.begin() + static_cast<std::ptrdiff_t>(rounds % states.size()), states.end());
+      const size_t first = max_rows > 0 && !states.empty() ? rounds % states.size() : 0;
       ++rounds;
       std::vector<int64_t> passes;
       for (StreamState* st : states) passes.push_back(st->decoder_passes());
       const RoundStats r = step_streams(states, {encoder, encoder_pool.cache(), pass, pool.cache(), /*one_pass=*/true,
-                                                 max_positions, max_rows});
+                                                 max_positions, max_rows, first});
+      if (r.decoder_passes == 1) t.most_prompts_in_a_pass = std::max(t.most_prompts_in_a_pass, r.prompts);
       t.most_encoded_together = std::max(t.most_encoded_together, r.encoder_passes == 1 ? r.encoded_positions : 0);
       t.most_rows = std::max(t.most_rows, r.decoder_rows);
       t.most_positions = std::max(t.most_positions, r.encoded_positions);

@@ -80,6 +80,34 @@ TEST_P(StreamsTogether, EachStreamGetsTheIdsItGetsAlone) {
   }
 }
 
+// Streams that open together have their prompts ready in the same round: their prefills are rows of
+// one decoder pass (prefill batched across streams, the rows behind each prompt drafted on its
+// likely output), and each stream's ids are still those it gets alone.
+TEST_P(StreamsTogether, PromptsOfStreamsOpeningTogetherShareOnePass) {
+  if (GetParam() == "cuda") REQUIRE_GPU();
+  auto be = backend_named(GetParam());
+  const std::filesystem::path dir = test_data() / "tiny" / "mistral";
+  const std::unique_ptr<VoxtralModel> model = tiny_model(*be);
+  const Tokenizer tok = Tokenizer::load(dir / "tekken.json");
+  const LogMel logmel;
+  const std::vector<std::string> names{"jfk", "speech_short", "speech_long"};
+  std::vector<std::vector<float>> audio;
+  for (const std::string& n : names) audio.push_back(wav(n));
+  std::vector<StreamPlan> plans;
+  for (auto& a : audio) {
+    StreamState::Options o;
+    o.ids = {tok.bos_id(), tok.eos_id(), tok.streaming_pad_id(), tok.streaming_word_id()};
+    o.draft_rows = be->batch_invariant() ? 4 : 1;
+    plans.push_back({&a, o, /*join_round=*/0, /*chunk=*/16000});
+  }
+  const TogetherRun together = run_together(*model, logmel, plans, 0, 0);
+  EXPECT_EQ(together.most_prompts_in_a_pass, 3) << "the three prompts are meant to share a decoder pass";
+  for (size_t s = 0; s < plans.size(); ++s) {
+    SCOPED_TRACE(names[s]);
+    EXPECT_EQ(together.ids[s], ids_alone(*model, logmel, plans[s]));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StreamsTogether, ::testing::Values("cpu", "cuda"),
                          [](const auto& info) { return info.param; });
 

@@ -10,16 +10,17 @@
 namespace voxrt {
 namespace {
 
-// A stream with fixed offers: it could encode `encodable` positions; after k of them its prompt runs
-// when k >= prompt_at (prompt_at < 0: never), and it could put rows_per_position * k + rows rows.
+// A stream with fixed offers: it could encode `encodable` positions; after k of them its prompt of
+// prompt_len rows runs when k >= prompt_at (prompt_at < 0: never), and it could put
+// rows_per_position * k + rows rows.
 struct FakeStream final : PlannedStream {
-  int encodable_ = 0, prompt_at = -1, rows = 0, rows_per_position = 0;
+  int encodable_ = 0, prompt_at = -1, prompt_len = 3, rows = 0, rows_per_position = 0;
   bool refuse = false;
   std::vector<int> asked;  // the encoder positions rows_after was asked about
   std::vector<StreamPlan> prepared;
 
   int encodable() const override { return encodable_; }
-  bool prompt_after(int encoded) const override { return prompt_at >= 0 && encoded >= prompt_at; }
+  int prompt_rows_after(int encoded) const override { return prompt_at >= 0 && encoded >= prompt_at ? prompt_len : 0; }
   int rows_after(int encoded) const override {
     const_cast<FakeStream*>(this)->asked.push_back(encoded);
     return rows + rows_per_position * encoded;
@@ -109,6 +110,40 @@ TEST(RoundPlan, APromptAloneIsPlanned) {
   ASSERT_EQ(p.size(), 1u);
   EXPECT_TRUE(p[0].plan.prompt);
   EXPECT_EQ(p[0].plan.encoder_positions, 0);
+  EXPECT_EQ(p[0].plan.decoder_rows, 0);
+}
+
+TEST(RoundPlan, APromptsRowsCountAgainstTheSharedDecoderBudget) {
+  // Budget 12: stream 0's prompt (4 rows) and 2 rows, stream 1's 4 rows; stream 2's prompt does not
+  // fit in what is left and waits, with its rows; stream 3's rows take the rest.
+  std::vector<FakeStream> s(4);
+  s[0].prompt_at = 0, s[0].prompt_len = 4, s[0].rows = 2;
+  s[1].rows = 4;
+  s[2].prompt_at = 0, s[2].prompt_len = 4, s[2].rows = 1;
+  s[3].rows = 3;
+  const std::vector<PlannedEntry> p = plan(s, {.max_encoder_positions = 0, .max_decoder_rows = 12, .shared = true});
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_TRUE(p[0].plan.prompt);
+  EXPECT_EQ(p[0].plan.decoder_rows, 2);
+  EXPECT_EQ(p[1].plan.decoder_rows, 4);
+  EXPECT_EQ(p[2].stream, 3u);
+  EXPECT_EQ(p[2].plan.decoder_rows, 2) << "4 + 2 + 4 rows took 10 of the budget of 12";
+  EXPECT_TRUE(s[2].prepared.empty()) << "a prompt without room waits, rows and all";
+  // Served first, the same prompt runs, and unshared budgets give every prompt a pass of its own.
+  const std::vector<PlannedEntry> first = plan(s, {.max_encoder_positions = 0, .max_decoder_rows = 12, .shared = true}, 2);
+  EXPECT_TRUE(first[0].plan.prompt);
+  EXPECT_EQ(first[0].plan.decoder_rows, 1);
+  for (const PlannedEntry& e : plan(s, {.max_encoder_positions = 0, .max_decoder_rows = 3, .shared = false}))
+    EXPECT_EQ(e.plan.prompt, e.stream == 0 || e.stream == 2);
+}
+
+TEST(RoundPlan, APromptLongerThanTheBudgetRunsAsThePassesFirstRows) {
+  std::vector<FakeStream> s(2);
+  s[0].prompt_at = 0, s[0].prompt_len = 40, s[0].rows = 3;
+  s[1].rows = 2;
+  const std::vector<PlannedEntry> p = plan(s, {.max_encoder_positions = 0, .max_decoder_rows = 16, .shared = true});
+  ASSERT_EQ(p.size(), 1u) << "the prompt took the whole pass";
+  EXPECT_TRUE(p[0].plan.prompt);
   EXPECT_EQ(p[0].plan.decoder_rows, 0);
 }
 
