@@ -24,15 +24,30 @@
 namespace voxrt::test {
 namespace {
 
-class StreamsTogether : public ::testing::TestWithParam<std::string> {};
+// The tiny model on the backend named by the parameter (a GPU case skips itself without a GPU).
+class StreamsTogether : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "cuda") REQUIRE_GPU();
+    be = backend_named(GetParam());
+    model = tiny_model(*be);
+  }
+  // A stream's options: the tokenizer's ids, and drafted rows where a pass's rows are batch-invariant.
+  StreamState::Options options(int n_delay) const {
+    StreamState::Options o;
+    o.protocol.n_delay = n_delay;
+    o.ids = {tok.bos_id(), tok.eos_id(), tok.streaming_pad_id(), tok.streaming_word_id()};
+    o.draft_rows = be->batch_invariant() ? 4 : 1;
+    return o;
+  }
+
+  std::unique_ptr<Backend> be;
+  std::unique_ptr<VoxtralModel> model;
+  const Tokenizer tok = Tokenizer::load(test_data() / "tiny" / "mistral" / "tekken.json");
+  const LogMel logmel;
+};
 
 TEST_P(StreamsTogether, EachStreamGetsTheIdsItGetsAlone) {
-  if (GetParam() == "cuda") REQUIRE_GPU();
-  auto be = backend_named(GetParam());
-  const std::filesystem::path dir = test_data() / "tiny" / "mistral";
-  const std::unique_ptr<VoxtralModel> model = tiny_model(*be);
-  const Tokenizer tok = Tokenizer::load(dir / "tekken.json");
-  const LogMel logmel;
   struct Case {
     std::string audio;
     int n_delay;  // steps
@@ -45,11 +60,7 @@ TEST_P(StreamsTogether, EachStreamGetsTheIdsItGetsAlone) {
   for (const Case& c : cases) audio.push_back(wav(c.audio));
   std::vector<StreamPlan> plans;
   for (size_t s = 0; s < cases.size(); ++s) {
-    StreamState::Options o;
-    o.protocol.n_delay = cases[s].n_delay;
-    o.ids = {tok.bos_id(), tok.eos_id(), tok.streaming_pad_id(), tok.streaming_word_id()};
-    o.draft_rows = be->batch_invariant() ? 4 : 1;
-    plans.push_back({&audio[s], o, cases[s].join_round, cases[s].chunk});
+    plans.push_back({&audio[s], options(cases[s].n_delay), cases[s].join_round, cases[s].chunk});
   }
 
   // Alone, in the same chunks.
@@ -84,22 +95,11 @@ TEST_P(StreamsTogether, EachStreamGetsTheIdsItGetsAlone) {
 // one decoder pass (prefill batched across streams, the rows behind each prompt drafted on its
 // likely output), and each stream's ids are still those it gets alone.
 TEST_P(StreamsTogether, PromptsOfStreamsOpeningTogetherShareOnePass) {
-  if (GetParam() == "cuda") REQUIRE_GPU();
-  auto be = backend_named(GetParam());
-  const std::filesystem::path dir = test_data() / "tiny" / "mistral";
-  const std::unique_ptr<VoxtralModel> model = tiny_model(*be);
-  const Tokenizer tok = Tokenizer::load(dir / "tekken.json");
-  const LogMel logmel;
   const std::vector<std::string> names{"jfk", "speech_short", "speech_long"};
   std::vector<std::vector<float>> audio;
   for (const std::string& n : names) audio.push_back(wav(n));
   std::vector<StreamPlan> plans;
-  for (auto& a : audio) {
-    StreamState::Options o;
-    o.ids = {tok.bos_id(), tok.eos_id(), tok.streaming_pad_id(), tok.streaming_word_id()};
-    o.draft_rows = be->batch_invariant() ? 4 : 1;
-    plans.push_back({&a, o, /*join_round=*/0, /*chunk=*/16000});
-  }
+  for (auto& a : audio) plans.push_back({&a, options(6), /*join_round=*/0, /*chunk=*/16000});
   const TogetherRun together = run_together(*model, logmel, plans, 0, 0);
   EXPECT_EQ(together.most_prompts_in_a_pass, 3) << "the three prompts are meant to share a decoder pass";
   for (size_t s = 0; s < plans.size(); ++s) {
