@@ -64,9 +64,7 @@ class CudaBackend final : public Backend {
         products_(device_, memory_, steps_, options, repeat_),
         attention_(device_, memory_, steps_, options, repeat_),
         ops_(device_, memory_, steps_, repeat_),
-        kv_bytes_(options.fp8_kv    ? 1
-                  : options.fp32_kv ? sizeof(float)
-                                    : 2) {}
+        kv_bytes_(options.fp8_kv ? 1 : options.fp32_kv ? sizeof(float) : 2) {}
 
   // The parts free what they made, in the reverse order of their making, once the stream's work is done.
   ~CudaBackend() override {
