@@ -1,16 +1,18 @@
 // One job: which kernels compute a matrix product, and launching them. linear, linears (a layer's
 // q, k and v in one launch), gated_linear (SwiGLU's gate and up products with the silu product
-// fused) and conv1d_k3 (a linear over im2col patches) all come here, and route() is the one place
-// a weight's storage format and shape pick the kernels: the GEMV (tensor cores:
-// kernels_gemv_mma.cu, 32 rows per launch, long rows split across blocks with a fixed-order sum;
-// or kernels_gemv.cu) when K % 8 == 0, or from CudaOptions::gemm_min_rows rows on the tiled GEMM
+// fused) and conv1d_k3 (a linear over im2col patches) all come here. route() is the one place a
+// weight's storage format and K pick the kernels: the GEMV (tensor cores: kernels_gemv_mma.cu, 32
+// rows per launch, long rows split across blocks with a fixed-order sum; or kernels_gemv.cu) when
+// K % 8 == 0, or, from CudaOptions::gemm_min_rows rows on (tiled()), the tiled GEMM
 // (kernels_gemm_launch.cu: wgmma on Hopper, else mma.sync) that computes the same bits (the
 // products' order, tensor_core.cuh), which keeps every row's result independent of the batch;
 // otherwise x is rounded into a bf16 scratch copy and cublasGemmEx (bf16 A and B, fp32 C,
-// CUBLAS_COMPUTE_32F) runs with a small bias kernel. Quantized weight formats (int4/int8/fp8) land
-// here: a new DeviceWeight format adds its case to route() and its launches beside the others.
-// CudaOptions::library_products (VOXRT_CUDA_GEMV_MAX_ROWS=0) and set_kernels (the bench's
-// ProductKernels) send products elsewhere, for measurements.
+// CUBLAS_COMPUTE_32F) runs with a small bias kernel. The choice lives in one place because batch
+// invariance (Backend::batch_invariant) depends on every path it can take. Quantized weight
+// formats (int4/int8/fp8) land here: a new DeviceWeight format adds its case to route() and its
+// launches to linear_impl() beside the others. CudaOptions::library_products
+// (VOXRT_CUDA_GEMV_MAX_ROWS=0) and set_kernels (the bench's ProductKernels) send products
+// elsewhere, for measurements.
 #pragma once
 
 #include <cublas_v2.h>
