@@ -27,19 +27,20 @@ run small-gemv-mma gemv --kernel mma --rows 300 --cols 520 --batch 3
 run small-gemv-simt gemv --kernel simt --rows 257 --cols 264 --batch 8
 run small-gemm-wgmma gemm --kernel wgmma --m 70 --n 260 --k 1000
 run small-gemm-mma-gated gemm --kernel mma --m 130 --n 200 --k 512 --gated
+run small-gemm-cublas-gated-odd-k gemm --kernel cublas --m 5 --n 96 --k 100 --gated
 run small-attention-fp8-frames attention --kernel mma --rows 8 --keys 1000 --heads 8 --kv-heads 8 --head-dim 128 \
     --cache fp8 --layout frames --page-len 48
 run small-attention-simt-fp32 attention --kernel simt --rows 4 --keys 300 --heads 4 --kv-heads 1 --head-dim 32 --cache fp32
-# The decoder's products for one row (dim 3072, SwiGLU hidden 9216), on each GEMV.
-for k in mma simt; do
+# The decoder's products for one row (dim 3072, SwiGLU hidden 9216), on each GEMV and cuBLAS.
+for k in mma simt cublas; do
   run "decoder-wo-gemv-$k" gemv --kernel $k --rows 3072 --cols 3072 --batch 1
   run "decoder-w13-gemv-$k" gemv --kernel $k --rows 9216 --cols 3072 --batch 1 --gated
   run "decoder-w2-gemv-$k" gemv --kernel $k --rows 3072 --cols 9216 --batch 1
 done
 # The encoder's for a live step's 4 frames (width 1280, hidden 5120).
 run encoder-w13-gemv gemv --rows 5120 --cols 1280 --batch 4 --gated
-# Many sessions' rows through the tiled GEMM, on each kernel.
-for k in wgmma mma; do
+# Many sessions' rows through the tiled GEMM, on each kernel, and cuBLAS.
+for k in wgmma mma cublas; do
   run "decoder-wo-64-gemm-$k" gemm --kernel $k --m 64 --n 3072 --k 3072
   run "decoder-w13-256-gemm-$k" gemm --kernel $k --m 256 --n 9216 --k 3072 --gated
   run "decoder-w2-1024-gemm-$k" gemm --kernel $k --m 1024 --n 3072 --k 9216

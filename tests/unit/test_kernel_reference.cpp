@@ -155,13 +155,15 @@ TEST(KernelArgsTest, FamiliesTakeTheirShapesAndDefaultKernels) {
 
 TEST(KernelArgsTest, EveryRefusalNamesTheFlag) {
   EXPECT_EQ(refusal("gemv --cols 3004"),
-            "--cols: 3004 is not a multiple of 8 (the product kernels read rows of W in 8-element vectors)");
+            "--cols: 3004 is not a multiple of 8 (the product kernels read rows of W in 8-element vectors; "
+            "--kernel cublas takes any)");
+  EXPECT_EQ(parse("gemv --cols 3004 --kernel cublas").cols, 3004);
   EXPECT_EQ(refusal("gemm --k 100").rfind("--k: 100 is not a multiple of 8", 0), 0u);
   EXPECT_EQ(refusal("gemv --rows abc"), "--rows: 'abc' is not a whole number");
   EXPECT_EQ(refusal("gemv --batch 0").rfind("--batch: 0 out of range (1 .. ", 0), 0u);
   EXPECT_EQ(refusal("gemv --keys 5").rfind("--keys is an option of attention, not of gemv", 0), 0u);
   EXPECT_EQ(refusal("attention --bogus 1").rfind("unknown option '--bogus' for attention (its options: --kernel", 0), 0u);
-  EXPECT_EQ(refusal("gemv --kernel wgmma"), "--kernel: 'wgmma' is not a gemv kernel (mma, simt)");
+  EXPECT_EQ(refusal("gemv --kernel wgmma"), "--kernel: 'wgmma' is not a gemv kernel (mma, simt, cublas)");
   EXPECT_EQ(refusal("attention --heads 30"), "--heads: 30 is not a multiple of --kv-heads 8");
   EXPECT_EQ(refusal("attention --cache fp32 --kernel mma").rfind("--cache fp32: the tensor-core attention", 0), 0u);
   EXPECT_EQ(refusal("attention --cache fp16"), "--cache: 'fp16' is not one of bf16, fp8, fp32");

@@ -151,9 +151,10 @@ void check_and_complete(KernelArgs& a) {
                        "fp32 caches run on --kernel simt");
   } else {
     const SizeNames n = size_names(a.family);
-    if (a.cols % 8 != 0)
+    if (a.cols % 8 != 0 && a.kernel != "cublas")
       throw UsageError(std::string(n.cols) + ": " + std::to_string(a.cols) +
-                       " is not a multiple of 8 (the product kernels read rows of W in 8-element vectors)");
+                       " is not a multiple of 8 (the product kernels read rows of W in 8-element vectors; "
+                       "--kernel cublas takes any)");
     if (a.family == Family::Gemm && a.input != "f32")
       throw UsageError("--input: the tiled GEMM reads x as packed bf16 only");
   }
@@ -171,8 +172,12 @@ const std::vector<KernelInfo>& kernel_infos() {
   static const std::vector<KernelInfo> table = {
       {Family::Gemv, "mma", true, "the tensor-core GEMV, up to 32 rows a launch (kernels_gemv_mma.cu)"},
       {Family::Gemv, "simt", false, "the CUDA-core GEMV, up to 8 rows a launch (kernels_gemv.cu; VOXRT_CUDA_GEMV=simt)"},
+      {Family::Gemv, "cublas", false,
+       "cublasGemmEx on a bf16 copy of x, any K (the backend's for K not a multiple of 8; VOXRT_CUDA_GEMV_MAX_ROWS=0)"},
       {Family::Gemm, "wgmma", true, "the tiled GEMM on wgmma and TMA, sm_90a (kernels_gemm_wgmma.cu)"},
       {Family::Gemm, "mma", false, "the tiled GEMM on mma.sync, the same bits (kernels_gemm_mma.cu; VOXRT_CUDA_GEMM=mma)"},
+      {Family::Gemm, "cublas", false,
+       "cublasGemmEx, any K (the backend's for K not a multiple of 8; VOXRT_CUDA_GEMV_MAX_ROWS=0)"},
       {Family::Attention, "mma", true,
        "tensor-core attention, bf16 and fp8 caches (kernels_attention_mma.cu)"},
       {Family::Attention, "simt", false,

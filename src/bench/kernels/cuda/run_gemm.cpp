@@ -1,6 +1,8 @@
 // gemm: launch_gemm, the tiled GEMM (kernels_gemm_wgmma.cu on Hopper, kernels_gemm_mma.cu on
 // mma.sync) with its split-K fold where the plan splits, as the backend launches it for products
-// of CudaOptions::gemm_min_rows rows and more (x already rounded into a bf16 copy).
+// of CudaOptions::gemm_min_rows rows and more (x already rounded into a bf16 copy); or cuBLAS
+// (cublas_products.h).
+#include "bench/kernels/cuda/cublas_products.h"
 #include "bench/kernels/cuda/device_memory.h"
 #include "bench/kernels/cuda/kernel_runs.h"
 #include "bench/kernels/cuda/product_inputs.h"
@@ -13,9 +15,12 @@ KernelRun run_gemm(const KernelArgs& a, const Gpu& gpu) {
   if (wgmma && !cuda::gemm_wgmma_available())
     throw UsageError("--kernel wgmma: the wgmma GEMM needs an sm_90a build on a Hopper GPU, and this is " +
                      gpu.description + "; --kernel mma runs on any tensor-core GPU");
-  const cuda::GemvTuning t = gpu.product_tuning(true, wgmma);
   const ProductInputs in = make_product_inputs(a);
   DeviceProducts products(a, gpu, in);
+  if (a.kernel == "cublas")
+    return check_and_time(a, gpu, product_shape(a), in.want, in.tolerance, product_cost(a),
+                          cublas_products(a, gpu, products, in));
+  const cuda::GemvTuning t = gpu.product_tuning(true, wgmma);
   const DeviceBuffer x = upload(to_bf16_bits(in.x), "x");
   const size_t ws_floats =
       cuda::gemm_workspace_floats(a.batch, a.cols, products.outs(0), products.n_outs(), products.gated(), t);
