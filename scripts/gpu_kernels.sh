@@ -4,7 +4,7 @@
 # shapes (decoder and encoder products, attention over a full window), each checked against the CPU
 # and timed against the floor; a line per run here, its figures in $OUT/kernel-<name>.json. Exits 1
 # when any run is beyond its tolerance or fails. Prepare on the development machine with
-#   cmake --preset cuda && cmake --build build/cuda --target voxrt_kernel && scripts/carry_binaries.sh build/cuda
+#   cmake --preset cuda && cmake --build build/cuda && scripts/carry_binaries.sh build/cuda
 # and run there (device tool, carry [".carry.tar.xz"]):  scripts/gpu_kernels.sh
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1

@@ -155,8 +155,6 @@ void check_and_complete(KernelArgs& a) {
       throw UsageError(std::string(n.cols) + ": " + std::to_string(a.cols) +
                        " is not a multiple of 8 (the product kernels read rows of W in 8-element vectors; "
                        "--kernel cublas takes any)");
-    if (a.family == Family::Gemm && a.input != "f32")
-      throw UsageError("--input: the tiled GEMM reads x as packed bf16 only");
   }
   for (const KernelInfo& k : kernel_infos())
     if (k.family == a.family && (a.kernel.empty() ? k.is_default : a.kernel == k.name)) {
@@ -204,10 +202,16 @@ KernelArgs parse_kernel_args(const std::vector<std::string>& args) {
     return a;
   }
   const std::string& family = args[0];
-  if (family == "gemv") a.family = Family::Gemv;
-  else if (family == "gemm") a.family = Family::Gemm, a.batch = 64;
-  else if (family == "attention") a.family = Family::Attention;
-  else throw UsageError("'" + family + "' is not a kernel family (gemv, gemm, attention; --list)");
+  if (family == "gemv") {
+    a.family = Family::Gemv;
+  } else if (family == "gemm") {
+    a.family = Family::Gemm;
+    a.batch = 64;  // a GEMM's rows: many sessions' (a GEMV's default is one)
+  } else if (family == "attention") {
+    a.family = Family::Attention;
+  } else {
+    throw UsageError("'" + family + "' is not a kernel family (gemv, gemm, attention; --list)");
+  }
   for (size_t i = 1; i < args.size(); ++i) {
     std::string name = args[i], value;
     const size_t eq = name.find('=');
