@@ -199,6 +199,9 @@ TEST(KernelReport, FloorIsTheBytesAtTheBandwidthOrTheFlopsAtThePeak) {
   EXPECT_NE(text.find("the H200's HBM and dense bf16 rate"), std::string::npos) << text;
   EXPECT_NE(text.find("2.00x the floor"), std::string::npos) << text;
   EXPECT_EQ(report_json(r)["times_floor"].get<double>(), 2.0);
+  r.copies = 4;
+  r.copy_bytes = 2e6;
+  EXPECT_NE(format_report(r).find("4 copies of the data rotated, 2.0 MB each, 8.0 MB in all"), std::string::npos);
   EXPECT_EQ(report_json(r)["within_tolerance"].get<bool>(), true);
 
   // Gated products read two weights; a GEMM of many rows is bound by its arithmetic.

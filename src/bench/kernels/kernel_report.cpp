@@ -54,7 +54,8 @@ std::string format_report(const KernelRun& r) {
   out << "time: " << fmt("%.2f", r.seconds * 1e6) << " us a launch (" << a.repeat << " timed after " << a.warmup
       << " warm-up; ";
   if (r.copies > 1)
-    out << r.copies << " copies of the data rotated, " << fmt("%.1f", r.copy_bytes / 1e6) << " MB each, so that L2 holds none";
+    out << r.copies << " copies of the data rotated, " << fmt("%.1f", r.copy_bytes / 1e6) << " MB each, "
+        << fmt("%.1f", r.copies * r.copy_bytes / 1e6) << " MB in all";
   else
     out << "one copy of the data, " << fmt("%.1f", r.copy_bytes / 1e6) << " MB" << (a.hot ? ", L2-warm (--hot)" : "");
   out << ")\n";
