@@ -9,7 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/cpu}
 rm -rf .carry && mkdir -p .carry/bin .carry/lib
-for exe in "$build/voxrt" "$build/voxrt_tests" "$build/voxrt_long_flac"; do
+exes=("$build/voxrt" "$build/voxrt_tests" "$build/voxrt_long_flac")
+[ -x "$build/voxrt_kernel" ] && exes+=("$build/voxrt_kernel")  # a CUDA build's (scripts/gpu_kernels.sh)
+for exe in "${exes[@]}"; do
   cp "$exe" .carry/bin/
   ldd "$exe" | awk '/=> \//{print $3} /^[ \t]*\/lib/{print $1}' | grep -v -E 'libcuda|libcudart|libcublas|libnvidia' |
     while read -r lib; do cp -L "$lib" .carry/lib/; done

@@ -19,13 +19,14 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
     ctest --test-dir build/cuda --output-on-failure -j1 -R 'Cuda'
   else
     # Without a GPU the build proves what CUDA changes: the kernels and the CUDA backend, the engine
-    # linked with them into the shared library (--no-undefined) and the command, and the test
+    # linked with them into the shared library (--no-undefined) and the command, the kernel driver
+    # (voxrt_kernel), and the test
     # sources that differ under VOXRT_WITH_CUDA. The other tests are the same code as the CPU
     # build's (the macro only declares make_cuda_backend in the headers they share); compiling them
     # again took ~4 of CI's minutes.
     cuda_tests=$(grep -l VOXRT_WITH_CUDA tests/unit/*.cpp tests/parity/*.cpp | sed 's|^|CMakeFiles/voxrt_tests.dir/|; s|$|.o|')
     # shellcheck disable=SC2086
-    cmake --build build/cuda -j"$(nproc)" --target voxrt_library voxrt_mma_numerics $cuda_tests
+    cmake --build build/cuda -j"$(nproc)" --target voxrt_library voxrt_mma_numerics voxrt_kernel $cuda_tests
     echo "test: no GPU here: the CUDA build's GPU tests are SKIPPED (compiled, not run: they run on the GPU machine, scripts/gpu_check.sh)" >&2
   fi
 else
