@@ -14,7 +14,10 @@ file(GLOB VOXRT_PUBLIC_HEADERS CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/inc
 
 add_library(voxrt_library SHARED)
 add_library(voxrt::voxrt ALIAS voxrt_library)
-target_link_libraries(voxrt_library PRIVATE voxrt_objects)
+# The engine layer whole (it defines the exported API, which nothing inside the library calls) and
+# of the layers below it what the engine uses; never the bench, the server, the formats or the hub.
+target_link_libraries(voxrt_library PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,voxrt_engine>")
+set_target_properties(voxrt_library PROPERTIES LINKER_LANGUAGE CXX)
 # Every symbol resolved when the library is linked, not when a consumer's program is.
 target_link_options(voxrt_library PRIVATE LINKER:--no-undefined)
 target_sources(voxrt_library PUBLIC FILE_SET HEADERS BASE_DIRS ${CMAKE_CURRENT_SOURCE_DIR}/include

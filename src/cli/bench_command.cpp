@@ -2,7 +2,7 @@
 // (LIST: encoder, decoder, offline by default; products adds each product of a step timed alone,
 // attention one layer's attention for many streams at once)
 // voxrt bench --model DIR --streams N [--find-capacity] [--stream-seconds 300] [--measure-seconds 10]: N live streams
-// at once (engine/streams_bench.h) instead of the per-stream figures.
+// at once (bench/streams_bench.h) instead of the per-stream figures.
 // voxrt bench --model DIR --offline-batch B [--offline-seconds 30]: B offline transcriptions at once.
 // With --gpus, --streams and --offline-batch spread their sessions over the devices.
 // Prints each figure against its floor (from ceilings measured in the same run) and writes the
@@ -18,6 +18,8 @@
 #include <random>
 
 #include "audio/audio_file.h"
+#include "bench/benchmark.h"
+#include "bench/engine_bench.h"
 #include "cli/commands.h"
 #include "cli/data_files.h"
 #include "cli/engine_options.h"
@@ -25,8 +27,6 @@
 #include "cli/output_sink.h"
 #include "cli/usage.h"
 #include "common/error.h"
-#include "engine/engine_bench.h"
-#include "voxtral/benchmark.h"
 
 namespace voxrt::cli {
 namespace {
@@ -145,7 +145,17 @@ std::filesystem::path write_result(nlohmann::json& r, const BenchArgs& a, const 
   return file;
 }
 
-void run_streams(Engine& engine, const BenchArgs& a, const std::vector<float>& audio, const std::string& audio_name) {
+// The engine the figures run on: loaded for the bench (bench/engine_bench.h), not through
+// Engine::load, so that they reach its devices' models and schedulers. Says what was loaded as
+// every command does.
+BenchEngine load_bench(const EngineArgs& a) {
+  const std::filesystem::path dir = resolve_model_dir(a.model);
+  BenchEngine loaded = load_bench_engine(dir, engine_options(a));
+  say_loaded(a, dir, loaded.engine->info());
+  return loaded;
+}
+
+void run_streams(BenchEngine& engine, const BenchArgs& a, const std::vector<float>& audio, const std::string& audio_name) {
   StreamsBenchOptions o;
   o.streams = a.streams;
   o.find_capacity = a.find_capacity;
@@ -160,7 +170,7 @@ void run_streams(Engine& engine, const BenchArgs& a, const std::vector<float>& a
   out->write(format_streams_benchmark(r) + "wrote " + file.string() + "\n");
 }
 
-void run_offline_batch(Engine& engine, const BenchArgs& a, const std::vector<float>& audio, const std::string& audio_name) {
+void run_offline_batch(BenchEngine& engine, const BenchArgs& a, const std::vector<float>& audio, const std::string& audio_name) {
   OfflineBatchOptions o;
   o.batch = a.offline_batch;
   o.seconds = a.offline_seconds.at(0);  // the first length given (30 s by default)
@@ -192,9 +202,9 @@ void run_bench(BenchArgs a) {
   std::filesystem::create_directories(a.out, ec);
   if (!std::filesystem::is_directory(a.out))
     throw Error("--out " + a.out + ": cannot create the directory" + (ec ? ": " + ec.message() : ""));
-  std::unique_ptr<Engine> engine = load_engine(a.engine);
-  if (a.streams > 0) return run_streams(*engine, a, audio, audio_name);
-  if (a.offline_batch > 0) return run_offline_batch(*engine, a, audio, audio_name);
+  BenchEngine engine = load_bench(a.engine);  // check_args checked a.engine
+  if (a.streams > 0) return run_streams(engine, a, audio, audio_name);
+  if (a.offline_batch > 0) return run_offline_batch(engine, a, audio, audio_name);
   BenchOptions b;
   b.steps = a.steps;
   auto wanted = [&](const char* f) { return std::find(a.figures.begin(), a.figures.end(), f) != a.figures.end(); };
@@ -206,7 +216,7 @@ void run_bench(BenchArgs a) {
     b.attention_streams = a.attention_streams.empty() ? std::vector<int>{1, 64, 128, 256} : a.attention_streams;
   if (wanted("offline")) b.offline_seconds = a.offline_seconds;
   else b.offline_seconds.clear();
-  nlohmann::json r = benchmark_engine(*engine, audio, a.delay_ms, b);
+  nlohmann::json r = benchmark_engine(engine, audio, a.delay_ms, b);
   const std::filesystem::path file = write_result(r, a, audio_name, "");
   char load[64];
   std::snprintf(load, sizeof load, "load %.2f s (", r["load_s"].get<double>());

@@ -188,9 +188,7 @@ void check_engine_args(const EngineArgs& a) {
   }
 }
 
-std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
-  check_engine_args(a);
-  const std::filesystem::path dir = resolve_model_dir(a.model);
+EngineOptions engine_options(const EngineArgs& a) {
   EngineOptions eo;
   eo.device = a.device;
   eo.gpu = a.gpu;
@@ -204,8 +202,10 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
   eo.kv_cache = a.kv_cache;
   eo.max_session_seconds = a.max_session_seconds;
   eo.refuse_when_overloaded = a.refuse_when_overloaded;
-  std::unique_ptr<Engine> engine = Engine::load(dir, eo);
-  const ModelInfo& info = engine->info();
+  return eo;
+}
+
+void say_loaded(const EngineArgs& a, const std::filesystem::path& dir, const ModelInfo& info) {
   if (!a.quiet) {
     if (!info.device_note.empty()) std::cerr << "voxrt: " << info.device_note << "\n";
     char seconds[32];
@@ -214,6 +214,13 @@ std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
     std::cerr << "voxrt: loaded " << dir.string() << " (" << info.layout << " layout, " << info.backend << devices
               << ") in " << seconds << " s\n";
   }
+}
+
+std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
+  check_engine_args(a);
+  const std::filesystem::path dir = resolve_model_dir(a.model);
+  std::unique_ptr<Engine> engine = Engine::load(dir, engine_options(a));
+  say_loaded(a, dir, engine->info());
   return engine;
 }
 

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,5 +58,9 @@ void check_engine_args(const EngineArgs& args);
 
 // Resolves the model directory, loads it, and (unless quiet) says what was loaded and where.
 std::unique_ptr<Engine> load_engine(const EngineArgs& args);
+// load_engine's parts, for bench, which loads its engine its own way (bench/engine_bench.h): the
+// EngineOptions the arguments describe, and the line that says what was loaded from `dir`.
+EngineOptions engine_options(const EngineArgs& args);
+void say_loaded(const EngineArgs& args, const std::filesystem::path& dir, const ModelInfo& info);
 
 }  // namespace voxrt::cli

@@ -17,14 +17,13 @@
 #ifdef VOXRT_WITH_CUDA
 #include "runtime/cuda/cuda_device.h"
 #endif
-#include "engine/engine_bench.h"
+#include "engine/bench_access.h"
 #include "engine/live_session.h"
 #include "engine/multi_device_engine.h"
 #include "engine/ordered_batch.h"
 #include "engine/scheduler.h"
 #include "tokenizer/tekken.h"
 #include "voxrt/voxrt.h"
-#include "voxtral/benchmark.h"
 #include "voxtral/mel_front_end.h"
 #include "voxtral/model.h"
 #include "voxtral/stream_decoder.h"
@@ -95,7 +94,8 @@ LogMelParams mel_params(const ModelConfig& c) {
   return p;
 }
 
-class EngineImpl final : public Engine {
+// Also a device of `voxrt bench` (engine/bench_access.h): its own, or one of a multi-device engine's.
+class EngineImpl final : public Engine, public BenchDevice {
  public:
   // `shared`: the checkpoint already open (a multi-device engine reads it once for every device).
   EngineImpl(const std::filesystem::path& dir, const EngineOptions& o, const Checkpoint* shared = nullptr) {
@@ -216,49 +216,26 @@ class EngineImpl final : public Engine {
     return s;
   }
 
-  nlohmann::json benchmark(std::span<const float> audio, int delay_ms, BenchOptions b) {
-    b.protocol = protocol(delay_ms > 0 ? delay_ms : info_.default_delay_ms);
-    // run_benchmark runs under mu_ (the scheduler waits meanwhile): one stream alone, as the
-    // scheduler steps a stream alone.
-    b.transcribe = [this, &b](std::span<const float> audio) {
-      OfflineRun run;
-      StreamDecoder decoder(*model_, *logmel_, stream_options(b.protocol, /*stop_at_eos=*/false));
-      const StreamDecoder::StepCallback on_step = [&](int32_t, double seconds) {
-        ++run.steps;
-        run.step_seconds += seconds;
-      };
-      const ChunkSource next = chunks_of(audio);
-      for (std::span<const float> chunk = next(); !chunk.empty(); chunk = next()) decoder.feed(chunk, on_step);
-      decoder.flush(on_step);
-      run.decoder_passes = decoder.decoder_passes();
-      run.encoder_seconds = decoder.encoder_seconds();
-      return run;
-    };
-    nlohmann::json r;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      r = run_benchmark(*model_, audio, b);
-    }
-    r["load_s"] = info_.load_seconds;
-    r["model_dir"] = info_.dir.string();
-    r["layout"] = info_.layout;
-    return r;
+  // ---- BenchDevice ----
+  const std::string& device_name() const override { return device_; }
+  Scheduler& scheduler() override { return *scheduler_; }
+  VoxtralModel& model() override { return *model_; }
+  void run_alone(const std::function<void()>& work) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    work();
+  }
+  AloneRun transcribe_alone(std::span<const float> audio, const Protocol& p,
+                            const std::function<void(int32_t, double)>& on_step) override {
+    StreamDecoder decoder(*model_, *logmel_, stream_options(p, /*stop_at_eos=*/false));
+    const ChunkSource next = chunks_of(audio);
+    for (std::span<const float> chunk = next(); !chunk.empty(); chunk = next()) decoder.feed(chunk, on_step);
+    decoder.flush(on_step);
+    return {decoder.decoder_passes(), decoder.encoder_seconds()};
   }
 
   // transcribe_each's files at once when its caller does not say: as many as the backend steps
   // together with profit.
   int default_files_in_flight() const { return backend_->batch_invariant() ? kDefaultFilesInFlight : 1; }
-
-  // This engine as a device of `bench --streams` / `--offline-batch` (its own, or one of a multi-device engine's).
-  BenchDevice bench_device() { return {device_, scheduler_.get(), model_.get()}; }
-  // A benchmark result with the engine's description.
-  nlohmann::json described(nlohmann::json r, int delay_ms) const {
-    r["delay_ms"] = delay_ms > 0 ? delay_ms : info_.default_delay_ms;
-    r["load_s"] = info_.load_seconds;
-    r["model_dir"] = info_.dir.string();
-    r["layout"] = info_.layout;
-    return r;
-  }
 
  private:
   // The next piece of the input; an empty span ends it.
@@ -389,7 +366,7 @@ class EngineImpl final : public Engine {
     return d;
   }
 
-  Protocol protocol(int delay_ms) const {
+  Protocol protocol(int delay_ms) const override {
     Protocol p;
     p.n_delay = delay_tokens_from_ms(delay_ms);
     p.n_left_pad_tokens = tokenizer_->audio().streaming_n_left_pad_tokens;
@@ -400,7 +377,7 @@ class EngineImpl final : public Engine {
     return {tokenizer_->bos_id(), tokenizer_->eos_id(), tokenizer_->streaming_pad_id(), tokenizer_->streaming_word_id()};
   }
 
-  std::mutex mu_;  // serialises every use of the model and backend (the scheduler's rounds, the bench)
+  std::mutex mu_;  // serialises every use of the model and backend (the scheduler's rounds, run_alone)
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<VoxtralModel> model_;
@@ -412,49 +389,6 @@ class EngineImpl final : public Engine {
 };
 
 }  // namespace
-
-nlohmann::json benchmark_engine(Engine& engine, std::span<const float> audio_16k, int delay_ms,
-                                const BenchOptions& options) {
-  auto* impl = dynamic_cast<EngineImpl*>(&engine);
-  check(impl != nullptr, "bench", "one device a run for this figure (--gpus spreads only --streams and --offline-batch)");
-  return impl->benchmark(audio_16k, delay_ms, options);
-}
-
-namespace {
-
-// The engine's devices as the many-session benchmarks watch them: its own, or each of a
-// multi-device engine's (the sessions still go through `engine`, which places them).
-std::vector<EngineImpl*> device_engines(Engine& engine) {
-  std::vector<EngineImpl*> impls;
-  if (auto* multi = dynamic_cast<MultiDeviceEngine*>(&engine))
-    for (size_t i = 0; i < multi->device_count(); ++i) impls.push_back(dynamic_cast<EngineImpl*>(&multi->device(i)));
-  else
-    impls.push_back(dynamic_cast<EngineImpl*>(&engine));
-  for (EngineImpl* impl : impls) check(impl != nullptr, "bench", "not a voxrt engine");
-  return impls;
-}
-
-std::vector<BenchDevice> bench_devices(const std::vector<EngineImpl*>& impls) {
-  std::vector<BenchDevice> devices;
-  for (EngineImpl* impl : impls) devices.push_back(impl->bench_device());
-  return devices;
-}
-
-}  // namespace
-
-nlohmann::json benchmark_streams(Engine& engine, std::span<const float> audio_16k, const StreamsBenchOptions& options) {
-  const std::vector<EngineImpl*> impls = device_engines(engine);
-  const std::vector<BenchDevice> devices = bench_devices(impls);
-  return impls.front()->described(options.find_capacity ? find_streams_capacity(engine, devices, audio_16k, options)
-                                                         : run_streams_benchmark(engine, devices, audio_16k, options),
-                                  options.delay_ms);
-}
-
-nlohmann::json benchmark_offline_batch(Engine& engine, std::span<const float> audio_16k, const OfflineBatchOptions& options) {
-  const std::vector<EngineImpl*> impls = device_engines(engine);
-  return impls.front()->described(run_offline_batch_benchmark(engine, bench_devices(impls), audio_16k, options),
-                                  options.delay_ms);
-}
 
 std::vector<BatchItem> Engine::transcribe_batch(std::span<const std::filesystem::path> files,
                                                 const TranscribeOptions& options, int files_in_flight) {
@@ -477,7 +411,7 @@ namespace {
 // EngineOptions::gpus of two devices or more: the checkpoint opened once, each device's engine
 // built from it on a thread of its own (their uploads overlap), any device's failure to load the
 // whole load's error.
-std::unique_ptr<Engine> load_devices(const std::filesystem::path& dir, const EngineOptions& options) {
+std::vector<std::unique_ptr<EngineImpl>> load_devices(const std::filesystem::path& dir, const EngineOptions& options) {
   for (size_t i = 0; i < options.gpus.size(); ++i) {
     const int g = options.gpus[i];
     if (g < 0) throw Error("gpus: device " + std::to_string(g) + ": expected an index, 0 or more");
@@ -485,7 +419,7 @@ std::unique_ptr<Engine> load_devices(const std::filesystem::path& dir, const Eng
       throw Error("gpus: device " + std::to_string(g) + " given twice");
   }
   const Checkpoint ckpt = Checkpoint::open(dir, parse_layout(options.layout));
-  std::vector<std::unique_ptr<Engine>> engines(options.gpus.size());
+  std::vector<std::unique_ptr<EngineImpl>> engines(options.gpus.size());
   std::vector<std::string> errors(options.gpus.size());
   std::vector<std::thread> loaders;
   for (size_t i = 0; i < options.gpus.size(); ++i)
@@ -500,22 +434,37 @@ std::unique_ptr<Engine> load_devices(const std::filesystem::path& dir, const Eng
       }
     });
   for (std::thread& t : loaders) t.join();
-  int files_in_flight = 0;
-  for (size_t i = 0; i < errors.size(); ++i) {
+  for (size_t i = 0; i < errors.size(); ++i)
     if (!errors[i].empty()) throw Error("device " + std::to_string(options.gpus[i]) + ": " + errors[i]);
-    files_in_flight += static_cast<EngineImpl&>(*engines[i]).default_files_in_flight();
-  }
-  return std::make_unique<MultiDeviceEngine>(std::move(engines), files_in_flight);
+  return engines;
 }
 
 }  // namespace
 
-std::unique_ptr<Engine> Engine::load(const std::filesystem::path& model_dir, const EngineOptions& options) {
-  if (options.gpus.size() > 1) return load_devices(model_dir, options);
+BenchEngine load_bench_engine(const std::filesystem::path& model_dir, const EngineOptions& options) {
+  BenchEngine loaded;
+  if (options.gpus.size() > 1) {
+    std::vector<std::unique_ptr<Engine>> engines;
+    int files_in_flight = 0;
+    for (std::unique_ptr<EngineImpl>& device : load_devices(model_dir, options)) {
+      files_in_flight += device->default_files_in_flight();
+      loaded.devices.push_back(device.get());
+      engines.push_back(std::move(device));
+    }
+    loaded.engine = std::make_unique<MultiDeviceEngine>(std::move(engines), files_in_flight);
+    return loaded;
+  }
   EngineOptions one = options;
   if (one.gpus.size() == 1) one.gpu = one.gpus.front();
   one.gpus.clear();
-  return std::make_unique<EngineImpl>(model_dir, one);
+  auto device = std::make_unique<EngineImpl>(model_dir, one);
+  loaded.devices.push_back(device.get());
+  loaded.engine = std::move(device);
+  return loaded;
+}
+
+std::unique_ptr<Engine> Engine::load(const std::filesystem::path& model_dir, const EngineOptions& options) {
+  return load_bench_engine(model_dir, options).engine;
 }
 
 }  // namespace voxrt

@@ -33,8 +33,6 @@ class MultiDeviceEngine final : public Engine {
 
   // The healthy devices, best first (indices into the constructor's list). Throws when none is.
   std::vector<size_t> placement_order() const;
-  size_t device_count() const { return devices_.size(); }
-  Engine& device(size_t i) { return *devices_.at(i); }
 
  private:
   // A placement in flight: counted on its device from the choice until the Claim ends (its session

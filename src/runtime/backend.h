@@ -19,7 +19,8 @@
 namespace voxrt {
 
 class Backend;
-class KvCache;  // runtime/kv_cache.h
+class KvCache;         // runtime/kv_cache.h
+class KernelSwitches;  // runtime/kernel_switches.h
 
 // An fp32 activation matrix owned by a backend (host or device memory).
 class Buffer {
@@ -115,9 +116,6 @@ class Backend {
     step();
   }
   virtual StepStats step_stats() const { return {}; }
-  // Marks the part of a run a profiler should look at (a benchmark's measured part): the CUDA
-  // backend starts and stops the profiler's collection (`ncu --profile-from-start off`).
-  virtual void profile_window(bool open) { (void)open; }
   virtual Ceilings measure_ceilings() = 0;
   virtual size_t weight_element_bytes() const = 0;  // how a weight element is stored (4: fp32, 2: bf16)
   virtual size_t memory_in_use() const = 0;         // device memory in use, or the process's peak RSS
@@ -127,16 +125,9 @@ class Backend {
   // so that positions decoded together equal positions decoded one by one (draft verification,
   // stream_decoder.h). The CPU's products (sgemv for one row, sgemm for more) are not.
   virtual bool batch_invariant() const { return false; }
-  // Which kernels compute the matrix products: Automatic is what the backend chooses itself; the
-  // others force one path (the CUDA backend's GEMV, its tiled GEMM, or the vendor library) so that
-  // `voxrt bench --figures products` can time them side by side on the same weights. False (and
-  // nothing changed) when this backend has no such path. Library gives up batch invariance.
-  enum class ProductKernels { Automatic, Gemv, Gemm, Library };
-  virtual bool set_product_kernels(ProductKernels k) { return k == ProductKernels::Automatic; }
-  // The same for attention (`voxrt bench --figures attention`): the CUDA backend's tensor-core
-  // kernel (bf16 caches) or its CUDA-core kernel.
-  enum class AttentionKernels { Automatic, TensorCores, CudaCores };
-  virtual bool set_attention_kernels(AttentionKernels k) { return k == AttentionKernels::Automatic; }
+  // The benchmarks' switches (forcing one kernel path, the profiler's window), or null when this
+  // backend has one way to run each op (the CPU).
+  virtual KernelSwitches* kernel_switches() { return nullptr; }
 
   // Memory.
   virtual float* allocate(size_t floats) = 0;

@@ -9,13 +9,13 @@
 
 #include "audio/audio_file.h"
 #include "backend_by_name.h"
+#include "bench/benchmark.h"
 #include "common/error.h"
 #include "golden.h"
 #include "gpu_here.h"
 #include "tiny_engine.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
-#include "voxtral/benchmark.h"
 #include "voxtral/decoder_step.h"
 #include "voxtral/stream_state.h"
 

@@ -9,11 +9,11 @@
 #include <cmath>
 
 #include "backend_by_name.h"
+#include "bench/benchmark.h"
 #include "common/error.h"
 #include "golden.h"
 #include "gpu_here.h"
 #include "tiny_engine.h"
-#include "voxtral/benchmark.h"
 #include "voxtral/decoder_step.h"
 
 namespace voxrt::test {

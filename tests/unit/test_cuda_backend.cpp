@@ -24,6 +24,7 @@
 
 #include "common/error.h"
 #include "runtime/backend.h"
+#include "runtime/kernel_switches.h"
 #include "runtime/kv_cache.h"
 #include "voxtral/model.h"
 #ifdef VOXRT_WITH_CUDA
@@ -785,9 +786,9 @@ TEST_F(CudaBackendTest, AttentionOnFp8CachesOnTheTensorCoresMatchesTheCudaCores)
       b.attention(cache, 0, bq.view(first, count), std::span<const RowRef>(c.rows).subspan(first, count), p, out.all());
       return get(b, out.all());
     };
-    ASSERT_TRUE(b8->set_attention_kernels(Backend::AttentionKernels::CudaCores));
+    ASSERT_TRUE(b8->kernel_switches()->set_attention_kernels(KernelSwitches::AttentionKernels::CudaCores));
     const auto cores = attend(*b8, 0, n);
-    ASSERT_TRUE(b8->set_attention_kernels(Backend::AttentionKernels::TensorCores));
+    ASSERT_TRUE(b8->kernel_switches()->set_attention_kernels(KernelSwitches::AttentionKernels::TensorCores));
     const auto tensor = attend(*b8, 0, n);
     EXPECT_TRUE(close(tensor, cores, 1e-5, 2e-6 * max_abs(v)));
     EXPECT_FALSE(exact(tensor, std::vector<float>(tensor.size(), 0.0f)));
@@ -796,7 +797,7 @@ TEST_F(CudaBackendTest, AttentionOnFp8CachesOnTheTensorCoresMatchesTheCudaCores)
       EXPECT_TRUE(exact(attend(*b8, i, 1), std::vector<float>(tensor.begin() + static_cast<ptrdiff_t>(i) * qw,
                                                               tensor.begin() + static_cast<ptrdiff_t>(i + 1) * qw)))
           << "row " << i << " alone";
-    b8->set_attention_kernels(Backend::AttentionKernels::Automatic);
+    b8->kernel_switches()->set_attention_kernels(KernelSwitches::AttentionKernels::Automatic);
   }
 #endif
 }
@@ -1162,8 +1163,8 @@ void CudaBackendTest::check_gemm_against_gemv(Backend& b) {
     for (const int rows : c.rows) {
       SCOPED_TRACE("K=" + std::to_string(K) + " outputs=" + std::to_string(n_outs) + (c.gated ? " gated" : "") +
                    " M=" + std::to_string(rows));
-      auto run = [&](Backend::ProductKernels kernels) {
-        EXPECT_TRUE(b.set_product_kernels(kernels));
+      auto run = [&](KernelSwitches::ProductKernels kernels) {
+        EXPECT_TRUE(b.kernel_switches()->set_product_kernels(kernels));
         std::vector<Buffer> y;
         for (int i = 0; i < n_outs; ++i) {
           y.push_back(put(b, std::vector<float>(y0[i].begin(), y0[i].begin() + static_cast<long>(rows) * c.n[i]), rows,
@@ -1183,11 +1184,11 @@ void CudaBackendTest::check_gemm_against_gemv(Backend& b) {
         for (int i = 0; i < (c.gated ? 1 : n_outs); ++i) out.push_back(get(b, y[i].all()));
         return out;
       };
-      const auto gemv = run(Backend::ProductKernels::Gemv), gemm = run(Backend::ProductKernels::Gemm);
+      const auto gemv = run(KernelSwitches::ProductKernels::Gemv), gemm = run(KernelSwitches::ProductKernels::Gemm);
       for (size_t i = 0; i < gemv.size(); ++i) EXPECT_TRUE(exact(gemm[i], gemv[i])) << "output " << i;
     }
   }
-  EXPECT_TRUE(b.set_product_kernels(Backend::ProductKernels::Automatic));
+  EXPECT_TRUE(b.kernel_switches()->set_product_kernels(KernelSwitches::ProductKernels::Automatic));
 }
 
 TEST_F(CudaBackendTest, OptionsGivenAtConstructionTakeEffect) {

@@ -1,10 +1,10 @@
 // The streams bench's split of a round's time into a fixed part and a part per stream
-// (engine/round_cost_fit.h).
+// (bench/round_cost_fit.h).
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "engine/round_cost_fit.h"
+#include "bench/round_cost_fit.h"
 
 namespace voxrt {
 namespace {

@@ -14,8 +14,8 @@ AttentionDispatch::~AttentionDispatch() {
   memory_.drop(attn_);
 }
 
-bool AttentionDispatch::set_kernels(Backend::AttentionKernels k, size_t kv_bytes) {
-  if (k == Backend::AttentionKernels::TensorCores && kv_bytes == 4) return false;  // bf16 and fp8 caches only
+bool AttentionDispatch::set_kernels(KernelSwitches::AttentionKernels k, size_t kv_bytes) {
+  if (k == KernelSwitches::AttentionKernels::TensorCores && kv_bytes == 4) return false;  // bf16 and fp8 caches only
   attention_kernels_ = k;
   return true;
 }
@@ -40,9 +40,9 @@ void AttentionDispatch::attention(const KvCache& cache, int layer, Mat q, std::s
   device_.use();
   // Planned for a full window whatever the positions (blocks past a row's keys return at once):
   // the launch then depends on shapes only, so a recorded step replays at any position.
-  const bool tensor_cores = attention_kernels_ == Backend::AttentionKernels::Automatic
+  const bool tensor_cores = attention_kernels_ == KernelSwitches::AttentionKernels::Automatic
                                 ? options_.tensor_core_attention
-                                : attention_kernels_ == Backend::AttentionKernels::TensorCores;
+                                : attention_kernels_ == KernelSwitches::AttentionKernels::TensorCores;
   const int kv_bytes = static_cast<int>(cache.element_bytes());
   const int rows_per_block =
       options_.attention_group_rows

@@ -14,6 +14,7 @@
 #include "runtime/cuda/device_stream.h"
 #include "runtime/cuda/op_repeat.h"
 #include "runtime/cuda/step_recorder.h"
+#include "runtime/kernel_switches.h"
 #include "runtime/kv_cache.h"
 
 namespace voxrt::cuda {
@@ -30,9 +31,9 @@ class AttentionDispatch {
   // Backend::attention.
   void attention(const KvCache& cache, int layer, Mat q, std::span<const RowRef> rows, const AttentionParams& p,
                  Mat out);
-  // Backend::set_attention_kernels; kv_bytes: how the backend's caches store an element (the
+  // KernelSwitches::set_attention_kernels; kv_bytes: how the backend's caches store an element (the
   // tensor-core kernel takes bf16 and fp8 caches only).
-  bool set_kernels(Backend::AttentionKernels k, size_t kv_bytes);
+  bool set_kernels(KernelSwitches::AttentionKernels k, size_t kv_bytes);
 
  private:
   const DeviceStream& device_;
@@ -41,7 +42,7 @@ class AttentionDispatch {
   CudaOptions options_;
   OpRepeat repeat_;  // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
   Scratch attn_;     // the split plans' partial results
-  Backend::AttentionKernels attention_kernels_ = Backend::AttentionKernels::Automatic;  // set_kernels
+  KernelSwitches::AttentionKernels attention_kernels_ = KernelSwitches::AttentionKernels::Automatic;  // set_kernels
 };
 
 }  // namespace voxrt::cuda

@@ -1,6 +1,7 @@
 // The CUDA backend: every Backend op on one GPU, all work enqueued on one stream owned by the
-// backend. CudaBackend itself only implements the Backend interface, handing each call to the part
-// whose one job it is; the kernels live in kernels_*.cu by concern (cuda_kernels.h lists them).
+// backend. CudaBackend itself only implements the Backend interface (and the benchmarks'
+// KernelSwitches), handing each call to the part whose one job it is; the kernels live in
+// kernels_*.cu by concern (cuda_kernels.h lists them).
 // These files are C++20 host code (backend.h needs <span>), so they are .cpp files compiled by the
 // host compiler, not .cu.
 //
@@ -48,12 +49,13 @@
 #include "runtime/cuda/op_table.h"
 #include "runtime/cuda/product_dispatch.h"
 #include "runtime/cuda/step_recorder.h"
+#include "runtime/kernel_switches.h"
 #include "runtime/kv_cache.h"
 
 namespace voxrt {
 namespace {
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, public KernelSwitches {
  public:
   CudaBackend(int device, const CudaOptions& options)
       : device_(device, options.programmatic_launch),
@@ -86,11 +88,6 @@ class CudaBackend final : public Backend {
 
   StepStats step_stats() const override { return steps_.stats(); }
 
-  void profile_window(bool open) override {
-    device_.use();
-    VOXRT_CUDA_CHECK(open ? cudaProfilerStart() : cudaProfilerStop());
-  }
-
   Ceilings measure_ceilings() override { return cuda::measure_ceilings(device_, memory_, products_.cublas()); }
 
   size_t weight_element_bytes() const override { return 2; }  // bf16
@@ -100,8 +97,13 @@ class CudaBackend final : public Backend {
   // depend on the model alone (plan_attention).
   bool batch_invariant() const override { return products_.batch_invariant(); }
 
+  KernelSwitches* kernel_switches() override { return this; }
   bool set_product_kernels(ProductKernels k) override { return products_.set_kernels(k); }
   bool set_attention_kernels(AttentionKernels k) override { return attention_.set_kernels(k, kv_element_bytes()); }
+  void profile_window(bool open) override {
+    device_.use();
+    VOXRT_CUDA_CHECK(open ? cudaProfilerStart() : cudaProfilerStop());
+  }
 
   size_t memory_in_use() const override { return memory_.in_use(); }
   size_t memory_available() const override { return memory_.available(); }

@@ -114,8 +114,8 @@ void ProductDispatch::admit(const Weight& w) {
   if (route(device_weight(w, "cuda upload_weight"), w.cols, false) == ProductRoute::Library) cublas_weights_ = true;
 }
 
-bool ProductDispatch::set_kernels(Backend::ProductKernels k) {
-  if (k == Backend::ProductKernels::Gemm && !tuning_.tensor_cores) return false;
+bool ProductDispatch::set_kernels(KernelSwitches::ProductKernels k) {
+  if (k == KernelSwitches::ProductKernels::Gemm && !tuning_.tensor_cores) return false;
   products_ = k;
   return true;
 }
@@ -177,8 +177,8 @@ GemvOut ProductDispatch::gemv_out(const Weight& w, const Weight* bias, float* y,
 }
 
 bool ProductDispatch::library() const {
-  return products_ == Backend::ProductKernels::Library ||
-         (products_ == Backend::ProductKernels::Automatic && options_.library_products);
+  return products_ == KernelSwitches::ProductKernels::Library ||
+         (products_ == KernelSwitches::ProductKernels::Automatic && options_.library_products);
 }
 
 // Both compute the same bits for every row (the products' order, tensor_core.cuh), so the choice
@@ -186,8 +186,8 @@ bool ProductDispatch::library() const {
 // time is flat from 1 to 64 rows; at one row the two are level over a decoder step's products, at
 // 8 the GEMM is faster on every product, so it takes 2 rows and more (CudaOptions::gemm_min_rows).
 bool ProductDispatch::tiled(int M) const {
-  if (!tuning_.tensor_cores || products_ == Backend::ProductKernels::Gemv) return false;
-  return products_ == Backend::ProductKernels::Gemm || M >= options_.gemm_min_rows;
+  if (!tuning_.tensor_cores || products_ == KernelSwitches::ProductKernels::Gemv) return false;
+  return products_ == KernelSwitches::ProductKernels::Gemm || M >= options_.gemm_min_rows;
 }
 
 const __nv_bfloat16* ProductDispatch::bf16_copy(const float* x, int M, int K, size_t ldx) {

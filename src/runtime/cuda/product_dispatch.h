@@ -27,6 +27,7 @@
 #include "runtime/cuda/device_weights.h"
 #include "runtime/cuda/op_repeat.h"
 #include "runtime/cuda/step_recorder.h"
+#include "runtime/kernel_switches.h"
 
 namespace voxrt::cuda {
 
@@ -62,7 +63,7 @@ class ProductDispatch {
   // Every product goes through the GEMV kernels (see linear_impl()) unless cuBLAS was asked for or
   // a matrix's K is not a multiple of 8.
   bool batch_invariant() const { return !library() && !cublas_weights_; }
-  bool set_kernels(Backend::ProductKernels k);
+  bool set_kernels(KernelSwitches::ProductKernels k);
 
   cublasHandle_t cublas() const { return cublas_; }
 
@@ -97,7 +98,7 @@ class ProductDispatch {
   void* cublas_workspace_ = nullptr;
   Scratch xbf_, gemv_partials_, gemv_counters_, gemm_workspace_;
   bool cublas_weights_ = false;  // a matrix whose products cuBLAS computes (batch_invariant)
-  Backend::ProductKernels products_ = Backend::ProductKernels::Automatic;  // set_kernels
+  KernelSwitches::ProductKernels products_ = KernelSwitches::ProductKernels::Automatic;  // set_kernels
 };
 
 }  // namespace voxrt::cuda

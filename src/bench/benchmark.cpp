@@ -1,12 +1,12 @@
-#include "voxtral/benchmark.h"
+#include "bench/benchmark.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <random>
 
-#include "voxtral/bench_attention.h"
-#include "voxtral/bench_products.h"
+#include "bench/bench_attention.h"
+#include "bench/bench_products.h"
 #include "voxtral/decoder_step.h"
 
 namespace voxrt {

@@ -5,8 +5,7 @@
 #include <span>
 #include <string>
 
-#include "engine/bench_support.h"
-#include "voxrt/voxrt.h"
+#include "engine/bench_access.h"
 
 namespace voxrt {
 
@@ -20,11 +19,11 @@ struct OfflineBatchOptions {
   double seconds = 30;
   int delay_ms = 0;
 };
-// The transcriptions are opened through `engine`, which places them on its devices; with several
-// devices the result has each one's transcriptions, rounds and busy time in "devices", and the
+// The transcriptions are opened through `engine.engine`, which places them on its devices; with
+// several devices the result has each one's transcriptions, rounds and busy time in "devices", and the
 // rounds' figures (and "seconds_in") cover every device's rounds.
-nlohmann::json run_offline_batch_benchmark(Engine& engine, std::span<const BenchDevice> devices,
-                                           std::span<const float> audio, const OfflineBatchOptions& options);
+nlohmann::json run_offline_batch_benchmark(BenchEngine& engine, std::span<const float> audio,
+                                           const OfflineBatchOptions& options);
 std::string format_offline_batch_benchmark(const nlohmann::json& result);
 
 }  // namespace voxrt

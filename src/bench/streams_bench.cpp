@@ -1,4 +1,4 @@
-#include "engine/streams_bench.h"
+#include "bench/streams_bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,11 +9,12 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_support.h"
+#include "bench/benchmark.h"
+#include "bench/round_cost_fit.h"
 #include "common/error.h"
-#include "engine/round_cost_fit.h"
-#include "engine/bench_support.h"
+#include "engine/scheduler.h"
 #include "voxrt/session.h"
-#include "voxtral/benchmark.h"
 
 namespace voxrt {
 
@@ -22,14 +23,14 @@ using bench_support::Clock;
 using bench_support::looped;
 using bench_support::spread;
 
-nlohmann::json run_streams_benchmark(Engine& engine, std::span<const BenchDevice> devices, std::span<const float> audio,
-                                     const StreamsBenchOptions& o) {
+nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float> audio, const StreamsBenchOptions& o) {
+  const std::vector<BenchDevice*>& devices = engine.devices;
   check(o.streams >= 1 && !audio.empty(), "bench --streams", "at least one stream and some audio expected");
   check(!devices.empty(), "bench --streams", "a device expected");
-  VoxtralModel& model = *devices.front().model;
-  const Scheduler& scheduler = *devices.front().scheduler;  // the caches' shape: every device's is the same
+  VoxtralModel& model = devices.front()->model();
+  const Scheduler& scheduler = devices.front()->scheduler();  // the caches' shape: every device's is the same
   auto each_backend = [&](auto f) {
-    for (const BenchDevice& d : devices) f(d.model->backend());
+    for (BenchDevice* d : devices) f(d->model().backend());
   };
   auto memory_in_use = [&] {
     size_t bytes = 0;
@@ -62,7 +63,7 @@ nlohmann::json run_streams_benchmark(Engine& engine, std::span<const BenchDevice
     threads.emplace_back([&, i] {
       std::unique_ptr<Session> session;
       try {
-        session = bench_support::open_session(engine, o.delay_ms, o.stream_seconds);
+        session = bench_support::open_session(*engine.engine, o.delay_ms, o.stream_seconds);
         const size_t start = bench_support::start_of(i, audio.size());
         for (size_t at = 0; at < fill_samples; at += fill_chunk)
           session->feed(looped(audio, start + at, std::min(fill_chunk, fill_samples - at)));
@@ -98,22 +99,22 @@ nlohmann::json run_streams_benchmark(Engine& engine, std::span<const BenchDevice
   const size_t memory_filled = memory_in_use();
   Scheduler::CacheUse cache;
   std::vector<int> device_streams;
-  for (const BenchDevice& d : devices) {
-    const Scheduler::CacheUse u = d.scheduler->cache_use();
+  for (BenchDevice* d : devices) {
+    const Scheduler::CacheUse u = d->scheduler().cache_use();
     cache.mapped_bytes += u.mapped_bytes;
     cache.total_bytes += u.total_bytes;
-    device_streams.push_back(d.scheduler->open_streams());
-    d.scheduler->take_rounds();  // the fill's rounds are not measured
+    device_streams.push_back(d->scheduler().open_streams());
+    d->scheduler().take_rounds();  // the fill's rounds are not measured
   }
-  each_backend([](Backend& b) { b.profile_window(true); });
+  bench_support::profile_window(devices, true);
   std::vector<std::vector<Scheduler::Round>> device_rounds;
   {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return finished == o.streams; });
-    for (const BenchDevice& d : devices) device_rounds.push_back(d.scheduler->take_rounds());
+    for (BenchDevice* d : devices) device_rounds.push_back(d->scheduler().take_rounds());
     measured = true;
   }
-  each_backend([](Backend& b) { b.profile_window(false); });
+  bench_support::profile_window(devices, false);
   cv.notify_all();
   for (std::thread& t : threads) t.join();
   for (int i = 0; i < o.streams; ++i)
@@ -199,7 +200,7 @@ nlohmann::json run_streams_benchmark(Engine& engine, std::span<const BenchDevice
     for (size_t i = 0; i < devices.size(); ++i) {
       std::vector<double> ms, streams;
       for (const Scheduler::Round& x : device_rounds[i]) ms.push_back(x.seconds * 1e3), streams.push_back(x.streams);
-      r["devices"].push_back({{"device", devices[i].name}, {"streams", device_streams[i]},
+      r["devices"].push_back({{"device", devices[i]->device_name()}, {"streams", device_streams[i]},
                               {"rounds", {{"count", device_rounds[i].size()}, {"ms", spread(ms)}, {"streams", spread(streams)}}},
                               {"busy_ms_per_step", busy_of(device_rounds[i])}});
     }
@@ -207,14 +208,14 @@ nlohmann::json run_streams_benchmark(Engine& engine, std::span<const BenchDevice
   return r;
 }
 
-nlohmann::json find_streams_capacity(Engine& engine, std::span<const BenchDevice> devices, std::span<const float> audio,
+nlohmann::json find_streams_capacity(BenchEngine& engine, std::span<const float> audio,
                                      const StreamsBenchOptions& options) {
   nlohmann::json trials = nlohmann::json::array();
   auto keeps_up = [&](int n) {
     StreamsBenchOptions o = options;
     o.streams = n;
     try {
-      nlohmann::json r = run_streams_benchmark(engine, devices, audio, o);
+      nlohmann::json r = run_streams_benchmark(engine, audio, o);
       const bool ok = r["within_real_time"].get<bool>();
       trials.push_back(std::move(r));
       return ok;
@@ -239,7 +240,7 @@ nlohmann::json find_streams_capacity(Engine& engine, std::span<const BenchDevice
     else
       bad = mid;
   }
-  return {{"backend", devices.front().model->backend().name()}, {"capacity", good}, {"first_failing", bad}, {"trials", trials}};
+  return {{"backend", engine.devices.front()->model().backend().name()}, {"capacity", good}, {"first_failing", bad}, {"trials", trials}};
 }
 
 std::string format_streams_benchmark(const nlohmann::json& r) {

@@ -1,15 +1,16 @@
-#include "voxtral/bench_attention.h"
+#include "bench/bench_attention.h"
 
 #include <cmath>
 #include <cstdio>
 #include <utility>
 
-#include "voxtral/benchmark.h"
+#include "bench/benchmark.h"
+#include "runtime/kernel_switches.h"
 
 namespace voxrt {
 namespace {
 
-using Kernels = Backend::AttentionKernels;
+using Kernels = KernelSwitches::AttentionKernels;
 
 struct Shape {
   std::string name;
@@ -52,10 +53,15 @@ double time_us(Backend& b, const Shape& s, KvCache& cache, int streams, const st
 }  // namespace
 
 nlohmann::json time_attention(Backend& b, const ModelConfig& c, const AttentionTiming& t) {
+  // Forcing a path takes the backend's switches; without them (the CPU) its own kernels alone run.
+  KernelSwitches* switches = b.kernel_switches();
+  const auto use = [switches](Kernels k) {
+    return switches != nullptr ? switches->set_attention_kernels(k) : k == Kernels::Automatic;
+  };
   std::vector<std::pair<const char*, Kernels>> paths;
   for (const auto& [name, k] : {std::pair{"tensor_cores", Kernels::TensorCores}, std::pair{"cuda_cores", Kernels::CudaCores}})
-    if (b.set_attention_kernels(k)) paths.emplace_back(name, k);
-  b.set_attention_kernels(Kernels::Automatic);
+    if (use(k)) paths.emplace_back(name, k);
+  use(Kernels::Automatic);
   if (paths.empty()) paths = {{"auto", Kernels::Automatic}};  // the CPU: its own kernel only
   nlohmann::json out = nlohmann::json::array();
   for (const Shape& s : live_shapes(c)) {
@@ -73,13 +79,13 @@ nlohmann::json time_attention(Backend& b, const ModelConfig& c, const AttentionT
       nlohmann::json e = {{"name", s.name},      {"streams", streams}, {"rows", streams * s.rows_per_stream},
                           {"keys", s.keys},      {"kv_bytes", kv_bytes}, {"floor_us", floor_us}};
       for (const auto& [name, k] : paths) {
-        b.set_attention_kernels(k);
+        use(k);
         const double us = time_us(b, s, cache, streams,
                                   "bench attention " + s.name + " " + name + " " + std::to_string(s.keys) + "x" +
                                       std::to_string(streams));
         e["kernels"][name] = {{"p50_us", us}, {"GBps", kv_bytes / (us * 1e-6) / 1e9}};
       }
-      b.set_attention_kernels(Kernels::Automatic);
+      use(Kernels::Automatic);
       out.push_back(e);
     }
   }

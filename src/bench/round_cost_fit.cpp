@@ -1,4 +1,4 @@
-#include "engine/round_cost_fit.h"
+#include "bench/round_cost_fit.h"
 
 #include <algorithm>
 

@@ -1,15 +1,15 @@
-#include "engine/offline_batch_bench.h"
+#include "bench/offline_batch_bench.h"
 
 #include <chrono>
 #include <cstdio>
 #include <thread>
 #include <vector>
 
+#include "bench/bench_support.h"
+#include "bench/benchmark.h"
 #include "common/error.h"
-#include "engine/bench_support.h"
 #include "engine/scheduler.h"
 #include "voxrt/session.h"
-#include "voxtral/benchmark.h"
 
 namespace voxrt {
 
@@ -42,11 +42,12 @@ struct RoundTotals {
 
 }  // namespace
 
-nlohmann::json run_offline_batch_benchmark(Engine& engine, std::span<const BenchDevice> devices,
-                                           std::span<const float> audio, const OfflineBatchOptions& o) {
+nlohmann::json run_offline_batch_benchmark(BenchEngine& engine, std::span<const float> audio,
+                                           const OfflineBatchOptions& o) {
+  const std::vector<BenchDevice*>& devices = engine.devices;
   check(o.batch >= 1 && o.seconds > 0 && !audio.empty(), "bench --offline-batch", "a batch, a length and audio expected");
   check(!devices.empty(), "bench --offline-batch", "a device expected");
-  VoxtralModel& model = *devices.front().model;
+  VoxtralModel& model = devices.front()->model();
   Backend& be = model.backend();  // its ceilings stand for every device's (the same GPUs)
   const ModelConfig& c = model.config();
   const int rate = c.audio.sampling_rate;
@@ -59,16 +60,16 @@ nlohmann::json run_offline_batch_benchmark(Engine& engine, std::span<const Bench
   std::vector<std::string> errors(o.batch);
   Barrier start(o.batch + 1);
   std::vector<uint64_t> opened_before;
-  for (const BenchDevice& d : devices) {
-    d.scheduler->take_rounds();
-    opened_before.push_back(d.scheduler->stats().sessions_opened);
+  for (BenchDevice* d : devices) {
+    d->scheduler().take_rounds();
+    opened_before.push_back(d->scheduler().stats().sessions_opened);
   }
   std::vector<std::thread> threads;
   for (int i = 0; i < o.batch; ++i) {
     threads.emplace_back([&, i] {
       std::unique_ptr<Session> session;
       try {
-        session = bench_support::open_session(engine, o.delay_ms);
+        session = bench_support::open_session(*engine.engine, o.delay_ms);
       } catch (const std::exception& e) {
         errors[i] = e.what();
       }
@@ -85,13 +86,13 @@ nlohmann::json run_offline_batch_benchmark(Engine& engine, std::span<const Bench
       }
     });
   }
-  for (const BenchDevice& d : devices) d.model->backend().profile_window(true);
+  bench_support::profile_window(devices, true);
   const Clock::time_point t0 = start.arrive_and_wait();
   for (std::thread& t : threads) t.join();
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
-  for (const BenchDevice& d : devices) d.model->backend().profile_window(false);
+  bench_support::profile_window(devices, false);
   std::vector<std::vector<Scheduler::Round>> device_rounds;
-  for (const BenchDevice& d : devices) device_rounds.push_back(d.scheduler->take_rounds());
+  for (BenchDevice* d : devices) device_rounds.push_back(d->scheduler().take_rounds());
   for (int i = 0; i < o.batch; ++i)
     if (!errors[i].empty()) throw Error("bench --offline-batch: transcription " + std::to_string(i) + ": " + errors[i]);
 
@@ -102,7 +103,7 @@ nlohmann::json run_offline_batch_benchmark(Engine& engine, std::span<const Bench
   for (size_t d = 0; d < devices.size(); ++d)
     for (const Scheduler::Round& r : device_rounds[d]) all.add(r), each[d].add(r);
   size_t memory = 0;
-  for (const BenchDevice& d : devices) memory += d.model->backend().memory_in_use();
+  for (BenchDevice* d : devices) memory += d->model().backend().memory_in_use();
   // Every position of every input through the encoder and the decoder at the matrix rate, the
   // devices sharing the work evenly.
   const StepCosts k = step_costs(c, be.weight_element_bytes(), be.kv_element_bytes());
@@ -139,8 +140,8 @@ nlohmann::json run_offline_batch_benchmark(Engine& engine, std::span<const Bench
   if (devices.size() > 1) {
     r["devices"] = nlohmann::json::array();
     for (size_t d = 0; d < devices.size(); ++d)
-      r["devices"].push_back({{"device", devices[d].name},
-                              {"transcriptions", devices[d].scheduler->stats().sessions_opened - opened_before[d]},
+      r["devices"].push_back({{"device", devices[d]->device_name()},
+                              {"transcriptions", devices[d]->scheduler().stats().sessions_opened - opened_before[d]},
                               {"rounds", {{"count", each[d].ms.size()}, {"ms", spread(each[d].ms)}}},
                               {"decoder_rows", each[d].rows_total},
                               {"busy_s", each[d].total_s}});

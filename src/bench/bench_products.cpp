@@ -1,15 +1,16 @@
-#include "voxtral/bench_products.h"
+#include "bench/bench_products.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <utility>
 
-#include "voxtral/benchmark.h"
+#include "bench/benchmark.h"
+#include "runtime/kernel_switches.h"
 
 namespace voxrt {
 namespace {
 
-using Kernels = Backend::ProductKernels;
+using Kernels = KernelSwitches::ProductKernels;
 
 struct Product {
   std::string name;
@@ -78,13 +79,18 @@ std::vector<Product> step_products(const ModelConfig& c) {
 }  // namespace
 
 nlohmann::json time_products(Backend& b, const ModelConfig& c, const ProductTiming& t) {
+  // Forcing a path takes the backend's switches; without them (the CPU) its own kernels alone run.
+  KernelSwitches* switches = b.kernel_switches();
+  const auto use = [switches](Kernels k) {
+    return switches != nullptr ? switches->set_product_kernels(k) : k == Kernels::Automatic;
+  };
   // The kernel paths to compare: the backend's own choice alone, or every path it has.
   std::vector<std::pair<const char*, Kernels>> paths;
   if (!t.rows.empty()) {
     for (const auto& [name, k] :
          {std::pair{"gemv", Kernels::Gemv}, std::pair{"gemm", Kernels::Gemm}, std::pair{"library", Kernels::Library}})
-      if (b.set_product_kernels(k)) paths.emplace_back(name, k);
-    b.set_product_kernels(Kernels::Automatic);
+      if (use(k)) paths.emplace_back(name, k);
+    use(Kernels::Automatic);
   }
   if (paths.empty()) paths = {{"auto", Kernels::Automatic}};  // the CPU: its own kernels only
   nlohmann::json out = nlohmann::json::array();
@@ -98,11 +104,11 @@ nlohmann::json time_products(Backend& b, const ModelConfig& c, const ProductTimi
       nlohmann::json e = {{"name", p.name},   {"rows", M}, {"weight_bytes", d.weight_bytes},
                           {"flops", flops},   {"floor_us", floor_s * 1e6}};
       for (const auto& [name, k] : paths) {
-        b.set_product_kernels(k);
+        use(k);
         const double us = time_us(b, p, d, M, "bench product " + p.name + " " + name + " x" + std::to_string(M));
         e["kernels"][name] = {{"p50_us", us}, {"TFLOPs", flops / (us * 1e-6) / 1e12}};
       }
-      b.set_product_kernels(Kernels::Automatic);
+      use(Kernels::Automatic);
       out.push_back(e);
     }
   }

@@ -1,5 +1,6 @@
-// What the many-session benchmarks (streams_bench.h, offline_batch_bench.h) share: the devices
-// they watch, percentiles, a start line for their threads, and audio looped to any length.
+// What the many-session benchmarks (streams_bench.h, offline_batch_bench.h) share: percentiles, a
+// start line for their threads, audio looped to any length, and the profiler's window on every
+// device they watch (engine/bench_access.h's BenchDevice: its scheduler and model).
 #pragma once
 
 #include <algorithm>
@@ -12,22 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/bench_access.h"
+#include "runtime/kernel_switches.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
-
-namespace voxrt {
-class Scheduler;
-class VoxtralModel;
-
-// A device of the engine under test: its scheduler and model (one, or each of EngineOptions::gpus).
-// The sessions go through the engine, which places them; the benchmark watches each device's rounds.
-struct BenchDevice {
-  std::string name;  // "cuda:0"
-  Scheduler* scheduler = nullptr;
-  VoxtralModel* model = nullptr;
-};
-
-}  // namespace voxrt
+#include "voxtral/model.h"
 
 namespace voxrt::bench_support {
 
@@ -75,6 +65,12 @@ inline std::vector<float> looped(std::span<const float> audio, size_t from, size
 // Where stream i starts in the looped audio: a different place for each, so that streams do not
 // step in lockstep through the same tokens.
 inline size_t start_of(int i, size_t audio_samples) { return static_cast<size_t>(i) * 7919u * 16u % audio_samples; }
+
+// Opens or closes the profiler's window (KernelSwitches::profile_window) on every device that has one.
+inline void profile_window(std::span<BenchDevice* const> devices, bool open) {
+  for (BenchDevice* d : devices)
+    if (KernelSwitches* switches = d->model().backend().kernel_switches()) switches->profile_window(open);
+}
 
 // A session of at most max_seconds (its cache reservation; 0: the engine's default).
 inline std::unique_ptr<Session> open_session(Engine& engine, int delay_ms, double max_seconds = 0) {

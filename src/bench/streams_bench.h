@@ -17,9 +17,7 @@
 #include <span>
 #include <string>
 
-#include "engine/bench_support.h"
-#include "engine/scheduler.h"
-#include "voxrt/voxrt.h"
+#include "engine/bench_access.h"
 
 namespace voxrt {
 
@@ -33,17 +31,15 @@ struct StreamsBenchOptions {
 };
 
 // `audio` (16 kHz) is looped; stream i starts at a different place in it. The streams are opened
-// through `engine`, which places them on its devices; with several devices the result has each
-// one's share and rounds in "devices", and the rounds' figures cover every device's rounds.
-nlohmann::json run_streams_benchmark(Engine& engine, std::span<const BenchDevice> devices, std::span<const float> audio,
-                                     const StreamsBenchOptions& options);
+// through `engine.engine`, which places them on its devices; with several devices the result has
+// each one's share and rounds in "devices", and the rounds' figures cover every device's rounds.
+nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float> audio, const StreamsBenchOptions& options);
 
 // --find-capacity: doubles the stream count from options.streams until a run falls behind real time
 // (or cannot open its streams), then bisects between the last count that kept up and the first
 // that did not, down to 5 % or one stream. Returns {"capacity", "trials": [each run's result, or
 // its error]}.
-nlohmann::json find_streams_capacity(Engine& engine, std::span<const BenchDevice> devices, std::span<const float> audio,
-                                     const StreamsBenchOptions& options);
+nlohmann::json find_streams_capacity(BenchEngine& engine, std::span<const float> audio, const StreamsBenchOptions& options);
 
 std::string format_streams_benchmark(const nlohmann::json& result);
 
