@@ -25,7 +25,7 @@
 #include "tokenizer/tekken.h"
 #include "voxrt/voxrt.h"
 #include "voxtral/benchmark.h"
-#include "voxtral/mel_front_end.h"
+#include "voxtral/stream_pipeline.h"
 #include "voxtral/model.h"
 #include "voxtral/stream_decoder.h"
 #include "voxtral/transcript_assembler.h"
@@ -356,10 +356,10 @@ class EngineImpl final : public Engine {
   WholeRun decode_whole(const ChunkSource& next, const Protocol& p, const std::function<void(int32_t, double)>& on_step,
                         double max_seconds, double wait_seconds = Scheduler::kWaitForever,
                         const WholeRun::Hooks& hooks = {}) {
-    MelFrontEnd front(*logmel_, p);
     if (hooks.before_chunk) hooks.before_chunk(0);  // cancelled before it even waited for room
     const std::unique_ptr<Scheduler::Stream> stream =
         scheduler_->open(stream_options(p, /*stop_at_eos=*/true), wait_seconds, max_seconds);
+    StreamPipeline pipeline(*logmel_, p, *stream);
     auto take = [&](const std::vector<StreamState::Step>& steps) {
       for (const StreamState::Step& s : steps) on_step(s.token, s.seconds);
     };
@@ -368,14 +368,11 @@ class EngineImpl final : public Engine {
       run.audio_samples += static_cast<int64_t>(chunk.size());
       if (hooks.before_chunk) hooks.before_chunk(run.audio_samples);
       stream->count_audio(static_cast<double>(chunk.size()) / model_->config().audio.sampling_rate);
-      if (stream->stopped()) continue;  // after EOS the rest is only counted
-      front.feed(chunk);
-      take(stream->run(front.take_frames()));
+      take(pipeline.feed(chunk));
     }
     if (hooks.before_flush) hooks.before_flush(run.audio_samples);
-    front.flush();
-    take(stream->run(front.take_frames(), front.final_positions()));
-    run.stopped = stream->stopped();
+    take(pipeline.flush());
+    run.stopped = pipeline.stopped();
     return run;
   }
 

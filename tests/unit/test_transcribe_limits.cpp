@@ -171,7 +171,7 @@ TEST(TranscribeLimits, HandedWorkThatNoRoundRunsReadsAsStalled) {
   front.feed(wav("speech_short"));
   EXPECT_EQ(scheduler.stats().stalled_seconds, 0);
   std::unique_lock<std::mutex> held(model_mutex);
-  auto run = std::async(std::launch::async, [&] { return stream->run(front.take_frames()); });
+  auto run = std::async(std::launch::async, [&] { return stream->run(front.take_frames(), -1); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_GE(scheduler.stats().stalled_seconds, 0.25);
   held.unlock();
