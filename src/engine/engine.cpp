@@ -59,14 +59,14 @@ LayoutPreference layout_preference(Layout layout) {
 // (saying why in `note`); "cuda" without a usable device is an error.
 // (validate() has checked the options; what needs the machine is checked here.)
 std::unique_ptr<Backend> make_backend(const EngineOptions& o, std::string& note) {
-  // "auto" that finds no GPU: kv_cache then asks for what the CPU does not have.
+  if (o.device == Device::Cpu) return make_cpu_backend(o.threads);
+  // "auto" that finds no GPU: a kv_cache format then asks for what the CPU has not.
   auto cpu = [&](const char* why) {
     if (o.kv_cache != KvCacheFormat::Auto)
       throw OptionError("kv_cache", " " + std::string(to_string(o.kv_cache)) +
                                         ": the key/value cache storage is a GPU option; the CPU keeps fp32 caches: " + why);
     return make_cpu_backend(o.threads);
   };
-  if (o.device == Device::Cpu) return cpu("");
 #ifdef VOXRT_WITH_CUDA
   const int n = cuda::device_count();
   if (n > 0) {
