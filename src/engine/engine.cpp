@@ -383,6 +383,7 @@ class EngineImpl final : public Engine {
   }
 
   Protocol protocol(int delay_ms) const {
+    validate_delay_ms(delay_ms);  // an OptionError naming the caller's field, as the options' rules
     Protocol p;
     p.n_delay = delay_tokens_from_ms(delay_ms);
     p.n_left_pad_tokens = tokenizer_->audio().streaming_n_left_pad_tokens;

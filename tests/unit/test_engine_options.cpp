@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../test_paths.h"
+#include "voxrt/session.h"
 #include "voxrt/voxrt.h"
 #include "voxtral/protocol.h"
 
@@ -172,11 +173,14 @@ TEST(ModelDelays, AnotherDelayIsRefusedNamingDelayMs) {
   EXPECT_THROW(validate_delay_ms(2480), OptionError);
 }
 
-TEST(ModelDelays, ALoadedModelSaysItsDelays) {
+TEST(ModelDelays, ALoadedModelSaysItsDelaysAndRefusesOthersNamingDelayMs) {
   const auto engine = Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .threads = 1});
   const ModelInfo& info = engine->info();
   EXPECT_EQ(to_string(info.delays), to_string(model_delays()));
   EXPECT_TRUE(info.delays.accepts(info.default_delay_ms));
+  const std::vector<float> audio(16000, 0.0f);
+  EXPECT_EQ(option_error([&] { engine->transcribe(audio, {.delay_ms = 500}); }).field(), "delay_ms");
+  EXPECT_EQ(option_error([&] { engine->open_session({.delay_ms = 500}); }).field(), "delay_ms");
 }
 
 }  // namespace
