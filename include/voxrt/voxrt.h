@@ -120,8 +120,8 @@ struct DeviceStats {
   std::string failure;      // why (the first failure)
   int sessions_open = 0;
   uint64_t sessions_opened = 0;
-  uint64_t rounds = 0;
-  uint64_t steps = 0;  // deprecated, kept for one release: the same as rounds
+  uint64_t rounds = 0;  // rounds of its scheduler's loop
+  uint64_t steps = 0;   // deprecated, kept for one release: the same as rounds
   size_t cache_bytes_in_use = 0, cache_bytes_total = 0;
   size_t memory_in_use = 0, memory_available = 0;
 };
