@@ -30,7 +30,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::unique_ptr<Engine> tiny_engine(int max_sessions = 0) {
-  return Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1, .max_sessions = max_sessions});
+  return Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .threads = 1, .max_sessions = max_sessions});
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
