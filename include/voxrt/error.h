@@ -5,7 +5,7 @@
 // Three kinds are told apart by their type, for callers that answer others (a server's status
 // codes): the engine had no room (BusyError: the same call may succeed later), the input is at fault
 // (InputError: it fails again whenever it is given), the caller cancelled (CancelledError).
-// Everything else is a plain Error.
+// Everything else is a plain Error; an option at fault is an OptionError, which names its field.
 #pragma once
 
 #include <stdexcept>
@@ -32,6 +32,21 @@ class VOXRT_API BusyError : public Error {
 class VOXRT_API InputError : public Error {
  public:
   using Error::Error;
+};
+
+// An option's value is not one voxrt takes (an EngineOptions field, a delay). what() starts with the
+// field's name as the API spells it ("draft_rows 40: expected 0 (automatic) to 32"); field() is that
+// name alone, so that a front end can say the same with its own name for the option (renamed()).
+class VOXRT_API OptionError : public Error {
+ public:
+  // after_field follows the name: " 40: expected ..." (a value) or ": ..." (none).
+  OptionError(const std::string& field, const std::string& after_field) : Error(field + after_field), field_(field) {}
+  const std::string& field() const { return field_; }
+  // The message with `name` in place of the field's name: renamed("--draft-rows").
+  std::string renamed(const std::string& name) const { return name + std::string(what()).substr(field_.size()); }
+
+ private:
+  std::string field_;
 };
 
 // The caller's TranscribeOptions::cancelled said stop; nothing more was decoded.

@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "voxrt/delays.h"
+#include "voxrt/engine_options.h"
 #include "voxrt/error.h"
 #include "voxrt/export.h"
 #include "voxrt/version.h"
@@ -29,57 +31,6 @@ namespace voxrt {
 class Session;
 struct SessionOptions;
 struct StreamEvent;  // voxrt/session.h
-
-struct EngineOptions {
-  std::string device = "auto";  // "auto" (a GPU if there is one, else the CPU), "cuda" or "cpu"
-  int gpu = 0;                  // CUDA device index
-  // Several devices in one engine (data parallel): the checkpoint is read once and its weights
-  // uploaded to each, each runs a scheduler of its own, and every new session or file goes to the
-  // device with the fewest sessions (then the most free cache memory). A device whose model work
-  // fails takes no new sessions (EngineStats::devices says why) while the others go on. CUDA device
-  // indices, each at most once; empty: `gpu` alone. On the CPU, N entries load N copies (each with
-  // `threads`), as placement tests do (they share the host: its memory figures count once a copy).
-  // max_memory and max_sessions apply to each device.
-  std::vector<int> gpus;
-  int threads = 0;             // CPU threads; 0: the cores this process may use (affinity, cgroup CPU quota)
-  std::string layout = "auto"; // "auto", "mistral" or "hf": which checkpoint files to read
-  // Decoder positions verified in one pass when audio is ahead of the decoder: 0 picks 8 on the
-  // GPU (whose ids are identical to stepping one position at a time) and 1 on the CPU (where a pass
-  // of several rows may round differently).
-  int draft_rows = 0;
-  static constexpr int kMaxDraftRows = 32;  // the most draft_rows may ask for
-  // Sessions and transcriptions in progress at once. 0: no limit. N: one more live session is
-  // refused with a voxrt::Error (or waits: SessionOptions::wait_for_room), and a transcription
-  // waits for room. Without max_memory the caches of N sessions of max_session_seconds are
-  // allocated at load (a whole window: about 1.1 GB each for the full model on the GPU), so memory
-  // is known up front and never grows; with neither, the caches grow as sessions open.
-  int max_sessions = 0;
-  // Memory for the sessions' key/value caches, in bytes, allocated at load (the weights and the
-  // passes' working memory come on top). The caches are paged: a session reserves the pages of
-  // its length (SessionOptions::max_seconds, a transcription its file's) when it opens, and one
-  // that does not fit is refused at once (or waits), so none ever runs out of memory midway.
-  // 0: as max_sessions says.
-  size_t max_memory = 0;
-  // The same as a fraction (0 to 1) of the memory free once the weights are loaded (the device's,
-  // or the host's for the CPU). 0: not given. At most one of the two.
-  double max_memory_fraction = 0;
-  // The length a session reserves when it does not say (seconds of audio; 0: a whole window, the
-  // decoder's 8192 positions, about 11 minutes, after which it keeps recycling its own pages). It
-  // also splits max_memory between the encoder's and the decoder's pages.
-  double max_session_seconds = 0;
-  // How the GPU stores the key/value caches: "auto" (bf16, as the reference's cache), "bf16", or
-  // "fp8" (e4m3 with a float scale per cached head: half the memory a session takes, with the
-  // error README.md states). The CPU keeps them in fp32 ("auto" only).
-  std::string kv_cache = "auto";
-  // Fairness under load: while the sessions fed at real time wait longer for their steps than the
-  // 80 ms of audio a step brings (90th percentile over the last 2 s), a new session is refused with
-  // a voxrt::Error saying so (or waits: SessionOptions::wait_for_room), so that those already open
-  // keep real time. Off by default (a library may feed sessions at any pace); a server turns it on.
-  bool refuse_when_overloaded = false;
-  // The wait (ms) past which refuse_when_overloaded counts the engine overloaded: the 80 ms of audio
-  // a step brings, or less to keep a margin for the sessions already open.
-  double overload_wait_ms = 80;
-};
 
 struct TranscribeOptions {
   int delay_ms = 0;  // 0: tekken.json's transcription_delay_ms (480 officially)
@@ -149,7 +100,8 @@ struct ModelInfo {
   std::string backend;  // "cpu" or "cuda"
   std::string device_note;  // e.g. why "auto" chose the CPU
   int encoder_layers = 0, decoder_layers = 0, vocab_size = 0;
-  int default_delay_ms = 480;
+  DelayRange delays;          // the delays the model accepts (TranscribeOptions::delay_ms, SessionOptions::delay_ms)
+  int default_delay_ms = 480;  // the one a transcription or session that gives none gets
   double load_seconds = 0;
 };
 
@@ -168,7 +120,8 @@ struct DeviceStats {
   std::string failure;      // why (the first failure)
   int sessions_open = 0;
   uint64_t sessions_opened = 0;
-  uint64_t steps = 0;
+  uint64_t rounds = 0;  // rounds of its scheduler's loop
+  uint64_t steps = 0;   // deprecated, kept for one release: the same as rounds
   size_t cache_bytes_in_use = 0, cache_bytes_total = 0;
   size_t memory_in_use = 0, memory_available = 0;
 };
@@ -183,8 +136,10 @@ struct EngineStats {
   // full, the live sessions did not keep real time (refuse_when_overloaded), or one so long it could
   // never fit.
   uint64_t refused_full = 0, refused_overloaded = 0, refused_too_long = 0;
-  uint64_t steps = 0;             // rounds of the step loop: each runs every session with work, together
-  uint64_t decoder_rows = 0;      // decoder rows those rounds ran (a session's step is a row)
+  // Rounds of the scheduler's loop: each runs every session with work, together.
+  uint64_t rounds = 0;
+  uint64_t steps = 0;             // deprecated, kept for one release: the same as rounds
+  uint64_t decoder_rows = 0;      // decoder rows those rounds ran (a session's position is a row)
   Histogram step_ms;              // a round's wall time
   // A live session's hand-over: 80 ms of its audio handed to the engine -> the steps it makes
   // possible done. What the engine adds to a live caption's lag (past the model's delay).

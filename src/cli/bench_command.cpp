@@ -146,12 +146,13 @@ std::filesystem::path write_result(nlohmann::json& r, const BenchArgs& a, const 
 }
 
 // The engine the figures run on: loaded for the bench (bench/engine_bench.h), not through
-// Engine::load, so that they reach its devices' models and schedulers. Says what was loaded as
-// every command does.
+// Engine::load, so that they reach its devices' models and schedulers.
 BenchEngine load_bench(const EngineArgs& a) {
-  const std::filesystem::path dir = resolve_model_dir(a.model);
-  BenchEngine loaded = load_bench_engine(dir, engine_options(a));
-  say_loaded(a, dir, loaded.engine->info());
+  BenchEngine loaded;
+  load_engine_with(a, [&loaded](const std::filesystem::path& dir, const EngineOptions& options) -> Engine& {
+    loaded = load_bench_engine(dir, options);
+    return *loaded.engine;
+  });
   return loaded;
 }
 
@@ -202,7 +203,7 @@ void run_bench(BenchArgs a) {
   std::filesystem::create_directories(a.out, ec);
   if (!std::filesystem::is_directory(a.out))
     throw Error("--out " + a.out + ": cannot create the directory" + (ec ? ": " + ec.message() : ""));
-  BenchEngine engine = load_bench(a.engine);  // check_args checked a.engine
+  BenchEngine engine = load_bench(a.engine);
   if (a.streams > 0) return run_streams(engine, a, audio, audio_name);
   if (a.offline_batch > 0) return run_offline_batch(engine, a, audio, audio_name);
   BenchOptions b;

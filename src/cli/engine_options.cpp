@@ -7,31 +7,46 @@
 #include <string>
 #include <utility>
 #include <iostream>
-#include <thread>
 
 #include "cli/commands.h"
 #include "cli/usage.h"
-#include "voxtral/protocol.h"
 
 namespace voxrt::cli {
 namespace {
 
-// --threads and --delay-ms are checked as they are parsed, so that any value given, 0 included, is
-// checked: 0 stays the "not given" of the options' defaults, and a 0 given (--delay-ms 0, -t 0) is
-// an error rather than a silent "default".
-void check_threads(int threads) {
-  const int cpus = std::max(1u, std::thread::hardware_concurrency());
-  if (threads < 1 || threads > cpus)
-    throw UsageError("--threads " + std::to_string(threads) + ": expected 1 to " + std::to_string(cpus) +
-                     " (the CPUs this machine has)");
+// The option that sets each field the library's OptionError may name (EngineOptions, delay_ms).
+std::string option_of(const std::string& field) {
+  static const std::pair<const char*, const char*> kOptions[] = {
+      {"device", "--device"},         {"gpu", "--gpu"},
+      {"gpus", "--gpus"},             {"threads", "--threads"},
+      {"layout", "--layout"},         {"draft_rows", "--draft-rows"},
+      {"kv_cache", "--kv"},           {"max_sessions", "--max-sessions"},
+      {"max_memory", "--max-memory"}, {"max_memory_fraction", "--max-memory"},
+      {"max_session_seconds", "--max-session-seconds"}, {"delay_ms", "--delay-ms"}};
+  for (const auto& [name, option] : kOptions)
+    if (field == name) return option;
+  return field;
 }
 
-void check_delay(int delay_ms) {
-  try {
-    delay_tokens_from_ms(delay_ms);
-  } catch (const Error& e) {
-    throw UsageError(e.what());
-  }
+// The library's message about a field, saying the option instead.
+std::string as_option(const OptionError& e) { return e.renamed(option_of(e.field())); }
+
+// The EngineOptions the shared options describe; OptionError for a device, layout or --kv name.
+EngineOptions engine_options(const EngineArgs& a) {
+  EngineOptions eo;
+  eo.device = parse_device(a.device);
+  eo.gpu = a.gpu;
+  eo.gpus = a.gpus;
+  eo.threads = a.threads;
+  eo.layout = parse_layout(a.layout);
+  eo.draft_rows = a.draft_rows;
+  eo.max_sessions = a.max_sessions;
+  eo.max_memory = a.max_memory;
+  eo.max_memory_fraction = a.max_memory_fraction;
+  eo.kv_cache = parse_kv_cache_format(a.kv_cache);
+  eo.max_session_seconds = a.max_session_seconds;
+  eo.refuse_when_overloaded = a.refuse_when_overloaded;
+  return eo;
 }
 
 }  // namespace
@@ -41,8 +56,15 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_option("--device", a.device, "auto (a GPU if there is one), cuda or cpu")->capture_default_str();
   cmd->add_option("--gpu", a.gpu, "CUDA device index")->capture_default_str();
   cmd->add_option("--layout", a.layout, "Checkpoint files to read: auto, mistral or hf")->capture_default_str();
+  // 0 is the library's "not given": given here it would silently mean the default, so it is
+  // refused as it is parsed (the range is validate()'s, in check_engine_args).
   cmd->add_option_function<int>(
-      "--threads,-t", [&a](const int& v) { check_threads(v); a.threads = v; }, "CPU threads, 1 to the number of CPUs (default: the cores this process may use, its CPU affinity and quota)");
+      "--threads,-t",
+      [&a](const int& v) {
+        if (v == 0) throw UsageError("--threads 0: expected 1 or more (leave --threads out for the cores this process may use)");
+        a.threads = v;
+      },
+      "CPU threads, 1 to the number of CPUs (default: the cores this process may use, its CPU affinity and quota)");
   cmd->add_option("--draft-rows", a.draft_rows,
                   "Most decoder positions verified per pass when audio is ahead; each stream's width follows how often its guesses hold (0: 8 on the GPU, 1 on the CPU)")
       ->capture_default_str();
@@ -134,10 +156,7 @@ void add_capacity_options(CLI::App* cmd, EngineArgs& a, const std::string& sessi
       "session that does not fit is refused (default: what --max-sessions sessions need, or grown as sessions open)");
   cmd->add_option_function<double>(
       "--max-session-seconds",
-      [&a](const double& v) {
-        if (!(v >= 0) || v > 1e7) throw UsageError("--max-session-seconds " + std::to_string(v) + ": expected 0 (no limit) or more");
-        a.max_session_seconds = v;
-      },
+      [&a](const double& v) { a.max_session_seconds = v; },
       "The length a session reserves cache pages for (0: a whole window, about 11 minutes; longer sessions go on "
       "while spare pages last)");
 }
@@ -152,7 +171,12 @@ void add_delay_option(CLI::App* cmd, int& delay_ms) {
           std::snprintf(text, sizeof text, "%g", v);
           throw UsageError(std::string("--delay-ms ") + text + ": expected a whole number of milliseconds");
         }
-        check_delay(static_cast<int>(v));
+        // Checked as it is parsed, so that a 0 given (the default's "not given") is refused too.
+        try {
+          validate_delay_ms(static_cast<int>(v));
+        } catch (const OptionError& e) {
+          throw UsageError(as_option(e));
+        }
         delay_ms = static_cast<int>(v);
       },
       "Transcription delay: 80-1200 in steps of 80, or 2400 (default: tekken.json's, 480)");
@@ -160,25 +184,11 @@ void add_delay_option(CLI::App* cmd, int& delay_ms) {
 
 
 void check_engine_args(const EngineArgs& a) {
-  if (a.device != "auto" && a.device != "cuda" && a.device != "cpu")
-    throw UsageError("--device " + a.device + ": expected auto, cuda or cpu");
-  if (a.layout != "auto" && a.layout != "mistral" && a.layout != "hf")
-    throw UsageError("--layout " + a.layout + ": expected auto, mistral or hf");
-  if (a.kv_cache != "auto" && a.kv_cache != "bf16" && a.kv_cache != "fp8")
-    throw UsageError("--kv " + a.kv_cache + ": expected auto, bf16 or fp8");
-  // The CPU keeps its caches in fp32: name the option rather than let the engine name its field.
-  if (a.kv_cache != "auto" && (a.device == "cpu" || (a.device == "auto" && cuda_device_count() == 0))) {
-    const std::string why = "--kv " + a.kv_cache + ": the key/value cache storage is a GPU option; the CPU keeps fp32 caches " +
-                            "(leave --kv out" + (a.device == "cpu" ? ")" : ", or run on a GPU)");
-    if (a.device == "cpu") throw UsageError(why);  // two options that do not go together
-    throw Error(why + ": no CUDA device found");
+  try {
+    validate(engine_options(a));
+  } catch (const OptionError& e) {
+    throw UsageError(as_option(e));
   }
-  if (a.gpu < 0) throw UsageError("--gpu " + std::to_string(a.gpu) + ": expected a device index, 0 or more");
-  if (a.max_sessions < 0)
-    throw UsageError("--max-sessions " + std::to_string(a.max_sessions) + ": expected 0 (no limit) or more");
-  if (a.draft_rows < 0 || a.draft_rows > EngineOptions::kMaxDraftRows)
-    throw UsageError("--draft-rows " + std::to_string(a.draft_rows) + ": expected 0 (automatic) to " +
-                     std::to_string(EngineOptions::kMaxDraftRows));
   if (!a.model.empty()) {
     std::error_code ec;
     const auto status = std::filesystem::status(a.model, ec);
@@ -188,24 +198,16 @@ void check_engine_args(const EngineArgs& a) {
   }
 }
 
-EngineOptions engine_options(const EngineArgs& a) {
-  EngineOptions eo;
-  eo.device = a.device;
-  eo.gpu = a.gpu;
-  eo.gpus = a.gpus;
-  eo.threads = a.threads;
-  eo.layout = a.layout;
-  eo.draft_rows = a.draft_rows;
-  eo.max_sessions = a.max_sessions;
-  eo.max_memory = a.max_memory;
-  eo.max_memory_fraction = a.max_memory_fraction;
-  eo.kv_cache = a.kv_cache;
-  eo.max_session_seconds = a.max_session_seconds;
-  eo.refuse_when_overloaded = a.refuse_when_overloaded;
-  return eo;
-}
-
-void say_loaded(const EngineArgs& a, const std::filesystem::path& dir, const ModelInfo& info) {
+void load_engine_with(const EngineArgs& a, const EngineLoader& load) {
+  check_engine_args(a);
+  const std::filesystem::path dir = resolve_model_dir(a.model);
+  const Engine* engine = nullptr;
+  try {
+    engine = &load(dir, engine_options(a));
+  } catch (const OptionError& e) {  // the machine has not what an option asks (--device cuda without a GPU)
+    throw Error(as_option(e));
+  }
+  const ModelInfo& info = engine->info();
   if (!a.quiet) {
     if (!info.device_note.empty()) std::cerr << "voxrt: " << info.device_note << "\n";
     char seconds[32];
@@ -217,10 +219,11 @@ void say_loaded(const EngineArgs& a, const std::filesystem::path& dir, const Mod
 }
 
 std::unique_ptr<Engine> load_engine(const EngineArgs& a) {
-  check_engine_args(a);
-  const std::filesystem::path dir = resolve_model_dir(a.model);
-  std::unique_ptr<Engine> engine = Engine::load(dir, engine_options(a));
-  say_loaded(a, dir, engine->info());
+  std::unique_ptr<Engine> engine;
+  load_engine_with(a, [&engine](const std::filesystem::path& dir, const EngineOptions& options) -> Engine& {
+    engine = Engine::load(dir, options);
+    return *engine;
+  });
   return engine;
 }
 

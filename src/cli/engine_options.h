@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,9 +59,10 @@ void check_engine_args(const EngineArgs& args);
 
 // Resolves the model directory, loads it, and (unless quiet) says what was loaded and where.
 std::unique_ptr<Engine> load_engine(const EngineArgs& args);
-// load_engine's parts, for bench, which loads its engine its own way (bench/engine_bench.h): the
-// EngineOptions the arguments describe, and the line that says what was loaded from `dir`.
-EngineOptions engine_options(const EngineArgs& args);
-void say_loaded(const EngineArgs& args, const std::filesystem::path& dir, const ModelInfo& info);
+// load_engine with `load` in place of Engine::load (bench loads its engine its own way,
+// bench/engine_bench.h): `load` loads the model directory with the options, keeps the engine and
+// returns it.
+using EngineLoader = std::function<Engine&(const std::filesystem::path& dir, const EngineOptions& options)>;
+void load_engine_with(const EngineArgs& args, const EngineLoader& load);
 
 }  // namespace voxrt::cli

@@ -24,7 +24,7 @@
 #include "engine/scheduler.h"
 #include "tokenizer/tekken.h"
 #include "voxrt/voxrt.h"
-#include "voxtral/mel_front_end.h"
+#include "voxtral/stream_pipeline.h"
 #include "voxtral/model.h"
 #include "voxtral/stream_decoder.h"
 #include "voxtral/transcript_assembler.h"
@@ -45,43 +45,47 @@ constexpr int kDefaultDraftRows = 8;
 // rows to fill the decoder's passes, few enough that each file's memory stays small.
 constexpr int kDefaultFilesInFlight = 16;
 
-LayoutPreference parse_layout(const std::string& s) {
-  if (s == "auto") return LayoutPreference::Auto;
-  if (s == "mistral") return LayoutPreference::Mistral;
-  if (s == "hf") return LayoutPreference::HuggingFace;
-  throw Error("--layout " + s + ": expected auto, mistral or hf");
+LayoutPreference layout_preference(Layout layout) {
+  switch (layout) {
+    case Layout::Mistral: return LayoutPreference::Mistral;
+    case Layout::Hf: return LayoutPreference::HuggingFace;
+    case Layout::Auto: break;
+  }
+  return LayoutPreference::Auto;
 }
 
 // "auto" takes the GPU when this build has the CUDA backend and the machine a device, else the CPU
 // (saying why in `note`); "cuda" without a usable device is an error.
+// (validate() has checked the options; what needs the machine is checked here.)
 std::unique_ptr<Backend> make_backend(const EngineOptions& o, std::string& note) {
-  if (o.kv_cache != "auto" && o.kv_cache != "bf16" && o.kv_cache != "fp8")
-    throw Error("kv_cache " + o.kv_cache + ": expected auto, bf16 or fp8");
-  auto cpu = [&] {
-    if (o.kv_cache != "auto")
-      throw Error("kv_cache " + o.kv_cache + ": the CPU backend keeps its caches in fp32 (bf16 and fp8 are the GPU's)");
+  if (o.device == Device::Cpu) return make_cpu_backend(o.threads);
+  // "auto" that finds no GPU: a kv_cache format then asks for what the CPU has not.
+  auto cpu = [&](const char* why) {
+    if (o.kv_cache != KvCacheFormat::Auto)
+      throw OptionError("kv_cache", " " + std::string(to_string(o.kv_cache)) +
+                                        ": the key/value cache storage is a GPU option; the CPU keeps fp32 caches: " + why);
     return make_cpu_backend(o.threads);
   };
-  if (o.device == "cpu") return cpu();
-  if (o.device != "auto" && o.device != "cuda") throw Error("--device " + o.device + ": expected auto, cuda or cpu");
 #ifdef VOXRT_WITH_CUDA
   const int n = cuda::device_count();
   if (n > 0) {
-    if (o.gpu < 0 || o.gpu >= n) throw Error("--gpu " + std::to_string(o.gpu) + ": there are " + std::to_string(n) + " CUDA devices");
+    if (o.gpu >= n) throw OptionError("gpu", " " + std::to_string(o.gpu) + ": there are " + std::to_string(n) + " CUDA devices");
     CudaOptions options = cuda_options_from_environment();
-    if (o.kv_cache != "auto") {
-      options.fp8_kv = o.kv_cache == "fp8";
+    if (o.kv_cache != KvCacheFormat::Auto) {
+      options.fp8_kv = o.kv_cache == KvCacheFormat::Fp8;
       options.fp32_kv = false;
     }
     return make_cuda_backend(o.gpu, options);
   }
-  if (o.device == "cuda") throw Error("--device cuda: no CUDA device found");
+  if (o.device == Device::Cuda) throw OptionError("device", " cuda: no CUDA device found");
   note = "no CUDA device found: using the CPU";
+  return cpu("no CUDA device found");
 #else
-  if (o.device == "cuda") throw Error("--device cuda: this build has no CUDA backend (build it with cmake --preset cuda)");
+  if (o.device == Device::Cuda)
+    throw OptionError("device", " cuda: this build has no CUDA backend (build it with cmake --preset cuda)");
   note = "built without CUDA: using the CPU";
+  return cpu("this build has no CUDA backend");
 #endif
-  return cpu();
 }
 
 LogMelParams mel_params(const ModelConfig& c) {
@@ -100,9 +104,6 @@ class EngineImpl final : public Engine, public BenchDevice {
   // `shared`: the checkpoint already open (a multi-device engine reads it once for every device).
   EngineImpl(const std::filesystem::path& dir, const EngineOptions& o, const Checkpoint* shared = nullptr) {
     const auto t0 = std::chrono::steady_clock::now();
-    if (o.draft_rows < 0 || o.draft_rows > EngineOptions::kMaxDraftRows)
-      throw Error("draft_rows " + std::to_string(o.draft_rows) + ": expected 0 (automatic) to " +
-                  std::to_string(EngineOptions::kMaxDraftRows));
     const std::filesystem::path tekken = dir / "tekken.json";
     if (!std::filesystem::exists(tekken)) throw Error(dir.string() + ": missing tekken.json (the tokenizer)");
     tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::load(tekken));
@@ -110,7 +111,7 @@ class EngineImpl final : public Engine, public BenchDevice {
     device_ = backend_->name() + ":" + std::to_string(o.gpu);
     {
       std::optional<Checkpoint> own;
-      const Checkpoint& ckpt = shared != nullptr ? *shared : own.emplace(Checkpoint::open(dir, parse_layout(o.layout)));
+      const Checkpoint& ckpt = shared != nullptr ? *shared : own.emplace(Checkpoint::open(dir, layout_preference(o.layout)));
       check(ckpt.config().decoder.vocab_size <= tokenizer_->vocab_size() || tokenizer_->vocab_size() == 0,
             tekken.string(), "vocabulary smaller than the model's");
       model_ = std::make_unique<VoxtralModel>(ckpt, *backend_);
@@ -122,24 +123,16 @@ class EngineImpl final : public Engine, public BenchDevice {
     info_.encoder_layers = model_->config().encoder.n_layers;
     info_.decoder_layers = model_->config().decoder.n_layers;
     info_.vocab_size = model_->config().decoder.vocab_size;
+    info_.delays = model_delays();
     info_.default_delay_ms = tokenizer_->audio().transcription_delay_ms;
     draft_rows_ = o.draft_rows > 0 ? o.draft_rows : backend_->batch_invariant() ? kDefaultDraftRows : 1;
-    if (o.max_sessions < 0) throw Error("max_sessions " + std::to_string(o.max_sessions) + ": expected 0 (no limit) or more");
     SchedulerLimits limits;
     limits.max_streams = o.max_sessions;
-    if (!(o.max_session_seconds >= 0))
-      throw Error("max_session_seconds " + std::to_string(o.max_session_seconds) + ": expected 0 (no limit) or more");
-    if (!(o.max_memory_fraction >= 0 && o.max_memory_fraction <= 1))
-      throw Error("max_memory_fraction " + std::to_string(o.max_memory_fraction) + ": expected 0 to 1");
-    if (o.max_memory > 0 && o.max_memory_fraction > 0)
-      throw Error("max_memory and max_memory_fraction both given: give one");
     limits.max_cache_bytes = o.max_memory;
     if (o.max_memory_fraction > 0)  // of what the weights left
       limits.max_cache_bytes = static_cast<size_t>(o.max_memory_fraction * static_cast<double>(backend_->memory_available()));
     limits.stream_seconds = o.max_session_seconds;
     limits.refuse_when_overloaded = o.refuse_when_overloaded;
-    if (!(o.overload_wait_ms > 0))
-      throw Error("overload_wait_ms " + std::to_string(o.overload_wait_ms) + ": expected more than 0");
     limits.overload_wait_ms = o.overload_wait_ms;
     scheduler_ = std::make_unique<Scheduler>(*model_, mu_, protocol(info_.default_delay_ms),
                                              StreamState::Options{}.max_batch_positions, limits);
@@ -207,7 +200,7 @@ class EngineImpl final : public Engine, public BenchDevice {
     d.failed = !d.failure.empty();
     d.sessions_open = s.sessions_open;
     d.sessions_opened = s.sessions_opened;
-    d.steps = s.steps;
+    d.rounds = d.steps = s.rounds;
     d.cache_bytes_in_use = s.cache_bytes_in_use;
     d.cache_bytes_total = s.cache_bytes_total;
     d.memory_in_use = s.memory_in_use;
@@ -333,10 +326,10 @@ class EngineImpl final : public Engine, public BenchDevice {
   WholeRun decode_whole(const ChunkSource& next, const Protocol& p, const std::function<void(int32_t, double)>& on_step,
                         double max_seconds, double wait_seconds = Scheduler::kWaitForever,
                         const WholeRun::Hooks& hooks = {}) {
-    MelFrontEnd front(*logmel_, p);
     if (hooks.before_chunk) hooks.before_chunk(0);  // cancelled before it even waited for room
     const std::unique_ptr<Scheduler::Stream> stream =
         scheduler_->open(stream_options(p, /*stop_at_eos=*/true), wait_seconds, max_seconds);
+    StreamPipeline pipeline(*logmel_, p, *stream);
     auto take = [&](const std::vector<StreamState::Step>& steps) {
       for (const StreamState::Step& s : steps) on_step(s.token, s.seconds);
     };
@@ -345,14 +338,11 @@ class EngineImpl final : public Engine, public BenchDevice {
       run.audio_samples += static_cast<int64_t>(chunk.size());
       if (hooks.before_chunk) hooks.before_chunk(run.audio_samples);
       stream->count_audio(static_cast<double>(chunk.size()) / model_->config().audio.sampling_rate);
-      if (stream->stopped()) continue;  // after EOS the rest is only counted
-      front.feed(chunk);
-      take(stream->run(front.take_frames()));
+      take(pipeline.feed(chunk));
     }
     if (hooks.before_flush) hooks.before_flush(run.audio_samples);
-    front.flush();
-    take(stream->run(front.take_frames(), front.final_positions()));
-    run.stopped = stream->stopped();
+    take(pipeline.flush());
+    run.stopped = pipeline.stopped();
     return run;
   }
 
@@ -367,6 +357,7 @@ class EngineImpl final : public Engine, public BenchDevice {
   }
 
   Protocol protocol(int delay_ms) const override {
+    validate_delay_ms(delay_ms);  // an OptionError naming the caller's field, as the options' rules
     Protocol p;
     p.n_delay = delay_tokens_from_ms(delay_ms);
     p.n_left_pad_tokens = tokenizer_->audio().streaming_n_left_pad_tokens;
@@ -412,13 +403,7 @@ namespace {
 // built from it on a thread of its own (their uploads overlap), any device's failure to load the
 // whole load's error.
 std::vector<std::unique_ptr<EngineImpl>> load_devices(const std::filesystem::path& dir, const EngineOptions& options) {
-  for (size_t i = 0; i < options.gpus.size(); ++i) {
-    const int g = options.gpus[i];
-    if (g < 0) throw Error("gpus: device " + std::to_string(g) + ": expected an index, 0 or more");
-    if (std::count(options.gpus.begin(), options.gpus.end(), g) > 1)
-      throw Error("gpus: device " + std::to_string(g) + " given twice");
-  }
-  const Checkpoint ckpt = Checkpoint::open(dir, parse_layout(options.layout));
+  const Checkpoint ckpt = Checkpoint::open(dir, layout_preference(options.layout));
   std::vector<std::unique_ptr<EngineImpl>> engines(options.gpus.size());
   std::vector<std::string> errors(options.gpus.size());
   std::vector<std::thread> loaders;
@@ -442,6 +427,7 @@ std::vector<std::unique_ptr<EngineImpl>> load_devices(const std::filesystem::pat
 }  // namespace
 
 BenchEngine load_bench_engine(const std::filesystem::path& model_dir, const EngineOptions& options) {
+  validate(options);
   BenchEngine loaded;
   if (options.gpus.size() > 1) {
     std::vector<std::unique_ptr<Engine>> engines;

@@ -49,7 +49,7 @@ void EngineCounters::fill(EngineStats& out) const {
   out.refused_full = refused_full_;
   out.refused_overloaded = refused_overloaded_;
   out.refused_too_long = refused_too_long_;
-  out.steps = rounds_;
+  out.rounds = out.steps = rounds_;
   out.decoder_rows = decoder_rows_;
   out.audio_seconds = audio_seconds_;
   out.step_ms = step_ms_.histogram();

@@ -15,9 +15,9 @@ LiveSession::LiveSession(const LogMel& logmel, const Tokenizer& tok, Scheduler& 
       sample_rate_(sample_rate),
       input_(options.sample_rate != 0 ? options.sample_rate : static_cast<int>(sample_rate), options.channels,
              static_cast<int>(sample_rate)),
-      front_(logmel, stream_options.protocol),
       stream_(scheduler.open(stream_options, options.wait_for_room ? Scheduler::kWaitForever : 0, options.max_seconds > 0 ? options.max_seconds : -1,
                              /*live=*/true)),
+      pipeline_(logmel, stream_options.protocol, *stream_),
       assembler_(tok, stream_options.protocol.samples_per_step / sample_rate_) {}
 
 void LiveSession::take(const std::vector<StreamState::Step>& steps) {
@@ -42,7 +42,7 @@ void LiveSession::deliver() {
 
 void LiveSession::feed(std::span<const float> samples) {
   // Refused before anything is converted or counted: audio after the end is not the engine's.
-  if (front_.flushed()) throw Error("session: feed() after flush()");
+  pipeline_.refuse_if_flushed();
   if (input_.passthrough()) return feed_model(samples);
   converted_.clear();
   input_.convert(samples, converted_);
@@ -51,13 +51,12 @@ void LiveSession::feed(std::span<const float> samples) {
 
 void LiveSession::feed_model(std::span<const float> samples) {
   stream_->count_audio(static_cast<double>(samples.size()) / sample_rate_);
-  front_.feed(samples);
-  take(stream_->run(front_.take_frames()));
+  take(pipeline_.feed(samples));
   deliver();
 }
 
 void LiveSession::flush() {
-  if (front_.flushed()) return;
+  if (pipeline_.flushed()) return;
   if (!input_.passthrough()) {
     converted_.clear();
     input_.finish(converted_);
@@ -65,13 +64,12 @@ void LiveSession::flush() {
   }
   // The right pad's steps map past the end of the audio: their events must already be clamped to it.
   assembler_.limit_times(seconds_fed());
-  front_.flush();
-  take(stream_->run(front_.take_frames(), front_.final_positions()));
+  take(pipeline_.flush());
   assembler_.finish(seconds_fed(), pending_);
   deliver();
 }
 
-double LiveSession::seconds_fed() const { return static_cast<double>(front_.audio_samples()) / sample_rate_; }
+double LiveSession::seconds_fed() const { return static_cast<double>(pipeline_.audio_samples()) / sample_rate_; }
 
 Transcript LiveSession::transcript() const {
   Transcript t;

@@ -1,5 +1,6 @@
-// The Session behind the public API: a MelFrontEnd run on the caller's thread, a stream of the
-// engine's scheduler for the model work (its steps batched with every other session's), a
+// The Session behind the public API: the stream pipeline (its front end run on the caller's thread)
+// over a stream of the engine's scheduler for the model work (its steps batched with every other
+// session's), a
 // TranscriptAssembler for text, segments and events, and per-step timing.
 #pragma once
 
@@ -9,7 +10,7 @@
 #include "engine/session_input.h"
 #include "tokenizer/tekken.h"
 #include "voxrt/session.h"
-#include "voxtral/mel_front_end.h"
+#include "voxtral/stream_pipeline.h"
 #include "voxtral/transcript_assembler.h"
 
 namespace voxrt {
@@ -36,8 +37,8 @@ class LiveSession final : public Session {
   double sample_rate_;  // the model's
   SessionInput input_;
   std::vector<float> converted_;  // a feed's samples made the model's (when they are not already)
-  MelFrontEnd front_;
   std::unique_ptr<Scheduler::Stream> stream_;
+  StreamPipeline pipeline_;  // over stream_
   TranscriptAssembler assembler_;
   std::vector<StreamEvent> pending_;
   SessionStats stats_;

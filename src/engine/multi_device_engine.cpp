@@ -44,6 +44,7 @@ EngineStats combine_device_stats(const std::vector<EngineStats>& each) {
     s.refused_full += e.refused_full;
     s.refused_overloaded += e.refused_overloaded;
     s.refused_too_long += e.refused_too_long;
+    s.rounds += e.rounds;
     s.steps += e.steps;
     s.decoder_rows += e.decoder_rows;
     add_histogram(s.step_ms, e.step_ms);

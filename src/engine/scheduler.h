@@ -24,6 +24,7 @@
 #include "runtime/kv_pool.h"
 #include "voxtral/decoder_step.h"
 #include "voxtral/encoder_pass.h"
+#include "voxtral/stream_pipeline.h"
 #include "voxtral/stream_state.h"
 #include "voxtral/stream_stepper.h"
 
@@ -68,7 +69,7 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // One stream, used by one thread at a time; closing it (destroying the handle) frees its caches.
-  class Stream {
+  class Stream final : public StreamWork {
    public:
     ~Stream();
     Stream(const Stream&) = delete;
@@ -78,12 +79,12 @@ class Scheduler {
     // position count (final_positions >= 0), then waits until every step they make possible has
     // run, and returns those steps. Throws voxrt::Error when the model work failed (and from then
     // on). After EOS with stop_at_eos nothing more is decoded and the frames are dropped.
-    std::vector<StreamState::Step> run(std::vector<float> frames, int64_t final_positions = -1);
+    std::vector<StreamState::Step> run(std::vector<float> frames, int64_t final_positions) override;
 
     // Seconds of input audio its owner received (its pads left out): EngineStats::audio_seconds.
     void count_audio(double seconds);
     // Between run() calls:
-    bool stopped() const;
+    bool stopped() const override;
     int64_t decoder_passes() const;
     double encoder_seconds() const;
 

@@ -278,9 +278,11 @@ std::string ApiService::metrics() const {
   m.sample("voxrt_sessions_rejected_total", static_cast<double>(s.refused_full), {{"reason", "full"}});
   m.sample("voxrt_sessions_rejected_total", static_cast<double>(s.refused_overloaded), {{"reason", "overloaded"}});
   m.sample("voxrt_sessions_rejected_total", static_cast<double>(s.refused_too_long), {{"reason", "too_long"}});
-  m.counter("voxrt_steps_total", "Rounds of the step loop (each one batched pass over every session with work)",
-            static_cast<double>(s.steps));
-  m.counter("voxrt_decoder_rows_total", "Decoder rows run (a session's step is a row)", static_cast<double>(s.decoder_rows));
+  m.counter("voxrt_rounds_total", "Rounds of the scheduler's loop (each one batched pass over every session with work)",
+            static_cast<double>(s.rounds));
+  // The same count under its old name, which dashboards read: deprecated, kept for one release.
+  m.counter("voxrt_steps_total", "Deprecated: voxrt_rounds_total under its old name", static_cast<double>(s.rounds));
+  m.counter("voxrt_decoder_rows_total", "Decoder rows run (a session's position is a row)", static_cast<double>(s.decoder_rows));
   m.histogram("voxrt_step_seconds", "Wall time of a batched round", s.step_ms, 1e-3);
   m.histogram("voxrt_live_wait_seconds",
               "A live session's wait inside the engine, from 80 ms of audio handed to the scheduler to its steps done",
@@ -307,8 +309,10 @@ std::string ApiService::metrics() const {
              [](const DeviceStats& d) { return d.sessions_open; });
   per_device("voxrt_device_sessions_total", "counter", "Engine sessions opened on a device",
              [](const DeviceStats& d) { return d.sessions_opened; });
-  per_device("voxrt_device_steps_total", "counter", "Rounds of a device's step loop",
-             [](const DeviceStats& d) { return d.steps; });
+  per_device("voxrt_device_rounds_total", "counter", "Rounds of a device's scheduler loop",
+             [](const DeviceStats& d) { return d.rounds; });
+  per_device("voxrt_device_steps_total", "counter", "Deprecated: voxrt_device_rounds_total under its old name",
+             [](const DeviceStats& d) { return d.rounds; });
   per_device("voxrt_device_cache_bytes_in_use", "gauge", "Key/value cache bytes holding or kept for a device's sessions",
              [](const DeviceStats& d) { return d.cache_bytes_in_use; });
   per_device("voxrt_device_cache_bytes_total", "gauge", "Key/value cache bytes allocated on a device (0: grown on demand)",
@@ -482,7 +486,7 @@ void ApiService::transcribe(Request request, const Reply& reply, TranscriptionQu
     TranscriptionRequest r;
     {
       const std::vector<FormPart> form = parse_form(request[http::field::content_type], request.body().view());
-      r = parse_transcription_request(form);
+      r = parse_transcription_request(form, engine_->info().delays);
       filename = r.filename;
       if (r.audio.empty()) throw RequestError(400, r.filename + ": the file is empty", "file");
       file.emplace(r.audio);  // libsndfile reads files; decoded as it is transcribed, a block at a time

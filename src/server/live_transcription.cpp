@@ -9,8 +9,6 @@
 #include <limits>
 #include <random>
 
-#include "voxtral/protocol.h"
-
 namespace voxrt::server {
 
 std::vector<float> pcm16_to_float(std::string_view bytes) {
@@ -43,7 +41,7 @@ std::string dump_event(const nlohmann::json& event) {
   return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::optional<int> model_delay_ms(const nlohmann::json& delay_ms) {
+std::optional<int> model_delay_ms(const nlohmann::json& delay_ms, const DelayRange& delays) {
   if (!delay_ms.is_number_integer()) return std::nullopt;  // 480.0 too: a float, however whole
   // Range-checked as JSON typed it before it narrows: get<int>() wraps (2^32 + 480 was taken for 480).
   const bool fits = delay_ms.is_number_unsigned()
@@ -51,14 +49,12 @@ std::optional<int> model_delay_ms(const nlohmann::json& delay_ms) {
                         : delay_ms.get<int64_t>() >= std::numeric_limits<int>::min() &&
                               delay_ms.get<int64_t>() <= std::numeric_limits<int>::max();
   if (!fits) return std::nullopt;
-  try {
-    const int ms = delay_ms.get<int>();
-    delay_tokens_from_ms(ms);
-    return ms;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  const int ms = delay_ms.get<int>();
+  if (!delays.accepts(ms)) return std::nullopt;
+  return ms;
 }
+
+std::string model_delays_text(const DelayRange& delays) { return "the model's delays are " + to_string(delays); }
 
 nlohmann::json words_json(const std::vector<Word>& words) {
   nlohmann::json out = nlohmann::json::array();

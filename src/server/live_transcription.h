@@ -174,10 +174,11 @@ size_t model_samples(double seconds);
 std::string seconds_text(double seconds);
 // A JSON event as text (invalid UTF-8 in strings replaced, never thrown on).
 std::string dump_event(const nlohmann::json& event);
-// A client's delay, if it is one the model was trained for (80 to 1200 ms in steps of 80, and 2400):
-// a JSON integer (480.0 is not), whatever its size (2^32 + 480 is not 480).
-std::optional<int> model_delay_ms(const nlohmann::json& delay_ms);
-constexpr const char* kModelDelays = "the model's delays are 80 to 1200 ms in steps of 80, and 2400";
+// A client's delay, if it is one the model was trained for (`delays`, the loaded model's
+// ModelInfo::delays): a JSON integer (480.0 is not), whatever its size (2^32 + 480 is not 480).
+std::optional<int> model_delay_ms(const nlohmann::json& delay_ms, const DelayRange& delays);
+// What an error about a delay says of the model's: "the model's delays are 80 to 1200 ms in ...".
+std::string model_delays_text(const DelayRange& delays);
 // Words as the dialects' extension fields carry them: [{word, start, end}].
 nlohmann::json words_json(const std::vector<Word>& words);
 // Segments as the dialects' done events carry them: [{text, start, end, words}].

@@ -105,8 +105,8 @@ void MistralRealtime::update(const json& session) {
     }
   }
   if (session.contains("target_streaming_delay_ms") && !session["target_streaming_delay_ms"].is_null()) {
-    const std::optional<int> d = model_delay_ms(session["target_streaming_delay_ms"]);
-    if (!d) return send_error(std::string("session.target_streaming_delay_ms: ") + kModelDelays, kBadRequest);
+    const std::optional<int> d = model_delay_ms(session["target_streaming_delay_ms"], engine().info().delays);
+    if (!d) return send_error("session.target_streaming_delay_ms: " + model_delays_text(engine().info().delays), kBadRequest);
     delay = *d;
   }
   encoding_ = encoding;

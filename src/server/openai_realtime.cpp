@@ -167,9 +167,9 @@ void OpenAiRealtime::update(const json& event) {
       transcription["delay"] = tr["delay"];
     }
     if (tr.contains("delay_ms") && !tr["delay_ms"].is_null()) {
-      const std::optional<int> ms = model_delay_ms(tr["delay_ms"]);
+      const std::optional<int> ms = model_delay_ms(tr["delay_ms"], engine().info().delays);
       if (!ms)
-        return send_error(event, "invalid_value", std::string("Invalid 'delay_ms': ") + kModelDelays + ".",
+        return send_error(event, "invalid_value", "Invalid 'delay_ms': " + model_delays_text(engine().info().delays) + ".",
                           "session.audio.input.transcription.delay_ms");
       delay = *ms;
     }

@@ -7,7 +7,6 @@
 #include "common/error.h"
 #include "formats/output_formats.h"
 #include "server/request_error.h"
-#include "voxtral/protocol.h"
 
 namespace voxrt::server {
 namespace {
@@ -39,7 +38,7 @@ json usage(const Transcript& t) { return {{"type", "duration"}, {"seconds", seco
 
 }  // namespace
 
-TranscriptionRequest parse_transcription_request(const std::vector<FormPart>& form) {
+TranscriptionRequest parse_transcription_request(const std::vector<FormPart>& form, const DelayRange& delays) {
   TranscriptionRequest r;
   bool has_file = false;
   for (const FormPart& p : form) {
@@ -77,12 +76,8 @@ TranscriptionRequest parse_transcription_request(const std::vector<FormPart>& fo
       int d = -1;
       const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), d);
       if (ec != std::errc() || end != v.data() + v.size()) throw RequestError(400, "delay_ms must be an integer", "delay_ms");
-      try {
-        delay_tokens_from_ms(d);
-      } catch (const Error&) {
-        throw RequestError(400, "delay_ms " + std::to_string(d) + ": the model's delays are 80 to 1200 ms in steps of 80, and 2400",
-                           "delay_ms");
-      }
+      if (!delays.accepts(d))
+        throw RequestError(400, "delay_ms " + std::to_string(d) + ": the model's delays are " + to_string(delays), "delay_ms");
       r.delay_ms = d;
     }
     // Other fields (include[], chunking_strategy, ...) are OpenAI's options for other models: ignored.

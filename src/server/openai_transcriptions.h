@@ -29,8 +29,8 @@ struct TranscriptionRequest {
 
 // Reads the form's fields. Throws RequestError 400 naming the field (param) for a missing file,
 // an unknown response_format, a temperature other than 0, a stream or granularity that is not one,
-// a delay the model has not.
-TranscriptionRequest parse_transcription_request(const std::vector<FormPart>& form);
+// a delay the model has not (`delays`: the loaded model's ModelInfo::delays).
+TranscriptionRequest parse_transcription_request(const std::vector<FormPart>& form, const DelayRange& delays);
 
 // The answer's body and Content-Type for the request's format.
 struct RenderedTranscription {

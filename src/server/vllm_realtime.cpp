@@ -35,8 +35,8 @@ void VllmRealtime::on_message(std::string message, bool binary) {
   if (type == "session.update") {
     if (utterance_open_) return send_error("session.update while an utterance is open: commit final first", "session_busy");
     if (event.contains("delay_ms")) {
-      const std::optional<int> delay = model_delay_ms(event["delay_ms"]);
-      if (!delay) return send_error(std::string("delay_ms: ") + kModelDelays, "invalid_delay");
+      const std::optional<int> delay = model_delay_ms(event["delay_ms"], engine().info().delays);
+      if (!delay) return send_error("delay_ms: " + model_delays_text(engine().info().delays), "invalid_delay");
       delay_ms_ = *delay;
     }
     session_updated_ = true;  // one model is served: any name is taken

@@ -1,7 +1,8 @@
 // The Voxtral Realtime network (docs/model.md §3-§5), written once against the Backend interface:
 //   conv stem -> causal sliding-window encoder -> adapter (4 frames -> 1 vector) -> decoder.
 // Each stage works on a batch of rows; rows carry (cache slot, absolute position) so one call can
-// advance several sessions. The decode protocol (prompt, padding, greedy loop) is in offline.h.
+// advance several sessions. The decode protocol (prompt, padding, greedy loop) is in stream_state.h
+// (tests/parity/offline_reference.h: the whole-file pass the parity tests use).
 #pragma once
 
 #include <array>

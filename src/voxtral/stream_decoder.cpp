@@ -5,40 +5,38 @@
 
 namespace voxrt {
 
+StreamDecoder::AloneWork::AloneWork(VoxtralModel& model, const Options& opts)
+    : enc_cache(&model.backend(), StreamState::encoder_cache_shape(model, opts.max_batch_positions, 1)),
+      dec_cache(&model.backend(), StreamState::decoder_cache_shape(model, opts.protocol, 1)),
+      state(model, opts, {enc_cache, 0}, {dec_cache, 0}),
+      encoder(model, unique_step_key("encoder")),
+      decoder(model, unique_step_key("decoder")) {}
+
+std::vector<StreamState::Step> StreamDecoder::AloneWork::run(std::vector<float> frames, int64_t final_positions) {
+  if (state.stopped()) return {};  // after EOS nothing more is decoded
+  state.add_frames(frames);
+  if (final_positions >= 0) state.set_final_positions(final_positions);
+  StreamState* const streams[] = {&state};
+  std::vector<StreamState::Step> steps;
+  while (state.has_work()) {
+    // One stream: one pass either way.
+    step_streams(streams, {encoder, enc_cache, decoder, dec_cache, /*one_pass=*/true});
+    for (const StreamState::Step& s : state.take_steps()) steps.push_back(s);
+  }
+  // A stream that failed in a pass (a put refused) has no more work: that is an error, not an end.
+  if (!state.failure().empty()) throw Error(state.failure());
+  return steps;
+}
+
 StreamDecoder::StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Options& opts)
-    : front_(logmel, opts.protocol),
-      enc_cache_(&model.backend(), StreamState::encoder_cache_shape(model, opts.max_batch_positions, 1)),
-      dec_cache_(&model.backend(), StreamState::decoder_cache_shape(model, opts.protocol, 1)),
-      state_(model, opts, {enc_cache_, 0}, {dec_cache_, 0}),
-      encoder_(model, unique_step_key("encoder")),
-      decoder_(model, unique_step_key("decoder")) {}
+    : work_(model, opts), pipeline_(logmel, opts.protocol, work_) {}
 
 void StreamDecoder::feed(std::span<const float> samples, const StepCallback& on_step) {
-  front_.feed(samples);
-  pump(on_step);
+  for (const StreamState::Step& s : pipeline_.feed(samples)) on_step(s.token, s.seconds);
 }
 
 void StreamDecoder::flush(const StepCallback& on_step) {
-  if (front_.flushed()) return;
-  front_.flush();
-  pump(on_step);
-}
-
-void StreamDecoder::pump(const StepCallback& on_step) {
-  if (state_.stopped()) {
-    front_.take_frames();  // after EOS nothing more is decoded
-    return;
-  }
-  state_.add_frames(front_.take_frames());
-  if (front_.flushed()) state_.set_final_positions(front_.final_positions());
-  StreamState* const streams[] = {&state_};
-  while (state_.has_work()) {
-    // One stream: one pass either way.
-    step_streams(streams, {encoder_, enc_cache_, decoder_, dec_cache_, /*one_pass=*/true});
-    for (const StreamState::Step& s : state_.take_steps()) on_step(s.token, s.seconds);
-  }
-  // A stream that failed in a pass (a put refused) has no more work: that is an error, not an end.
-  if (!state_.failure().empty()) throw Error(state_.failure());
+  for (const StreamState::Step& s : pipeline_.flush()) on_step(s.token, s.seconds);
 }
 
 }  // namespace voxrt

@@ -1,5 +1,5 @@
-// One live stream stepped alone, synchronously: a MelFrontEnd for the samples, a StreamState for
-// the model work with caches of its own, and step_streams over that one stream: exactly
+// One live stream stepped alone, synchronously: the stream pipeline (stream_pipeline.h) over model
+// work of its own, a StreamState with caches of its own stepped by step_streams alone: exactly
 // what the batching scheduler runs for each of its streams (docs/scheduler.md). Its token ids equal
 // the offline result for the same audio whatever the chunk sizes (docs/model.md §10). Used by the
 // benchmark and the tests that drive one stream directly; the engine's sessions go through the
@@ -13,8 +13,8 @@
 #include "audio/log_mel.h"
 #include "voxtral/decoder_step.h"
 #include "voxtral/encoder_pass.h"
-#include "voxtral/mel_front_end.h"
 #include "voxtral/model.h"
+#include "voxtral/stream_pipeline.h"
 #include "voxtral/stream_state.h"
 
 namespace voxrt {
@@ -34,22 +34,29 @@ class StreamDecoder {
   // End of input: the offline right pad, then every step to the end.
   void flush(const StepCallback& on_step);
 
-  bool flushed() const { return front_.flushed(); }
-  bool stopped() const { return state_.stopped(); }  // stop_at_eos and EOS seen
-  int64_t rebases() const { return state_.rebases(); }
-  int64_t decoder_passes() const { return state_.decoder_passes(); }  // the prompt's included
-  double encoder_seconds() const { return state_.encoder_seconds(); }
-  size_t buffered_samples() const { return front_.buffered_samples(); }
-  int64_t audio_samples() const { return front_.audio_samples(); }  // real audio fed (no padding)
+  bool flushed() const { return pipeline_.flushed(); }
+  bool stopped() const { return pipeline_.stopped(); }  // stop_at_eos and EOS seen
+  int64_t rebases() const { return work_.state.rebases(); }
+  int64_t decoder_passes() const { return work_.state.decoder_passes(); }  // the prompt's included
+  double encoder_seconds() const { return work_.state.encoder_seconds(); }
+  size_t buffered_samples() const { return pipeline_.buffered_samples(); }
+  int64_t audio_samples() const { return pipeline_.audio_samples(); }  // real audio fed (no padding)
 
  private:
-  void pump(const StepCallback& on_step);
+  // A stream's model work alone: its caches, state and passes, stepped until it has caught up.
+  struct AloneWork final : StreamWork {
+    AloneWork(VoxtralModel& model, const Options& opts);
+    std::vector<StreamState::Step> run(std::vector<float> frames, int64_t final_positions) override;
+    bool stopped() const override { return state.stopped(); }
 
-  MelFrontEnd front_;
-  KvCache enc_cache_, dec_cache_;
-  StreamState state_;
-  EncoderPass encoder_;
-  DecoderPass decoder_;
+    KvCache enc_cache, dec_cache;
+    StreamState state;
+    EncoderPass encoder;
+    DecoderPass decoder;
+  };
+
+  AloneWork work_;
+  StreamPipeline pipeline_;  // over work_
 };
 
 }  // namespace voxrt

@@ -70,6 +70,7 @@ class CountingSession final : public Session {
 
 class CountingEngine final : public Engine {
  public:
+  CountingEngine() { info_.delays = model_delays(); }
   Transcript transcribe(std::span<const float>, const TranscribeOptions&) override { return {}; }
   Transcript transcribe_file(const std::filesystem::path&, const TranscribeOptions&) override { return {}; }
   void transcribe_each(std::span<const std::filesystem::path>, const TranscribeOptions&,

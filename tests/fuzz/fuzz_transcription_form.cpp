@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto parts = voxrt::server::parse_form(type, body);
     for (const auto& p : parts)  // every view lies inside the body
       if (p.data.data() < body.data() || p.data.data() + p.data.size() > body.data() + body.size()) std::abort();
-    voxrt::server::parse_transcription_request(parts);
+    voxrt::server::parse_transcription_request(parts, voxrt::model_delays());
   } catch (const voxrt::server::RequestError& e) {
     if (e.status() != 400) std::abort();
   }

@@ -8,7 +8,7 @@
 
 #include "golden.h"
 #include "tokenizer/tekken.h"
-#include "voxtral/offline.h"
+#include "offline_reference.h"
 
 namespace voxrt::test {
 

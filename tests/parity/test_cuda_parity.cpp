@@ -42,7 +42,7 @@ TEST(CudaParity, TinyModelStagesMatchReference) {
 TEST(CudaParity, StreamingEqualsOfflineOnTheGpu) {
   REQUIRE_GPU();
   EngineOptions o;
-  o.device = "cuda";
+  o.device = Device::Cuda;
   auto engine = Engine::load(test_data() / "tiny" / "mistral", o);
   ASSERT_EQ(engine->info().backend, "cuda");
   for (const char* name : {"speech_short", "jfk", "speech_long"}) {

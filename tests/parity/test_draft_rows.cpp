@@ -120,7 +120,7 @@ std::vector<float> wav(const std::string& name) { return load_audio_mono(test_da
 TEST(DraftRowsEngine, CpuTranscriptionsKeepTheReferenceIds) {
   for (int draft : {2, 8, 32}) {
     EngineOptions o;
-    o.device = "cpu";
+    o.device = Device::Cpu;
     o.draft_rows = draft;
     auto engine = Engine::load(test_data() / "tiny" / "mistral", o);
     for (const auto& [name, delay] : std::vector<std::pair<std::string, int>>{
@@ -142,7 +142,7 @@ TEST(DraftRowsEngine, CpuTranscriptionsKeepTheReferenceIds) {
 
 TEST(DraftRowsEngine, OutOfRangeDraftRowsAreRefused) {
   EngineOptions o;
-  o.device = "cpu";
+  o.device = Device::Cpu;
   o.draft_rows = 33;
   try {
     Engine::load(test_data() / "tiny" / "mistral", o);
@@ -156,7 +156,7 @@ TEST(DraftRowsEngine, OutOfRangeDraftRowsAreRefused) {
 TEST(DraftRowsEngine, GpuDraftedTranscriptionsEqualOnePositionAPass) {
   REQUIRE_GPU();
   EngineOptions one;
-  one.device = "cuda";
+  one.device = Device::Cuda;
   one.draft_rows = 1;
   EngineOptions drafted = one;
   drafted.draft_rows = 0;  // the default: 8 on the GPU

@@ -10,7 +10,7 @@
 #include "golden.h"
 #include "model/checkpoint.h"
 #include "tokenizer/tekken.h"
-#include "voxtral/offline.h"
+#include "offline_reference.h"
 #include "voxtral/stream_decoder.h"
 
 namespace voxrt::test {

@@ -13,7 +13,7 @@
 #include "parity_check.h"
 #include "model/checkpoint.h"
 #include "tokenizer/tekken.h"
-#include "voxtral/offline.h"
+#include "offline_reference.h"
 
 namespace voxrt::test {
 namespace {

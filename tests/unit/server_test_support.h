@@ -29,7 +29,7 @@
 namespace voxrt::test {
 
 inline Engine& reference() {
-  static std::unique_ptr<Engine> e = Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1});
+  static std::unique_ptr<Engine> e = Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .threads = 1});
   return *e;
 }
 
@@ -43,7 +43,7 @@ inline Transcript reference_transcript(const std::filesystem::path& file, int de
 class RunningServer {
  public:
   explicit RunningServer(server::ServiceOptions options = {}, bool load = true, server::HttpLimits limits = {},
-                         EngineOptions engine = {.device = "cpu", .threads = 1})
+                         EngineOptions engine = {.device = Device::Cpu, .threads = 1})
       : service_(with_workers(std::move(options))), http_("127.0.0.1", 0, limits) {
     http_.set_handler(service_.handler());
     if (load) service_.set_engine(Engine::load(test_data() / "tiny" / "mistral", engine));

@@ -23,7 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(Admission, ASessionBeyondMaxSessionsIsRefusedOrWaitsForRoom) {
-  auto engine = Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1, .max_sessions = 2});
+  auto engine = Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .threads = 1, .max_sessions = 2});
   const std::vector<float> audio = load_audio_mono(test_data() / "audio" / "speech_short.wav");
   const Transcript alone = engine->transcribe(audio);
   Transcript alone_live;
@@ -73,7 +73,7 @@ size_t bytes_of_one_session(double seconds) {
     const size_t mid = lo + (hi - lo) / 2;
     try {
       Engine::load(test_data() / "tiny" / "mistral",
-                   {.device = "cpu", .threads = 1, .max_memory = mid, .max_session_seconds = seconds});
+                   {.device = Device::Cpu, .threads = 1, .max_memory = mid, .max_session_seconds = seconds});
       hi = mid;
     } catch (const Error&) {
       lo = mid;
@@ -86,7 +86,7 @@ TEST(Admission, AMemoryBudgetAdmitsWhatFitsAndASessionPastItsLengthFailsAlone) {
   constexpr double kSeconds = 1.0;
   const size_t one = bytes_of_one_session(kSeconds);
   auto engine = Engine::load(test_data() / "tiny" / "mistral",
-                             {.device = "cpu", .threads = 1, .max_memory = 2 * one, .max_session_seconds = kSeconds});
+                             {.device = Device::Cpu, .threads = 1, .max_memory = 2 * one, .max_session_seconds = kSeconds});
   const std::vector<float> audio = load_audio_mono(test_data() / "audio" / "speech_short.wav");
   ASSERT_GT(audio.size(), 2 * 16000u) << "the test needs more than its sessions' length";
   const std::vector<float> short_audio(audio.begin(), audio.begin() + 8000);
@@ -145,7 +145,7 @@ TEST(Admission, AnOverloadedEngineRefusesNewLiveSessionsAndKeepsTheOpenOnes) {
   const size_t chunk = 1280;  // 80 ms: one step's audio, fed at real time
   Transcript alone;
   {
-    auto plain = Engine::load(dir, {.device = "cpu", .threads = 1});
+    auto plain = Engine::load(dir, {.device = Device::Cpu, .threads = 1});
     auto s = plain->open_session({});
     for (size_t at = 0; at < audio.size(); at += chunk)
       s->feed(std::span<const float>(audio).subspan(at, std::min(chunk, audio.size() - at)));
@@ -153,7 +153,7 @@ TEST(Admission, AnOverloadedEngineRefusesNewLiveSessionsAndKeepsTheOpenOnes) {
     alone = s->transcript();
   }
   auto engine =
-      Engine::load(dir, {.device = "cpu", .threads = 1, .refuse_when_overloaded = true, .overload_wait_ms = 0.001});
+      Engine::load(dir, {.device = Device::Cpu, .threads = 1, .refuse_when_overloaded = true, .overload_wait_ms = 0.001});
   auto a = engine->open_session({});
   // Fed at real time (a hand-over counts when it comes no sooner than half the last one's audio
   // after it); from the 20th on (LoadMonitor's minimum) a new live session is tried after each.
@@ -188,14 +188,14 @@ TEST(Admission, AnOverloadedEngineRefusesNewLiveSessionsAndKeepsTheOpenOnes) {
 }
 
 TEST(Admission, NegativeMaxSessionsIsAnError) {
-  EXPECT_THROW(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .max_sessions = -1}), Error);
+  EXPECT_THROW(Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .max_sessions = -1}), Error);
 }
 
 // Caches that cannot fit the device are refused at load, naming what was asked and what is free,
 // before any of it is allocated (not as the allocator's failure of one piece).
 TEST(Admission, CachesLargerThanTheFreeMemoryAreRefusedAtLoad) {
   try {
-    Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .max_memory = size_t{1} << 50});
+    Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .max_memory = size_t{1} << 50});
     FAIL() << "a petabyte of caches loaded";
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -205,7 +205,7 @@ TEST(Admission, CachesLargerThanTheFreeMemoryAreRefusedAtLoad) {
 }
 
 TEST(Admission, AnOverloadWaitOfZeroIsAnError) {
-  EXPECT_THROW(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .overload_wait_ms = 0}), Error);
+  EXPECT_THROW(Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .overload_wait_ms = 0}), Error);
 }
 
 }  // namespace

@@ -94,7 +94,7 @@ TEST(Concurrency, ManyThreadsThroughOneEngineGiveTheSerialResults) {
   const char* device = std::getenv("VOXRT_CONCURRENCY_DEVICE");
   // One compute thread: the test's concurrency is its own threads, not the backend's.
   auto engine = Engine::load(test_data() / "tiny" / "mistral",
-                             {.device = device != nullptr && *device != '\0' ? device : "cpu", .threads = 1});
+                             {.device = parse_device(device != nullptr && *device != '\0' ? device : "cpu"), .threads = 1});
 
   // Short clips keep 5000 jobs to a couple of minutes: a file, and two pieces of speech as samples
   // (one shorter than the prompt window).

@@ -1,8 +1,10 @@
 // The documentation keeps up with the code where a reader would otherwise be misled: every
-// VOXRT_CUDA_* variable the CUDA backend reads is explained in docs/cuda.md, and README's "Using it"
-// stays about using voxrt (the measurement switches live in docs/cuda.md).
+// VOXRT_CUDA_* variable the CUDA backend reads is explained in docs/cuda.md, README's "Using it"
+// stays about using voxrt (the measurement switches live in docs/cuda.md), and every source file
+// docs/architecture.md's map and walk name exists (files move as the layers are reshaped).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -42,6 +44,16 @@ TEST(Docs, ReadmeUsingItLeavesTheMeasurementSwitchesToDocsCuda) {
   const std::string using_it = readme.substr(begin, end - begin);
   EXPECT_EQ(using_it.find("VOXRT_CUDA_"), std::string::npos) << "README's Using it names a measurement switch";
   EXPECT_NE(using_it.find("docs/cuda.md"), std::string::npos) << "README's Using it does not point to docs/cuda.md";
+}
+
+TEST(Docs, EverySourceFileTheArchitecturePageNamesExists) {
+  const std::string page = read_source_file("docs/architecture.md");
+  const std::filesystem::path root = voxrt::test::test_data().parent_path().parent_path();
+  const std::regex file_named(R"re(\b((?:src|include|tests)/[A-Za-z0-9_/.-]+\.(?:h|cpp|cu|cuh)))re");
+  int named = 0;
+  for (std::sregex_iterator it(page.begin(), page.end(), file_named), end; it != end; ++it, ++named)
+    EXPECT_TRUE(std::filesystem::exists(root / (*it)[1].str())) << (*it)[1].str() << " is named by docs/architecture.md";
+  EXPECT_GE(named, 20) << "docs/architecture.md is meant to name the files of the walk";
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 using testutil::TempDir;
 
 Engine& tiny_engine() {
-  static std::unique_ptr<Engine> engine = Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu"});
+  static std::unique_ptr<Engine> engine = Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu});
   return *engine;
 }
 

@@ -11,7 +11,6 @@
 #include <regex>
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "temp_dir.h"
@@ -41,15 +40,6 @@ const std::map<std::string, std::set<std::string>> kLayerMap = {
     {"server", {"formats", "audio", "include/voxrt", "common"}},
     {"server/web", {"server"}},
     {"cli", {"bench", "server", "formats", "hub", "audio", "include/voxrt", "common"}},
-};
-
-// One file allowed one header beyond its folder's row. The closed-API work (issue 34) removes
-// these: the command and the server will give the engine a delay in milliseconds rather than
-// convert it themselves.
-const std::set<std::pair<std::string, std::string>> kOneFileExceptions = {
-    {"cli/engine_options.cpp", "voxtral/protocol.h"},
-    {"server/live_transcription.cpp", "voxtral/protocol.h"},
-    {"server/openai_transcriptions.cpp", "voxtral/protocol.h"},
 };
 
 bool is_source(const fs::path& p) {
@@ -90,7 +80,7 @@ std::vector<std::string> layer_violations(const fs::path& root) {
       if (!std::regex_search(line, m, include_line)) continue;
       const std::string header = m[1].str();
       const std::string to = included_folder(root, folder, header);
-      if (to.empty() || to == folder || row->second.count(to) || kOneFileExceptions.count({file, header})) continue;
+      if (to.empty() || to == folder || row->second.count(to)) continue;
       std::string allowed;
       for (const std::string& f : row->second) allowed += (allowed.empty() ? "" : ", ") + f;
       found.push_back("src/" + file + " includes " + header + " (" + folder + "/ may include " + allowed + ")");

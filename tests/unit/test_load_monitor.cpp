@@ -57,7 +57,7 @@ TEST(LoadMonitor, HandOversUnderWayCountSoAStalledEngineReadsOverloaded) {
 // Through the engine: sessions fed at real time on an engine that keeps up are never refused.
 TEST(LoadMonitor, PacedSessionsOnAnEngineThatKeepsUpAreAdmitted) {
   auto engine = Engine::load(test_data() / "tiny" / "mistral",
-                             {.device = "cpu", .threads = 1, .refuse_when_overloaded = true});
+                             {.device = Device::Cpu, .threads = 1, .refuse_when_overloaded = true});
   const std::vector<float> audio = load_audio_mono(test_data() / "audio" / "speech_short.wav");
   auto a = engine->open_session({});
   for (size_t at = 0; at + 1280 <= audio.size() && at < 30 * 1280; at += 1280) {

@@ -32,8 +32,8 @@ Transcript live(Engine& engine, std::span<const float> audio) {
 }
 
 TEST(MultiDevice, SessionsAndFilesAreSpreadAndEachResultIsOneDevicesResult) {
-  auto one = Engine::load(tiny(), {.device = "cpu", .threads = 1, .max_sessions = 2});
-  auto two = Engine::load(tiny(), {.device = "cpu", .gpus = {0, 1}, .threads = 1, .max_sessions = 2});
+  auto one = Engine::load(tiny(), {.device = Device::Cpu, .threads = 1, .max_sessions = 2});
+  auto two = Engine::load(tiny(), {.device = Device::Cpu, .gpus = {0, 1}, .threads = 1, .max_sessions = 2});
   const std::vector<float> audio = load_audio_mono(test_data() / "audio" / "speech_short.wav");
 
   EngineStats s = two->stats();
@@ -88,8 +88,8 @@ TEST(MultiDevice, SessionsAndFilesAreSpreadAndEachResultIsOneDevicesResult) {
   EXPECT_EQ(s.sessions_opened, s.devices[0].sessions_opened + s.devices[1].sessions_opened);
   EXPECT_GT(s.devices[0].sessions_opened, 0u);
   EXPECT_GT(s.devices[1].sessions_opened, 0u);
-  EXPECT_EQ(s.steps, s.devices[0].steps + s.devices[1].steps);
-  EXPECT_EQ(s.step_ms.count, s.steps);
+  EXPECT_EQ(s.rounds, s.devices[0].rounds + s.devices[1].rounds);
+  EXPECT_EQ(s.step_ms.count, s.rounds);
 }
 
 // A device whose model work failed. A GPU's fault (a sticky CUDA error, memory lost) cannot be
@@ -120,7 +120,7 @@ class FailedDevice final : public Engine {
 };
 
 TEST(MultiDevice, AFailedDeviceTakesNothingNewWhileTheOthersServe) {
-  const EngineOptions o{.device = "cpu", .threads = 1, .max_sessions = 2};
+  const EngineOptions o{.device = Device::Cpu, .threads = 1, .max_sessions = 2};
   std::vector<std::unique_ptr<Engine>> devices;
   devices.push_back(std::make_unique<FailedDevice>(Engine::load(tiny(), o)));
   devices.push_back(Engine::load(tiny(), o));
@@ -172,9 +172,9 @@ TEST(MultiDevice, CombinedStatsAddTheDevicesHistogramsBucketByBucket) {
 TEST(MultiDevice, HealthAndMetricsReportEachDevice) {
   using nlohmann::json;
   namespace http = boost::beast::http;
-  const EngineOptions o{.device = "cpu", .threads = 1};
+  const EngineOptions o{.device = Device::Cpu, .threads = 1};
   {
-    RunningServer s({}, true, {}, {.device = "cpu", .gpus = {0, 1}, .threads = 1});
+    RunningServer s({}, true, {}, {.device = Device::Cpu, .gpus = {0, 1}, .threads = 1});
     const testutil::HttpTestClient c = s.client();
     const auto health = c.request(http::verb::get, "/health");
     EXPECT_EQ(health.status, 200);
@@ -240,7 +240,7 @@ void expect_sessions_spread_and_alone(Engine& engine, Engine& alone) {
 
 TEST(CudaMultiDevice, SessionsPlacedOverCudaEnginesGetTheirAloneIds) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine (or a build without CUDA): GPU test skipped";
-  const EngineOptions o{.device = "cuda", .max_sessions = 2};
+  const EngineOptions o{.device = Device::Cuda, .max_sessions = 2};
   auto alone = Engine::load(tiny(), o);
   std::vector<std::unique_ptr<Engine>> devices;
   devices.push_back(Engine::load(tiny(), o));
@@ -251,12 +251,12 @@ TEST(CudaMultiDevice, SessionsPlacedOverCudaEnginesGetTheirAloneIds) {
     std::printf("one CUDA device: EngineOptions::gpus over two GPUs not run\n");
     return;
   }
-  auto two_gpus = Engine::load(tiny(), {.device = "cuda", .gpus = {0, 1}, .max_sessions = 2});
+  auto two_gpus = Engine::load(tiny(), {.device = Device::Cuda, .gpus = {0, 1}, .max_sessions = 2});
   expect_sessions_spread_and_alone(*two_gpus, *alone);
   EXPECT_EQ(two_gpus->stats().devices[1].device, "cuda:1");
   // Each device's memory figures are its own (cudaMemGetInfo reads the calling thread's current
   // device): 2 GB of caches held on GPU 0 alone show on device 0 only.
-  auto ballast = Engine::load(tiny(), {.device = "cuda", .gpu = 0, .max_memory = size_t{2} << 30});
+  auto ballast = Engine::load(tiny(), {.device = Device::Cuda, .gpu = 0, .max_memory = size_t{2} << 30});
   const EngineStats st = two_gpus->stats();
   EXPECT_GT(st.devices[0].memory_in_use, st.devices[1].memory_in_use + (size_t{3} << 29)) << "each device's own memory expected";
 }

@@ -439,7 +439,7 @@ TEST(PrometheusText, FamiliesSamplesEscapesAndCumulativeBuckets) {
 }
 
 TEST(Metrics, CountSessionsStepsAudioAndAnswers) {
-  RunningServer s({}, true, {}, {.device = "cpu", .threads = 1, .max_sessions = 1});
+  RunningServer s({}, true, {}, {.device = Device::Cpu, .threads = 1, .max_sessions = 1});
   const testutil::HttpTestClient c = s.client();
   const auto before = c.request(http::verb::get, "/metrics");
   EXPECT_EQ(before.status, 200);

@@ -271,13 +271,13 @@ TEST(RealtimeLimitsEcho, MistralRefusesAModelNameTooLongToEcho) {
 // ---- delays ----
 
 TEST(RealtimeLimitsDelay, ADelayIsAJsonIntegerOfTheModelsWhateverItsSize) {
-  EXPECT_EQ(server::model_delay_ms(json(480)), 480);
-  EXPECT_EQ(server::model_delay_ms(json(2400)), 2400);
-  EXPECT_EQ(server::model_delay_ms(json(80u)), 80);
-  EXPECT_EQ(server::model_delay_ms(json(-480)), std::nullopt);
+  EXPECT_EQ(server::model_delay_ms(json(480), model_delays()), 480);
+  EXPECT_EQ(server::model_delay_ms(json(2400), model_delays()), 2400);
+  EXPECT_EQ(server::model_delay_ms(json(80u), model_delays()), 80);
+  EXPECT_EQ(server::model_delay_ms(json(-480), model_delays()), std::nullopt);
   for (const char* text : {"4294967776", "-4294966816", "2147484128", "-1", "0", "100", "9223372036854775808",
                            "18446744073709551615", "18446744073709552096", "480.0", "4.8e2", "\"480\"", "true", "null"})
-    EXPECT_EQ(server::model_delay_ms(json::parse(text)), std::nullopt) << text;
+    EXPECT_EQ(server::model_delay_ms(json::parse(text), model_delays()), std::nullopt) << text;
 }
 
 // What a delay conversion that wraps takes for 480 (2^32 + 480, 480 - 2^32, 2^31 + 480 as an int
@@ -364,7 +364,7 @@ class DialectServer {
  public:
   using Make = std::function<std::shared_ptr<server::LiveTranscription>(Engine&, boost::asio::thread_pool&)>;
   explicit DialectServer(Make make)
-      : engine_(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1})),
+      : engine_(Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .threads = 1})),
         http_("127.0.0.1", 0, {}) {
     server::Handler h;
     h.on_request = [](server::Request r, server::Reply reply) {

@@ -87,7 +87,7 @@ TEST(ServeAdmission, ALiveSessionFinishesWhileUploadsWaitForItsSlot) {
   options.workers = 4;  // fewer than the uploads: the live session's work must not queue behind them
   options.transcriptions = {.running = 2, .waiting = 2};
   options.queue_timeout = std::chrono::seconds(60);
-  RunningServer server(options, true, {}, {.device = "cpu", .threads = 1, .max_sessions = 1});
+  RunningServer server(options, true, {}, {.device = Device::Cpu, .threads = 1, .max_sessions = 1});
   const fs::path file = test_data() / "audio" / "speech_short.wav";
   const Pcm16Audio audio = pcm16_of(file);
 
@@ -166,7 +166,7 @@ TEST(ServeAdmission, HealthSaysStalledWhenTheModelWorkDoesNotMove) {
 TEST(ServeAdmission, AnUploadThatWaitsTooLongForRoomIsRefusedWithRetryAfter) {
   server::ServiceOptions options;
   options.queue_timeout = std::chrono::milliseconds(500);
-  RunningServer server(options, true, {}, {.device = "cpu", .threads = 1, .max_sessions = 1});
+  RunningServer server(options, true, {}, {.device = Device::Cpu, .threads = 1, .max_sessions = 1});
   LiveUtterance live(server.port());
   live.send_audio(pcm16_of(test_data() / "audio" / "speech_short.wav").bytes);
   wait_until_full(server.port());

@@ -142,7 +142,8 @@ TEST(OpenAiTranscriptions, FieldsAreCheckedAndNamedWhenWrong) {
   };
   const server::TranscriptionRequest r = server::parse_transcription_request(
       form({{"file", "RIFF"}, {"model", "whisper-1"}, {"response_format", "verbose_json"}, {"temperature", "0"},
-            {"timestamp_granularities[]", "word"}, {"delay_ms", "960"}, {"language", "en"}, {"prompt", "hi"}}));
+            {"timestamp_granularities[]", "word"}, {"delay_ms", "960"}, {"language", "en"}, {"prompt", "hi"}}),
+      model_delays());
   EXPECT_EQ(r.filename, "a.wav");
   EXPECT_EQ(r.format, server::ResponseFormat::VerboseJson);
   EXPECT_TRUE(r.words);
@@ -151,7 +152,7 @@ TEST(OpenAiTranscriptions, FieldsAreCheckedAndNamedWhenWrong) {
   EXPECT_EQ(r.language, "en");
   const auto refused = [&](std::vector<std::pair<std::string, std::string>> fields, const std::string& param) {
     try {
-      server::parse_transcription_request(form(std::move(fields)));
+      server::parse_transcription_request(form(std::move(fields)), model_delays());
       ADD_FAILURE() << "accepted, param " << param;
     } catch (const RequestError& e) {
       EXPECT_EQ(e.status(), 400);
@@ -357,7 +358,7 @@ TEST(Server, EveryAnswerIsRecordedForTheAccessLog) {
   std::mutex mu;
   std::vector<server::AccessRecord> records;
   server::ApiService service({});
-  service.set_engine(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1}));
+  service.set_engine(Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .threads = 1}));
   server::Handler h = service.handler();
   h.on_access = [&](const server::AccessRecord& r) {
     std::lock_guard<std::mutex> lock(mu);
@@ -576,7 +577,7 @@ TEST(Server, VllmRealtimeAnswersBadEventsWithErrorsAndGoesOn) {
 // A stopping server ends each live utterance as a final commit would, then closes the connection.
 TEST(Server, AStoppingServerFinishesLiveSessionsWithTheirLastWords) {
   server::ApiService service({});
-  service.set_engine(Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1}));
+  service.set_engine(Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .threads = 1}));
   server::HttpServer http("127.0.0.1", 0, {}, service.handler());
   std::thread io([&] { http.run(1); });
   {

@@ -18,7 +18,7 @@ namespace voxrt::test {
 namespace {
 
 Engine& tiny_engine() {
-  static std::unique_ptr<Engine> engine = Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu"});
+  static std::unique_ptr<Engine> engine = Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu});
   return *engine;
 }
 

@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 Engine& engine() {
-  static std::unique_ptr<Engine> e = Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1});
+  static std::unique_ptr<Engine> e = Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .threads = 1});
   return *e;
 }
 

@@ -30,7 +30,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::unique_ptr<Engine> tiny_engine(int max_sessions = 0) {
-  return Engine::load(test_data() / "tiny" / "mistral", {.device = "cpu", .threads = 1, .max_sessions = max_sessions});
+  return Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .threads = 1, .max_sessions = max_sessions});
 }
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -171,7 +171,7 @@ TEST(TranscribeLimits, HandedWorkThatNoRoundRunsReadsAsStalled) {
   front.feed(wav("speech_short"));
   EXPECT_EQ(scheduler.stats().stalled_seconds, 0);
   std::unique_lock<std::mutex> held(model_mutex);
-  auto run = std::async(std::launch::async, [&] { return stream->run(front.take_frames()); });
+  auto run = std::async(std::launch::async, [&] { return stream->run(front.take_frames(), -1); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_GE(scheduler.stats().stalled_seconds, 0.25);
   held.unlock();

@@ -1,4 +1,4 @@
-#include "voxtral/offline.h"
+#include "offline_reference.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,4 +1,5 @@
-// The whole-file offline pass (docs/model.md §9), shaped like the reference's: pad, log-mel, conv stem,
+// The test-only reference path (not in the library): the whole-file offline pass (docs/model.md §9),
+// shaped like the reference's: pad, log-mel, conv stem,
 // encoder over the file in chunks (it is causal with a window, so chunking is exact), adapter, then
 // the decoder: prefill the prompt, take the argmax at its last position, and step once per
 // remaining audio position (greedy). The reference generates exactly (audio positions - prompt
