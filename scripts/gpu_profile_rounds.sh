@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where the scheduler's rounds spend their time, in one device call: the batched benches plainly
 # (each round's encoder, prompt and decoder parts), then Nsight Compute over a window of their
-# measured part (the backend opens it: Backend::profile_window, so the load and the caches' fill
+# measured part (the backend opens it: KernelSwitches::profile_window, so the load and the caches' fill
 # are not profiled), one line per kernel with its launches and total time (ncu runs each kernel
 # alone with cold caches: small kernels read longer than inside the graphs).
 # Prepare as for scripts/gpu_check.sh (carry .carry.tar.xz), then:
