@@ -99,9 +99,12 @@ void StreamState::set_final_positions(int64_t positions) { final_positions_ = po
 
 int64_t StreamState::decodable() const {
   if (next_decode_ == 0) return 0;  // the prompt first
+  return decodable_at(queued(), next_decode_);
+}
+
+int64_t StreamState::decodable_at(int64_t queued, int64_t next) const {
   // Like offline, the last position (N - 1) is never decoded: its output would lie past the end.
-  const int64_t q = queued();
-  return final_positions_ < 0 ? q : std::min(q, final_positions_ - 1 - next_decode_);
+  return final_positions_ < 0 ? queued : std::min(queued, final_positions_ - 1 - next);
 }
 
 int StreamState::encodable() const {
@@ -174,9 +177,7 @@ int StreamState::rows_after(int encoded) const {
     queued_then -= P;
     next = P;
   }
-  // As decodable(): the last position (N - 1) is never decoded.
-  const int64_t decodable_then = final_positions_ < 0 ? queued_then : std::min(queued_then, final_positions_ - 1 - next);
-  return static_cast<int>(std::clamp<int64_t>(decodable_then, 0, draft_width_));
+  return static_cast<int>(std::clamp<int64_t>(decodable_at(queued_then, next), 0, draft_width_));
 }
 
 bool StreamState::prepare(const StreamPlan& plan) {

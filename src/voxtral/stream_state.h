@@ -137,6 +137,8 @@ class StreamState final : public PlannedStream {
  private:
   int64_t queued() const { return queue_write_ - queue_read_; }
   int64_t decodable() const;  // positions the decoder could run now
+  // Positions the decoder could run with `queued` vectors waiting and `next` its next position.
+  int64_t decodable_at(int64_t queued, int64_t next) const;
   double pop(int n);          // takes n vectors off the queue; returns their encoder seconds
   void emit(int32_t id, double seconds);
   // Shifts `base` (and the cache slot) so that model positions [next, next + count) stay below `limit`.

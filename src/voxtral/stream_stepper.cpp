@@ -69,11 +69,13 @@ void decoder_pass(std::span<const DecoderPut> puts, DecoderPass& pass, KvCache& 
   const Mat audio = pass.audio(total);  // may grow: before any row is put
   std::vector<SessionRow> rows;
   rows.reserve(static_cast<size_t>(total));
-  std::vector<int> outputs(puts.size(), 0);
+  std::vector<int> outputs(puts.size(), 0), rows_put(puts.size(), 0);
   for (size_t i = 0; i < puts.size(); ++i) {
     const DecoderPut& p = puts[i];
     if (!p.prompt && p.rows == 0) continue;
+    const size_t before = rows.size();
     outputs[i] = p.stream->put_decoder(p.prompt, p.rows, rows, audio);
+    rows_put[i] = static_cast<int>(rows.size() - before);
     stats.prompts += p.prompt;
     stats.decoder_rows += p.rows;
     stats.decoder_streams += p.rows > 0;
@@ -86,9 +88,8 @@ void decoder_pass(std::span<const DecoderPut> puts, DecoderPass& pass, KvCache& 
   size_t at = 0;
   for (size_t i = 0; i < puts.size(); ++i) {
     if (outputs[i] == 0) continue;
-    const int n = (puts[i].prompt ? puts[i].stream->options().protocol.prompt_len() : 0) + puts[i].rows;
     puts[i].stream->take_results(std::span<const DecoderStepResult>(results).subspan(at, outputs[i]),
-                                 seconds * n / total);
+                                 seconds * rows_put[i] / total);
     at += static_cast<size_t>(outputs[i]);
   }
 }
