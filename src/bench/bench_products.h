@@ -1,5 +1,5 @@
 // `voxrt bench --figures products`: each matrix product of a step (the model's shapes, random bf16
-// weights) timed alone, back to back inside a recorded step, against its floor (weight bytes over
+// weights) timed alone, back to back inside a recording, against its floor (weight bytes over
 // the copy rate, FLOPs over the matrix rate, both measured in the same run). With row counts given
 // (--product-rows), every product at each count through each product kernel the backend has (the
 // CUDA backend: its GEMV, its tiled GEMM, cuBLAS), side by side on the same weights: where the GEMM

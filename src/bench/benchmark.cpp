@@ -30,12 +30,12 @@ double layer_params(int dim, int heads, int kv_heads, int head_dim, int hidden) 
 }  // namespace
 
 double median_op_us(Backend& b, const std::string& what, const OpTiming& t, const std::function<void()>& op) {
-  const std::string step = unique_step_key(what);
+  const std::string key = unique_recording_key(what);
   std::vector<double> us;
   for (int i = 0; i < t.warmup + t.runs; ++i) {
     b.synchronize();
     const auto t0 = Clock::now();
-    b.run_step(step, [&] {
+    b.run_recorded(key, [&] {
       for (int r = 0; r < t.repeats; ++r) op();
     });
     b.synchronize();
@@ -84,7 +84,7 @@ std::vector<double> time_encoder_steps(VoxtralModel& m, int steps) {
   const auto mel_host = random_rows(mel_rows + 2, c.encoder.num_mel_bins, 1);
   std::vector<float> adapter_host(c.decoder.dim);
   be.fill(ctx.data(), 0.1f, ctx.size());
-  const std::string key = unique_step_key("bench encoder");
+  const std::string key = unique_recording_key("bench encoder");
   std::vector<double> t;
   int64_t pos = c.encoder.sliding_window;
   std::vector<RowRef> rows(frames);
@@ -92,7 +92,7 @@ std::vector<double> time_encoder_steps(VoxtralModel& m, int steps) {
     be.synchronize();
     const auto t0 = Clock::now();
     for (int f = 0; f < frames; ++f) rows[f] = {0, pos + f};
-    be.run_step(key, [&] {
+    be.run_recorded(key, [&] {
       be.upload(mel.data(), mel_host.data(), mel_host.size());
       m.encode_positions(mel.all(), ctx.all(), x.all(), rows, cache, adapter.all());
     });
@@ -113,7 +113,7 @@ std::vector<double> time_decoder_steps(VoxtralModel& m, const Protocol& proto, i
   const auto audio_host = random_rows(1, c.decoder.dim, 2);
   Buffer audio(&be, 1, c.decoder.dim);
   be.upload(audio.data(), audio_host.data(), audio_host.size());
-  DecoderStep step(m, unique_step_key("bench decoder"));
+  DecoderStep step(m, unique_recording_key("bench decoder"));
   std::vector<double> t;
   int32_t tok = 32;
   int64_t pos = first;
@@ -202,8 +202,8 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
                             {"in_steps_s", run.step_seconds}, {"encoder_s", run.encoder_seconds}});
   }
   r["memory_in_use_bytes"] = be.memory_in_use();
-  const StepStats st = be.step_stats();
-  r["steps_recorded"] = {{"captured", st.captured}, {"replayed", st.replayed}, {"eager", st.eager}};
+  const RecordingStats st = be.recording_stats();
+  r["recordings"] = {{"captured", st.captured}, {"replayed", st.replayed}, {"eager", st.eager}};
   return r;
 }
 

@@ -49,8 +49,8 @@ StepCosts step_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes)
 nlohmann::json ceilings_json(const Ceilings& c);
 
 // One operation timed alone (the products and attention figures): `op` launched `repeats` times
-// back to back inside a recorded step (launch overheads amortised as in a step), the median over
-// `runs` such steps after `warmup` more, in microseconds per launch.
+// back to back inside a recording (launch overheads amortised as in a pass), the median over
+// `runs` such recordings after `warmup` more, in microseconds per launch.
 struct OpTiming {
   int warmup = 5, runs = 30, repeats = 10;
 };
