@@ -211,6 +211,17 @@ TEST(Cli, BenchWritesEveryFigureWithItsFloor) {
   EXPECT_GT(j["memory_after_pass_figures_bytes"].get<double>(), 0);
 }
 
+// --steps, the old name of --passes, still sets the timed passes (deprecated, kept for one
+// release) but is left out of the help.
+TEST(Cli, BenchStepsIsTheDeprecatedNameOfPasses) {
+  nlohmann::json j;
+  ASSERT_NO_FATAL_FAILURE(run_bench("--figures decoder --steps 2", "decoder_pass", j));
+  EXPECT_GT(j["decoder_pass"]["p50_ms"].get<double>(), 0);
+  const RunResult help = run_voxrt("bench --help");
+  EXPECT_NE(help.out.find("--passes"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("--steps"), std::string::npos) << help.out;
+}
+
 // With draft rows, the offline figure counts fewer decoder passes than steps (the tiny model's
 // output repeats tokens), and at least one pass per draft_rows steps.
 TEST(Cli, BenchOfflineFigureCountsDraftedPasses) {

@@ -393,21 +393,6 @@ TEST(CliBench, RunsFromAnotherDirectoryAndWritesThere) {
   EXPECT_TRUE(j.dump().find("jfk.wav") != std::string::npos) << "the default recording is found next to the program";
 }
 
-// --steps, the old name of --passes, still sets the timed passes (deprecated, kept for one
-// release) but is left out of the help.
-TEST(CliBench, StepsIsTheDeprecatedNameOfPasses) {
-  TempDir cwd;
-  const RunResult r = run_voxrt("bench -q --figures decoder --steps 2 --model " + model_dir(), {.cwd = cwd.path().string()});
-  ASSERT_EQ(r.status, 0) << r.err;
-  std::vector<fs::path> written;
-  for (const auto& e : fs::directory_iterator(cwd.path())) written.push_back(e.path());
-  ASSERT_EQ(written.size(), 1u);
-  EXPECT_TRUE(json::parse(slurp(written[0])).contains("decoder_pass"));
-  const RunResult help = run_voxrt("bench --help");
-  EXPECT_TRUE(contains(help.out, "--passes")) << help.out;
-  EXPECT_FALSE(contains(help.out, "--steps")) << help.out;
-}
-
 // ---- defect 12: printed times rounded ----
 
 TEST(CliMessages, LoadTimeIsRounded) {
