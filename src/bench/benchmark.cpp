@@ -148,7 +148,7 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
   const double read_bps = ceil.copy_gbps * 1e9;
 
   // Each pass figure goes under its old key too (encoder_step, ...): deprecated, kept for one
-  // release because scripts read it.
+  // release for the scripts written against them.
   auto pass_figure = [&r](const std::string& key, const std::string& old_key, const nlohmann::json& figure) {
     r[key] = figure;
     r[old_key] = figure;
