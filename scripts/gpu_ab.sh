@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A/B of carried variants on the GPU machine, in one call: the live steps (encoder, decoder at 250
+# A/B of carried variants on the GPU machine, in one call: the live passes (encoder, decoder at 250
 # and 8192 keys) of each variant's voxrt, in ABAB order (so drift between runs shows), on the
 # full-size random model. A variant is NAME[:VAR=VALUE...]: a name given to
 # scripts/carry_variant.sh, or "main" for the binary scripts/carry_binaries.sh packed, run with
@@ -21,7 +21,7 @@ for round in 1 2; do
   for i in "${!labels[@]}"; do
     spec=${@:i+1:1}
     parse_variant "$spec"
-    env "${variant_env[@]}" .carry/run "$variant_exe" bench --device cuda --model "$full/mistral" --steps 100 \
+    env "${variant_env[@]}" .carry/run "$variant_exe" bench --device cuda --model "$full/mistral" --passes 100 \
         --figures encoder,decoder --out "$out/ab-${labels[i]}-$round" >/dev/null 2>&1 ||
       echo "$spec round $round: bench failed" >&2
   done
@@ -29,10 +29,10 @@ done
 python3 - "$out" "${labels[@]}" <<'PY'
 import glob, json, sys
 out, variants = sys.argv[1], sys.argv[2:]
-print(f"{'variant':36s} {'encoder step':>14s} {'decoder step':>14s} {'decoder, 8192 keys':>20s}")
+print(f"{'variant':36s} {'encoder pass':>14s} {'decoder pass':>14s} {'decoder, 8192 keys':>20s}")
 for v in variants:
     for path in sorted(glob.glob(f"{out}/ab-{v}-*/*-cuda.json")):
         d = json.load(open(path))
-        t = [d[f]["p50_ms"] for f in ("encoder_step", "decoder_step", "decoder_step_full_window")]
+        t = [d[f]["p50_ms"] for f in ("encoder_pass", "decoder_pass", "decoder_pass_full_window")]
         print(f"{v:36s} {t[0]:11.3f} ms {t[1]:11.3f} ms {t[2]:17.3f} ms")
 PY

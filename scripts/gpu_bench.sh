@@ -6,7 +6,7 @@
 set -uo pipefail
 source "$(dirname "$0")/gpu_machine.sh"
 echo "== voxrt bench (cuda)"
-.carry/run voxrt bench --device cuda --model "$full/mistral" --out "$out/bench" --steps 100 --offline-seconds 30,300 \
+.carry/run voxrt bench --device cuda --model "$full/mistral" --out "$out/bench" --passes 100 --offline-seconds 30,300 \
     --figures encoder,decoder,products,offline \
     2>&1 | tee "$out/bench.log" | tail -26
 json=$(ls -t "$out"/bench/*-cuda.json | head -1)

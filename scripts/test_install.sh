@@ -74,7 +74,7 @@ check_example "$tmp/transcribe-pc"
 # The installed command works from any directory: bench finds its recording in PREFIX/share/voxrt
 # and writes its result into the current directory.
 mkdir "$tmp/elsewhere"
-(cd "$tmp/elsewhere" && "$prefix/bin/voxrt" bench -q --figures decoder --steps 2 --model "$root/$model" > /dev/null) ||
+(cd "$tmp/elsewhere" && "$prefix/bin/voxrt" bench -q --figures decoder --passes 2 --model "$root/$model" > /dev/null) ||
   fail "the installed voxrt bench failed when run from another directory"
 grep -q "\"$prefix/share/voxrt/audio/jfk.wav\"" "$tmp"/elsewhere/*.json ||
   fail "the installed voxrt bench did not use $prefix/share/voxrt/audio/jfk.wav: $(cat "$tmp"/elsewhere/*.json)"

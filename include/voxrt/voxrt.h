@@ -140,7 +140,8 @@ struct EngineStats {
   uint64_t rounds = 0;
   uint64_t steps = 0;             // deprecated, kept for one release: the same as rounds
   uint64_t decoder_rows = 0;      // decoder rows those rounds ran (a session's position is a row)
-  Histogram step_ms;              // a round's wall time
+  Histogram round_ms;             // a round's wall time
+  Histogram step_ms;              // deprecated, kept for one release: the same as round_ms
   // A live session's hand-over: 80 ms of its audio handed to the engine -> the steps it makes
   // possible done. What the engine adds to a live caption's lag (past the model's delay).
   Histogram live_wait_ms;
@@ -156,7 +157,7 @@ struct EngineStats {
   // Whether a session of the default length (max_session_seconds) would be admitted now: false
   // while the engine is full (max_sessions, the caches) or overloaded (refuse_when_overloaded).
   bool has_room = true;
-  // How long the oldest work handed to the step loop has waited without a round finishing (0 when
+  // How long the oldest work handed to the scheduler's loop has waited without a round finishing (0 when
   // nothing waits, or rounds are finishing): seconds past a round's time mean the model work is stuck.
   double stalled_seconds = 0;
   std::vector<DeviceStats> devices;  // one per device, in EngineOptions::gpus order

@@ -1,6 +1,6 @@
 // `voxrt bench --figures attention`: one layer's attention of many live streams at once, the
 // encoder's (each stream's step of frames over a full window) and the decoder's (one token a
-// stream over 60 s, 5 minutes and a full window of keys), timed alone inside a recorded step,
+// stream over 60 s, 5 minutes and a full window of keys), timed alone inside a recording,
 // against its floor: the K/V bytes the rows read over the copy rate measured in the same run.
 // Every attention kernel the backend has is timed on the same caches (the CUDA backend: its
 // tensor-core and CUDA-core kernels), so that the live rounds' largest reads can be followed

@@ -14,7 +14,7 @@ using Kernels = KernelSwitches::ProductKernels;
 
 struct Product {
   std::string name;
-  int M, K;            // M: the rows a live step has
+  int M, K;            // M: the rows a live pass has
   std::vector<int> n;  // outputs over the same x (q, k, v), or the gate and up widths when gated
   bool gated = false, accumulate = false;
 };
@@ -57,7 +57,7 @@ double time_us(Backend& b, const Product& p, Prepared& d, int M, const std::stri
   return median_op_us(b, key, OpTiming{}, run);
 }
 
-std::vector<Product> step_products(const ModelConfig& c) {
+std::vector<Product> pass_products(const ModelConfig& c) {
   const EncoderConfig& e = c.encoder;
   const DecoderConfig& d = c.decoder;
   const int frames = c.downsample_factor;
@@ -94,7 +94,7 @@ nlohmann::json time_products(Backend& b, const ModelConfig& c, const ProductTimi
   }
   if (paths.empty()) paths = {{"auto", Kernels::Automatic}};  // the CPU: its own kernels only
   nlohmann::json out = nlohmann::json::array();
-  for (const Product& p : step_products(c)) {
+  for (const Product& p : pass_products(c)) {
     const std::vector<int> rows = t.rows.empty() ? std::vector<int>{p.M} : t.rows;
     Prepared d = prepare(b, p, *std::max_element(rows.begin(), rows.end()));
     for (const int M : rows) {

@@ -1,5 +1,5 @@
-// `voxrt bench --figures products`: each matrix product of a step (the model's shapes, random bf16
-// weights) timed alone, back to back inside a recorded step, against its floor (weight bytes over
+// `voxrt bench --figures products`: each matrix product of a pass (the model's shapes, random bf16
+// weights) timed alone, back to back inside a recording, against its floor (weight bytes over
 // the copy rate, FLOPs over the matrix rate, both measured in the same run). With row counts given
 // (--product-rows), every product at each count through each product kernel the backend has (the
 // CUDA backend: its GEMV, its tiled GEMM, cuBLAS), side by side on the same weights: where the GEMM
@@ -17,7 +17,7 @@ namespace voxrt {
 
 struct ProductTiming {
   double read_bytes_per_s = 0, matmul_flops_per_s = 0;  // the measured ceilings
-  std::vector<int> rows;  // empty: each product at its live step's rows, with the backend's own kernels
+  std::vector<int> rows;  // empty: each product at its live pass's rows, with the backend's own kernels
 };
 
 // One entry per product and row count: name, rows, weight_bytes, flops, floor_us, and per kernel

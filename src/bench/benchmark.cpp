@@ -30,12 +30,12 @@ double layer_params(int dim, int heads, int kv_heads, int head_dim, int hidden) 
 }  // namespace
 
 double median_op_us(Backend& b, const std::string& what, const OpTiming& t, const std::function<void()>& op) {
-  const std::string step = unique_step_key(what);
+  const std::string key = unique_recording_key(what);
   std::vector<double> us;
   for (int i = 0; i < t.warmup + t.runs; ++i) {
     b.synchronize();
     const auto t0 = Clock::now();
-    b.run_step(step, [&] {
+    b.run_recorded(key, [&] {
       for (int r = 0; r < t.repeats; ++r) op();
     });
     b.synchronize();
@@ -49,7 +49,7 @@ nlohmann::json ceilings_json(const Ceilings& c) {
   return {{"copy_GBps", c.copy_gbps}, {"matmul_TFLOPs", c.matmul_tflops}, {"matmul", c.matmul_what}};
 }
 
-StepCosts step_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes) {
+PassCosts pass_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes) {
   const EncoderConfig& e = c.encoder;
   const DecoderConfig& d = c.decoder;
   const double enc_w = e.n_layers * layer_params(e.dim, e.n_heads, e.n_kv_heads, e.head_dim, e.hidden_dim);
@@ -71,10 +71,10 @@ StepCosts step_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes)
 
 namespace {
 
-// Steady-state encoder step as a live session runs it (one Backend step, then the adapter vector
+// Steady-state encoder pass as a live session runs it (one recording, then the adapter vector
 // downloaded): 8 mel rows -> conv stem -> 4 encoder frames -> 1 adapter vector, at positions past
 // the window so attention reads a full window.
-std::vector<double> time_encoder_steps(VoxtralModel& m, int steps) {
+std::vector<double> time_encoder_passes(VoxtralModel& m, int passes) {
   Backend& be = m.backend();
   const ModelConfig& c = m.config();
   const int frames = c.downsample_factor, mel_rows = 2 * frames;
@@ -84,15 +84,15 @@ std::vector<double> time_encoder_steps(VoxtralModel& m, int steps) {
   const auto mel_host = random_rows(mel_rows + 2, c.encoder.num_mel_bins, 1);
   std::vector<float> adapter_host(c.decoder.dim);
   be.fill(ctx.data(), 0.1f, ctx.size());
-  const std::string key = unique_step_key("bench encoder");
+  const std::string key = unique_recording_key("bench encoder");
   std::vector<double> t;
   int64_t pos = c.encoder.sliding_window;
   std::vector<RowRef> rows(frames);
-  for (int i = 0; i < steps + 20; ++i) {
+  for (int i = 0; i < passes + 20; ++i) {
     be.synchronize();
     const auto t0 = Clock::now();
     for (int f = 0; f < frames; ++f) rows[f] = {0, pos + f};
-    be.run_step(key, [&] {
+    be.run_recorded(key, [&] {
       be.upload(mel.data(), mel_host.data(), mel_host.size());
       m.encode_positions(mel.all(), ctx.all(), x.all(), rows, cache, adapter.all());
     });
@@ -103,23 +103,23 @@ std::vector<double> time_encoder_steps(VoxtralModel& m, int steps) {
   return t;
 }
 
-// Steady-state decoder step as a live session runs it (DecoderStep: one token + one audio vector
+// Steady-state decoder pass as a live session runs it (DecoderStep: one token + one audio vector
 // through every layer, the LM head and the argmax, whose id is the only device -> host transfer),
 // from position `first` on (keys: min(position + 1, window)).
-std::vector<double> time_decoder_steps(VoxtralModel& m, const Protocol& proto, int steps, int64_t first) {
+std::vector<double> time_decoder_passes(VoxtralModel& m, const Protocol& proto, int passes, int64_t first) {
   Backend& be = m.backend();
   const ModelConfig& c = m.config();
   KvCache cache(&be, m.decoder_cache_shape(1, c.decoder.sliding_window + 1));
   const auto audio_host = random_rows(1, c.decoder.dim, 2);
   Buffer audio(&be, 1, c.decoder.dim);
   be.upload(audio.data(), audio_host.data(), audio_host.size());
-  DecoderStep step(m, unique_step_key("bench decoder"));
+  DecoderStep decoder(m, unique_recording_key("bench decoder"));
   std::vector<double> t;
   int32_t tok = 32;
   int64_t pos = first;
-  for (int i = 0; i < steps + 20; ++i) {
+  for (int i = 0; i < passes + 20; ++i) {
     const auto t0 = Clock::now();
-    tok = step.run(tok, audio.all(), pos++, proto.n_delay, cache).id;
+    tok = decoder.run(tok, audio.all(), pos++, proto.n_delay, cache).id;
     if (i >= 20) t.push_back(ms_since(t0));
   }
   return t;
@@ -143,37 +143,43 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
   r["backend"] = be.name();
   const Ceilings ceil = be.measure_ceilings();
   r["ceilings"] = ceilings_json(ceil);
-  const StepCosts k = step_costs(c, be.weight_element_bytes(), be.kv_element_bytes());
-  // Reads only: a copy moves each byte twice (read + write), a step reads its bytes once.
+  const PassCosts k = pass_costs(c, be.weight_element_bytes(), be.kv_element_bytes());
+  // Reads only: a copy moves each byte twice (read + write), a pass reads its bytes once.
   const double read_bps = ceil.copy_gbps * 1e9;
 
-  if (o.encoder_steps) {
-    nlohmann::json enc = percentiles(time_encoder_steps(m, o.steps));
-    enc["floor_ms"] = k.enc_step_bytes / read_bps * 1e3;
-    enc["bytes"] = k.enc_step_bytes;
-    r["encoder_step"] = enc;
+  // Each pass figure goes under its old key too (encoder_step, ...): deprecated, kept for one
+  // release for the scripts written against them.
+  auto pass_figure = [&r](const std::string& key, const std::string& old_key, const nlohmann::json& figure) {
+    r[key] = figure;
+    r[old_key] = figure;
+  };
+  if (o.encoder_passes) {
+    nlohmann::json enc = percentiles(time_encoder_passes(m, o.passes));
+    enc["floor_ms"] = k.enc_pass_bytes / read_bps * 1e3;
+    enc["bytes"] = k.enc_pass_bytes;
+    pass_figure("encoder_pass", "encoder_step", enc);
   }
-  if (o.decoder_steps) {
+  if (o.decoder_passes) {
     // Twice: 20 s into a stream (250 keys per layer) and with the full window of keys (a stream
-    // past 11 minutes), the most a step ever reads.
+    // past 11 minutes), the most a pass ever reads.
     const int64_t window = c.decoder.sliding_window;
     const int64_t short_keys = std::min<int64_t>(250, window);
-    nlohmann::json dec = percentiles(time_decoder_steps(m, o.protocol, o.steps, short_keys - 1));
+    nlohmann::json dec = percentiles(time_decoder_passes(m, o.protocol, o.passes, short_keys - 1));
     dec["keys"] = short_keys;
     dec["bytes"] = k.dec_weight_bytes + k.dec_kv_bytes_per_key * static_cast<double>(short_keys);
     dec["floor_ms"] = dec["bytes"].get<double>() / read_bps * 1e3;
-    r["decoder_step"] = dec;
-    nlohmann::json full = percentiles(time_decoder_steps(m, o.protocol, o.steps, window));
+    pass_figure("decoder_pass", "decoder_step", dec);
+    nlohmann::json full = percentiles(time_decoder_passes(m, o.protocol, o.passes, window));
     full["keys"] = window;
-    full["bytes"] = k.dec_step_bytes;
-    full["floor_ms"] = k.dec_step_bytes / read_bps * 1e3;
-    r["decoder_step_full_window"] = full;
+    full["bytes"] = k.dec_pass_bytes;
+    full["floor_ms"] = k.dec_pass_bytes / read_bps * 1e3;
+    pass_figure("decoder_pass_full_window", "decoder_step_full_window", full);
   }
 
-  // A live session's memory: the model, one session's caches and the steps' scratch. (The
+  // A live session's memory: the model, one session's caches and the passes' scratch. (The
   // figures below add the products' test weights and an offline session's caches, which the
   // backend's pool keeps reserved after they are freed.)
-  if (o.encoder_steps || o.decoder_steps) r["memory_after_step_figures_bytes"] = be.memory_in_use();
+  if (o.encoder_passes || o.decoder_passes) r["memory_after_pass_figures_bytes"] = be.memory_in_use();
   if (o.products) {
     const ProductTiming timing{read_bps, ceil.matmul_tflops * 1e12, o.product_rows};
     r["products"] = time_products(be, c, timing);
@@ -194,16 +200,16 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
     // Every decoder pass reads all the weights. floor_s decodes one position a pass (as the
     // reference does); passes_floor_s is the floor of the passes this run made (draft rows).
     const double compute_s = flops / (ceil.matmul_tflops * 1e12);
-    const double floor_s = std::max(compute_s, run.steps * k.dec_step_bytes / read_bps);
-    const double passes_floor_s = std::max(compute_s, run.decoder_passes * k.dec_step_bytes / read_bps);
+    const double floor_s = std::max(compute_s, run.steps * k.dec_pass_bytes / read_bps);
+    const double passes_floor_s = std::max(compute_s, run.decoder_passes * k.dec_pass_bytes / read_bps);
     r["offline"].push_back({{"audio_s", seconds}, {"wall_s", wall}, {"rtfx", seconds / wall},
                             {"floor_s", floor_s}, {"rtfx_floor", seconds / floor_s}, {"steps", run.steps},
                             {"decoder_passes", run.decoder_passes}, {"passes_floor_s", passes_floor_s},
                             {"in_steps_s", run.step_seconds}, {"encoder_s", run.encoder_seconds}});
   }
   r["memory_in_use_bytes"] = be.memory_in_use();
-  const StepStats st = be.step_stats();
-  r["steps_recorded"] = {{"captured", st.captured}, {"replayed", st.replayed}, {"eager", st.eager}};
+  const RecordingStats st = be.recording_stats();
+  r["recordings"] = {{"captured", st.captured}, {"replayed", st.replayed}, {"eager", st.eager}};
   return r;
 }
 
@@ -215,7 +221,7 @@ std::string format_benchmark(const nlohmann::json& r) {
                 r["ceilings"]["matmul"].get<std::string>().c_str(), r["ceilings"]["matmul_TFLOPs"].get<double>());
   out += buf;
   out += "figure                          ours p50     ours p99     floor     ours/floor\n";
-  for (const char* name : {"encoder_step", "decoder_step", "decoder_step_full_window"}) {
+  for (const char* name : {"encoder_pass", "decoder_pass", "decoder_pass_full_window"}) {
     if (!r.contains(name)) continue;
     const auto& s = r[name];
     std::snprintf(buf, sizeof buf, "%-26s %9.3f ms %9.3f ms %9.3f ms %8.1fx\n", name, s["p50_ms"].get<double>(),
@@ -237,9 +243,9 @@ std::string format_benchmark(const nlohmann::json& r) {
                   o["rtfx_floor"].get<double>(), o["passes_floor_s"].get<double>());
     out += buf;
   }
-  if (r.contains("memory_after_step_figures_bytes")) {
-    std::snprintf(buf, sizeof buf, "memory in use after the step figures (one live session): %.2f GB\n",
-                  r["memory_after_step_figures_bytes"].get<double>() / 1e9);
+  if (r.contains("memory_after_pass_figures_bytes")) {
+    std::snprintf(buf, sizeof buf, "memory in use after the pass figures (one live session): %.2f GB\n",
+                  r["memory_after_pass_figures_bytes"].get<double>() / 1e9);
     out += buf;
   }
   std::snprintf(buf, sizeof buf, "memory in use at the end: %.2f GB\n", r["memory_in_use_bytes"].get<double>() / 1e9);

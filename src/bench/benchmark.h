@@ -25,10 +25,10 @@ struct OfflineRun {
 };
 
 struct BenchOptions {
-  int steps = 200;                     // timed steps per per-step figure (after 20 warm-up steps)
-  bool encoder_steps = true, decoder_steps = true;  // which per-step figures to measure
-  bool products = false;  // each product of a step alone (bench_products.h) ...
-  std::vector<int> product_rows;  // ... at these row counts through every kernel path (empty: a step's rows)
+  int passes = 200;                    // timed passes per pass figure (after 20 warm-up passes)
+  bool encoder_passes = true, decoder_passes = true;  // which pass figures to measure
+  bool products = false;  // each product of a pass alone (bench_products.h) ...
+  std::vector<int> product_rows;  // ... at these row counts through every kernel path (empty: a live pass's rows)
   std::vector<int> attention_streams;  // one layer's attention for these many streams (bench_attention.h)
   std::vector<double> offline_seconds{30, 300};
   Protocol protocol;
@@ -36,21 +36,22 @@ struct BenchOptions {
   std::function<OfflineRun(std::span<const float>)> transcribe;
 };
 
-// What a step reads and computes, from the model's shapes and the backend's storage.
-struct StepCosts {
-  double enc_step_bytes, dec_step_bytes;  // weights + caches read per step (a full window of keys)
+// What a live pass (one stream's position: the encoder's frames, the decoder's row) reads and
+// computes, from the model's shapes and the backend's storage.
+struct PassCosts {
+  double enc_pass_bytes, dec_pass_bytes;  // weights + caches read per pass (a full window of keys)
   double enc_weight_bytes, enc_kv_bytes;  // the encoder's weights (adapter included), its full window's K/V
   double dec_weight_bytes, dec_kv_bytes_per_key;
   double enc_flops_per_frame, dec_flops_per_position;
 };
-StepCosts step_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes);
+PassCosts pass_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes);
 
 // The measured ceilings as every benchmark result records them.
 nlohmann::json ceilings_json(const Ceilings& c);
 
 // One operation timed alone (the products and attention figures): `op` launched `repeats` times
-// back to back inside a recorded step (launch overheads amortised as in a step), the median over
-// `runs` such steps after `warmup` more, in microseconds per launch.
+// back to back inside a recording (launch overheads amortised as in a pass), the median over
+// `runs` such recordings after `warmup` more, in microseconds per launch.
 struct OpTiming {
   int warmup = 5, runs = 30, repeats = 10;
 };

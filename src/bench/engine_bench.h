@@ -12,7 +12,7 @@
 
 namespace voxrt {
 
-// Ceilings, per-step encoder/decoder times against their floors, offline RTFx for each length in
+// Ceilings, per-pass encoder/decoder times against their floors, offline RTFx for each length in
 // options.offline_seconds (audio_16k tiled to it), memory in use, load time, on the engine's one
 // device. See bench/benchmark.h; this fills in the protocol and the transcription.
 nlohmann::json benchmark_engine(BenchEngine& engine, std::span<const float> audio_16k, int delay_ms,

@@ -1,5 +1,5 @@
-// voxrt bench --model DIR [--audio FILE] [--steps N] [--offline-seconds 30,300] [--figures LIST] [--out DIR]
-// (LIST: encoder, decoder, offline by default; products adds each product of a step timed alone,
+// voxrt bench --model DIR [--audio FILE] [--passes N] [--offline-seconds 30,300] [--figures LIST] [--out DIR]
+// (LIST: encoder, decoder, offline by default; products adds each product of a pass timed alone,
 // attention one layer's attention for many streams at once)
 // voxrt bench --model DIR --streams N [--find-capacity] [--stream-seconds 300] [--measure-seconds 10]: N live streams
 // at once (bench/streams_bench.h) instead of the per-stream figures.
@@ -35,7 +35,7 @@ constexpr int kSampleRate = 16000;
 const char* const kFigures[] = {"encoder", "decoder", "offline", "products", "attention"};
 // The offline inputs are tiled in memory (4 bytes a sample): an hour is 230 MB.
 constexpr double kMaxOfflineSeconds = 3600;
-constexpr int kMaxSteps = 1'000'000;
+constexpr int kMaxPasses = 1'000'000;
 constexpr int kMaxStreams = 4096;
 constexpr int kMaxProductRows = 16384;  // an offline encoder pass has 8192
 
@@ -43,7 +43,9 @@ struct BenchArgs {
   EngineArgs engine;
   int delay_ms = 0;
   std::string audio;  // empty: jfk.wav found next to the program, else generated
-  int steps = 200;
+  int passes = 200;
+  std::string passes_flag = "--passes";  // or --steps, its old name, when given so: errors name it
+  std::string steps;  // --steps as typed (deprecated, kept for one release): the old name of --passes
   std::vector<double> offline_seconds{30, 300};
   std::vector<std::string> figures{"encoder", "decoder", "offline"};
   std::string out = ".";
@@ -66,8 +68,8 @@ std::string utc_stamp() {
 void check_args(const BenchArgs& a) {
   if (a.engine.gpus.size() > 1 && a.streams == 0 && a.offline_batch == 0)
     throw UsageError("--gpus: bench spreads --streams or --offline-batch over several devices; its other figures time one device");
-  if (a.steps < 1 || a.steps > kMaxSteps)
-    throw UsageError("--steps " + std::to_string(a.steps) + ": expected 1 to " + std::to_string(kMaxSteps));
+  if (a.passes < 1 || a.passes > kMaxPasses)
+    throw UsageError(a.passes_flag + " " + std::to_string(a.passes) + ": expected 1 to " + std::to_string(kMaxPasses));
   for (double s : a.offline_seconds)
     if (!(s >= 1 && s <= kMaxOfflineSeconds)) {
       char v[32];
@@ -207,10 +209,10 @@ void run_bench(BenchArgs a) {
   if (a.streams > 0) return run_streams(engine, a, audio, audio_name);
   if (a.offline_batch > 0) return run_offline_batch(engine, a, audio, audio_name);
   BenchOptions b;
-  b.steps = a.steps;
+  b.passes = a.passes;
   auto wanted = [&](const char* f) { return std::find(a.figures.begin(), a.figures.end(), f) != a.figures.end(); };
-  b.encoder_steps = wanted("encoder");
-  b.decoder_steps = wanted("decoder");
+  b.encoder_passes = wanted("encoder");
+  b.decoder_passes = wanted("decoder");
   b.products = wanted("products") || !a.product_rows.empty();
   b.product_rows = a.product_rows;
   if (wanted("attention") || !a.attention_streams.empty())
@@ -226,21 +228,39 @@ void run_bench(BenchArgs a) {
              "\n");
 }
 
+// --steps N, the old name of --passes N (deprecated, kept for one release), into passes.
+void take_steps_as_passes(BenchArgs& a, bool passes_given) {
+  if (a.steps.empty()) return;
+  if (passes_given) throw UsageError("--steps and --passes: give one of them (--steps is the old name of --passes)");
+  size_t used = 0;
+  try {
+    a.passes = std::stoi(a.steps, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != a.steps.size()) throw UsageError("--steps " + a.steps + ": not a number");
+  a.passes_flag = "--steps";
+}
+
 }  // namespace
 
 void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand("bench", "Measure load, per-step and offline speed against the hardware floor");
+  CLI::App* cmd = app.add_subcommand("bench", "Measure load, per-pass and offline speed against the hardware floor");
   add_engine_options(cmd, args->engine);
   add_delay_option(cmd, args->delay_ms);
   cmd->add_option("--audio", args->audio,
                   "Speech to tile into the offline inputs (default: jfk.wav next to the program, else generated)");
-  cmd->add_option("--steps", args->steps, "Timed steps per per-step figure")->capture_default_str();
+  CLI::Option* passes =
+      cmd->add_option("--passes", args->passes, "Timed passes per pass figure (encoder, decoder)")->capture_default_str();
+  // The old name of --passes, left out of the help (group ""). Taken as text: CLI11 names a hidden
+  // option nowhere in its errors, so take_steps_as_passes reads it and names it.
+  cmd->add_option("--steps", args->steps)->group("");
   cmd->add_option("--offline-seconds", args->offline_seconds, "Offline input lengths in seconds (1 to 3600)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--figures", args->figures,
-                  "Which figures to measure (encoder, decoder, offline; products: each product of a step alone; "
+                  "Which figures to measure (encoder, decoder, offline; products: each product of a pass alone; "
                   "attention: one layer's attention for many streams)")
       ->delimiter(',')
       ->capture_default_str();
@@ -270,7 +290,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--offline-batch", args->offline_batch,
                   "Run B offline transcriptions at once (each as long as the first --offline-seconds), instead of the per-stream figures");
   cmd->add_option("--out", args->out, "Folder for the JSON result (default: the current directory)");
-  cmd->callback([args] { run_bench(*args); });
+  cmd->callback([args, passes] {
+    take_steps_as_passes(*args, passes->count() > 0);
+    run_bench(*args);
+  });
 }
 
 }  // namespace voxrt::cli

@@ -6,15 +6,15 @@
 namespace voxrt {
 namespace {
 
-// A round takes about 4 ms alone on the H200 and tens of ms with hundreds of streams (a step's audio
-// is 80 ms); the tiny model on a CPU takes well under a millisecond.
-constexpr std::array<double, 14> kStepBoundsMs = {0.5, 1, 2, 4, 8, 12, 16, 25, 40, 60, 80, 120, 250, 1000};
+// A round takes about 4 ms alone on the H200 and tens of ms with hundreds of streams (a position's
+// audio is 80 ms); the tiny model on a CPU takes well under a millisecond.
+constexpr std::array<double, 14> kRoundBoundsMs = {0.5, 1, 2, 4, 8, 12, 16, 25, 40, 60, 80, 120, 250, 1000};
 // A live hand-over waits a round or two; past 80 ms the session falls behind real time.
 constexpr std::array<double, 13> kWaitBoundsMs = {1, 2, 5, 10, 20, 40, 60, 80, 120, 160, 250, 500, 1000};
 
 }  // namespace
 
-EngineCounters::EngineCounters() : step_ms_(kStepBoundsMs), live_wait_ms_(kWaitBoundsMs) {}
+EngineCounters::EngineCounters() : round_ms_(kRoundBoundsMs), live_wait_ms_(kWaitBoundsMs) {}
 
 void EngineCounters::opened() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -30,7 +30,7 @@ void EngineCounters::round(double seconds, int decoder_rows) {
   std::lock_guard<std::mutex> lock(mu_);
   ++rounds_;
   decoder_rows_ += static_cast<uint64_t>(std::max(0, decoder_rows));
-  step_ms_.add(seconds * 1e3);
+  round_ms_.add(seconds * 1e3);
 }
 
 void EngineCounters::live_wait(double ms) {
@@ -52,7 +52,7 @@ void EngineCounters::fill(EngineStats& out) const {
   out.rounds = out.steps = rounds_;
   out.decoder_rows = decoder_rows_;
   out.audio_seconds = audio_seconds_;
-  out.step_ms = step_ms_.histogram();
+  out.round_ms = out.step_ms = round_ms_.histogram();
   out.live_wait_ms = live_wait_ms_.histogram();
 }
 

@@ -29,7 +29,7 @@ class EngineCounters {
   uint64_t opened_ = 0, refused_full_ = 0, refused_overloaded_ = 0, refused_too_long_ = 0;
   uint64_t rounds_ = 0, decoder_rows_ = 0;
   double audio_seconds_ = 0;
-  HistogramCounter step_ms_, live_wait_ms_;
+  HistogramCounter round_ms_, live_wait_ms_;
 };
 
 }  // namespace voxrt

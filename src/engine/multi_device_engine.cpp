@@ -47,6 +47,7 @@ EngineStats combine_device_stats(const std::vector<EngineStats>& each) {
     s.rounds += e.rounds;
     s.steps += e.steps;
     s.decoder_rows += e.decoder_rows;
+    add_histogram(s.round_ms, e.round_ms);
     add_histogram(s.step_ms, e.step_ms);
     add_histogram(s.live_wait_ms, e.live_wait_ms);
     s.live_wait_p90_ms = std::max(s.live_wait_p90_ms, e.live_wait_p90_ms);

@@ -95,8 +95,8 @@ Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protoco
       protocol_(protocol),
       encoder_pool_(model.backend(), shapes.encoder, shapes.grows),
       decoder_pool_(model.backend(), shapes.decoder, shapes.grows),
-      encoder_(model, unique_step_key("encoder pass")),
-      decoder_(model, unique_step_key("decoder pass")),
+      encoder_(model, unique_recording_key("encoder pass")),
+      decoder_(model, unique_recording_key("decoder pass")),
       load_(limits.overload_wait_ms),
       cache_seen_(cache_use_locked()),
       thread_([this] { loop(); }) {}

@@ -73,8 +73,8 @@ struct LinearOut {
   bool accumulate = false;
 };
 
-// How a backend ran its steps (run_step): captured as a graph, replayed, or run op by op.
-struct StepStats {
+// How a backend ran its recordings (run_recorded): captured as a graph, replayed, or run op by op.
+struct RecordingStats {
   uint64_t captured = 0, replayed = 0, eager = 0;
 };
 
@@ -104,18 +104,19 @@ class Backend {
   // Waits for all queued work (timing needs it; results never do: download() waits already).
   virtual void synchronize() {}
 
-  // Runs `step`, a sequence of ops that recurs with the same shapes, buffers and parameters (a
-  // decoder step, an encoder step), so that the backend may record it once and replay it: the CUDA
-  // backend captures a CUDA graph the second time a key is seen and replays it while the ops'
-  // launches stay the same, recapturing when they change. Only the data the ops take from the host
-  // (uploads, positions, token ids) may differ between runs. Inside a step nothing may be downloaded
-  // and no memory allocated or freed (a backend runs the step without recording if it is).
-  // Backends without such a mechanism just call step().
-  virtual void run_step(const std::string& key, const std::function<void()>& step) {
+  // Runs `ops` as a recording: a sequence of ops that recurs with the same shapes, buffers and
+  // parameters (a decoder pass, an encoder pass), so that the backend may record it once and replay
+  // it: the CUDA backend captures a CUDA graph the second time a key is seen and replays it while
+  // the ops' launches stay the same, recapturing when they change. Only the data the ops take from
+  // the host (uploads, positions, token ids) may differ between runs. Inside a recording nothing may
+  // be downloaded and no memory allocated or freed (where an op allocates, the backend runs the
+  // recording op by op instead).
+  // Backends without such a mechanism just call ops().
+  virtual void run_recorded(const std::string& key, const std::function<void()>& ops) {
     (void)key;
-    step();
+    ops();
   }
-  virtual StepStats step_stats() const { return {}; }
+  virtual RecordingStats recording_stats() const { return {}; }
   virtual Ceilings measure_ceilings() = 0;
   virtual size_t weight_element_bytes() const = 0;  // how a weight element is stored (4: fp32, 2: bf16)
   virtual size_t memory_in_use() const = 0;         // device memory in use, or the process's peak RSS

@@ -9,7 +9,7 @@
 namespace voxrt {
 
 struct CudaOptions {
-  bool graphs = true;                // steps as CUDA graphs (VOXRT_CUDA_GRAPHS=0: launched eagerly)
+  bool graphs = true;                // recordings as CUDA graphs (VOXRT_CUDA_GRAPHS=0: launched eagerly)
   bool programmatic_launch = true;   // programmatic dependent launch (VOXRT_CUDA_PDL=0: plain launches)
   bool tensor_core_gemv = true;      // VOXRT_CUDA_GEMV=simt: the CUDA-core GEMV, 8 rows a launch, no GEMM
   bool library_products = false;     // VOXRT_CUDA_GEMV_MAX_ROWS=0: every product through cuBLAS

@@ -46,7 +46,7 @@ struct KvCacheShape {
 // Paged caches hand out pages from a free list. A slot may reserve pages (reserve()): those are
 // kept for it, so that mapping them never fails; a slot mapping beyond its reservation takes a page
 // only when one is free beyond every slot's outstanding reservation. Mapping and reserving happen
-// between passes (the table's backend copy is uploaded as it changes), never inside a step.
+// between passes (the table's backend copy is uploaded as it changes), never inside a recording.
 class KvCache {
  public:
   KvCache() = default;

@@ -283,7 +283,9 @@ std::string ApiService::metrics() const {
   // The same count under its old name, which dashboards read: deprecated, kept for one release.
   m.counter("voxrt_steps_total", "Deprecated: voxrt_rounds_total under its old name", static_cast<double>(s.rounds));
   m.counter("voxrt_decoder_rows_total", "Decoder rows run (a session's position is a row)", static_cast<double>(s.decoder_rows));
-  m.histogram("voxrt_step_seconds", "Wall time of a batched round", s.step_ms, 1e-3);
+  m.histogram("voxrt_round_seconds", "Wall time of a round of the scheduler's loop", s.round_ms, 1e-3);
+  // Likewise the rounds' wall time.
+  m.histogram("voxrt_step_seconds", "Deprecated: voxrt_round_seconds under its old name", s.round_ms, 1e-3);
   m.histogram("voxrt_live_wait_seconds",
               "A live session's wait inside the engine, from 80 ms of audio handed to the scheduler to its steps done",
               s.live_wait_ms, 1e-3);

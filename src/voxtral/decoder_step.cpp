@@ -60,7 +60,7 @@ SessionRowRefs check_session_rows(const VoxtralModel& model, std::span<const Ses
 
 }  // namespace
 
-std::string unique_step_key(const std::string& what) {
+std::string unique_recording_key(const std::string& what) {
   static std::atomic<uint64_t> next{0};
   return what + " #" + std::to_string(next++);
 }
@@ -97,7 +97,7 @@ std::vector<DecoderStepResult> DecoderPass::run(std::span<const SessionRow> rows
   Mat logits{};
   // One recorded step per row and output count: a replay's launches have the shapes of its capture.
   const int outputs = static_cast<int>(refs.logit_rows.size());
-  be.run_step(key_ + " x" + std::to_string(k) + (outputs < k ? " out " + std::to_string(outputs) : ""), [&] {
+  be.run_recorded(key_ + " x" + std::to_string(k) + (outputs < k ? " out " + std::to_string(outputs) : ""), [&] {
     logits = model_.decode(refs.inputs, in, refs.refs, refs.delays, cache, refs.logit_rows);
   });
   return argmax_rows(be, logits);

@@ -95,6 +95,6 @@ std::vector<DecoderStepResult> decode_sessions(VoxtralModel& model, std::span<co
 
 // A step key no other caller uses ("<what> #<n>"), so that sessions sharing a backend each keep
 // their own recorded step.
-std::string unique_step_key(const std::string& what);
+std::string unique_recording_key(const std::string& what);
 
 }  // namespace voxrt

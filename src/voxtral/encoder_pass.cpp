@@ -44,7 +44,7 @@ Mat EncoderPass::run(std::span<const EncoderPart> parts, KvCache& cache) {
     model_.encode(frames, refs, cache);
     model_.adapt(Mat{frames.data, positions, frames.cols * factor}, adapter);
   };
-  be.run_step(key_ + shape, pass);
+  be.run_recorded(key_ + shape, pass);
   for (int p = 0; p < n; ++p) be.copy(parts[p].conv1_context.data, contexts_.row(p), static_cast<size_t>(c.encoder.dim));
   return adapter;
 }

@@ -26,7 +26,7 @@ class VoxtralModel {
 
   // The stage calls below allocate nothing once their largest batch has been seen (scratch kept
   // between calls), download nothing and never wait for the device, so a run of them can be a
-  // Backend step (run_step), replayed as a CUDA graph.
+  // Backend recording (run_recorded), replayed as a CUDA graph.
 
   // Conv stem. mel_with_context: time-major mel rows preceded by 2 rows of causal context (zeros at
   // the start of a stream); mel rows must be even. conv1_context: the 1 row of conv1 output before

@@ -9,8 +9,8 @@ StreamDecoder::AloneWork::AloneWork(VoxtralModel& model, const Options& opts)
     : enc_cache(&model.backend(), StreamState::encoder_cache_shape(model, opts.max_batch_positions, 1)),
       dec_cache(&model.backend(), StreamState::decoder_cache_shape(model, opts.protocol, 1)),
       state(model, opts, {enc_cache, 0}, {dec_cache, 0}),
-      encoder(model, unique_step_key("encoder")),
-      decoder(model, unique_step_key("decoder")) {}
+      encoder(model, unique_recording_key("encoder")),
+      decoder(model, unique_recording_key("decoder")) {}
 
 std::vector<StreamState::Step> StreamDecoder::AloneWork::run(std::vector<float> frames, int64_t final_positions) {
   if (state.stopped()) return {};  // after EOS nothing more is decoded

@@ -110,7 +110,7 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
   // Prefill the prompt in one pass; its last position gives the first token.
   int32_t tok = take(decode_prompt(model, proto, opts.ids, adapter.view(0, P), cache), 0);
 
-  DecoderStep decoder(model, unique_step_key("offline decoder"));
+  DecoderStep decoder(model, unique_recording_key("offline decoder"));
   for (int step = 1; step < total_steps; ++step) {
     if (opts.stop_at_eos && tok == opts.ids.eos && !opts.teacher_tokens) {
       result.eos_stopped = true;

@@ -69,8 +69,8 @@ inline TogetherRun run_together(VoxtralModel& model, const LogMel& logmel, const
   decoder_shape.pages = encoder_shape.pages = 1;
   KvPool pool(be, decoder_shape, /*grows=*/true);
   KvPool encoder_pool(be, encoder_shape, /*grows=*/true);
-  EncoderPass encoder(model, unique_step_key("test encoder pass"));
-  DecoderPass pass(model, unique_step_key("test pass"));
+  EncoderPass encoder(model, unique_recording_key("test encoder pass"));
+  DecoderPass pass(model, unique_recording_key("test pass"));
   std::vector<std::unique_ptr<Live>> live;
   size_t joined = 0;
   uint64_t rounds = 0;

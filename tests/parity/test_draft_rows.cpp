@@ -55,7 +55,7 @@ TEST_P(DraftRows, RowsOfOnePassEqualSingleSteps) {
   Decoded single, pass;
   {
     KvCache cache = fresh_cache();
-    DecoderStep step(*model, unique_step_key("test single"));
+    DecoderStep step(*model, unique_recording_key("test single"));
     for (int i = 0; i < rows; ++i) {
       const DecoderStepResult r = step.run(inputs[i], audio.view(P + i, 1), P + i, proto.n_delay, cache);
       single.ids.push_back(r.id);
@@ -66,7 +66,7 @@ TEST_P(DraftRows, RowsOfOnePassEqualSingleSteps) {
   }
   {
     KvCache cache = fresh_cache();
-    DecoderStep step(*model, unique_step_key("test rows"));
+    DecoderStep step(*model, unique_recording_key("test rows"));
     for (const DecoderStepResult& r : step.run_rows(inputs, audio.view(P, rows), P, proto.n_delay, cache)) {
       pass.ids.push_back(r.id);
       pass.margins.push_back(r.margin);

@@ -234,6 +234,7 @@ TEST(CliErrors, CommandLineMistakesExit2WithOneStyleAndAHint) {
            {"transcribe", "voxrt: error: no inputs", "voxrt: see `voxrt transcribe --help`"},
            {"transcribe --bogus x.wav", "voxrt: error: unknown option --bogus", "voxrt: see `voxrt transcribe --help`"},
            {"stream --chunk-ms", "voxrt: error: --chunk-ms", "voxrt: see `voxrt stream --help`"},
+           {"bench --passes many", "voxrt: error: --passes", "voxrt: see `voxrt bench --help`"},
            {"bench --steps many", "voxrt: error: --steps", "voxrt: see `voxrt bench --help`"},
        }) {
     const RunResult r = run_voxrt(c.args);
@@ -304,7 +305,9 @@ TEST(CliValues, EveryValueIsCheckedBeforeTheModelLoads) {
            {"bench --streams 2 --stream-seconds 5 --measure-seconds 10" + m, "--stream-seconds"},
            {"bench --figures foo" + m, "--figures foo"},
            {"bench --attention-streams 0" + m, "--attention-streams 0"},
+           {"bench --passes 0" + m, "--passes 0"},
            {"bench --steps 0" + m, "--steps 0"},
+           {"bench --steps 2 --passes 2" + m, "--steps and --passes: give one of them"},
            {"pull --layout gguf --endpoint http://127.0.0.1:1", "--layout gguf"},
        }) {
     const RunResult r = run_voxrt(c.args);
@@ -381,7 +384,7 @@ TEST(CliEmptyInput, IsAnEmptyTranscriptWithANoteOnEveryRoute) {
 
 TEST(CliBench, RunsFromAnotherDirectoryAndWritesThere) {
   TempDir cwd;
-  const RunResult r = run_voxrt("bench -q --figures decoder --steps 2 --model " + model_dir(), {.cwd = cwd.path().string()});
+  const RunResult r = run_voxrt("bench -q --figures decoder --passes 2 --model " + model_dir(), {.cwd = cwd.path().string()});
   ASSERT_EQ(r.status, 0) << r.err;
   std::vector<fs::path> written;
   for (const auto& e : fs::directory_iterator(cwd.path())) written.push_back(e.path());

@@ -1205,9 +1205,9 @@ TEST_F(CudaBackendTest, OptionsGivenAtConstructionTakeEffect) {
   EXPECT_EQ(gpu().kv_element_bytes(), 2u);
   EXPECT_TRUE(gpu().batch_invariant());
   Buffer a(other.get(), 1, 8);
-  for (int i = 0; i < 3; ++i) other->run_step("options step", [&] { other->fill(a.data(), 1.0f, 8); });
-  EXPECT_EQ(other->step_stats().captured, 0u);
-  EXPECT_EQ(other->step_stats().replayed, 0u);
+  for (int i = 0; i < 3; ++i) other->run_recorded("options recording", [&] { other->fill(a.data(), 1.0f, 8); });
+  EXPECT_EQ(other->recording_stats().captured, 0u);
+  EXPECT_EQ(other->recording_stats().replayed, 0u);
   // The library products give the GEMV's results within the products' tolerance.
   const int M = 5, N = 64, K = 256;
   const auto x = random(static_cast<size_t>(M) * K), w = random(static_cast<size_t>(N) * K, -0.1f, 0.1f);
@@ -1277,14 +1277,14 @@ TEST_F(CudaBackendTest, FusedNormAndRopeStoreEqualTheSeparateOps) {
   EXPECT_TRUE(exact(f.values, s.values));
 }
 
-// ---- Recorded steps (CUDA graphs) ----
+// ---- Recordings (CUDA graphs) ----
 
-TEST_F(CudaBackendTest, RecordedStepsReplayExactlyWithNewData) {
-  // A step of the model's op kinds (upload, embed, rms_norm, fused products, rope, store_kv,
+TEST_F(CudaBackendTest, RecordingsReplayExactlyWithNewData) {
+  // A recording of the model's op kinds (upload, embed, rms_norm, fused products, rope, store_kv,
   // attention over a ring that wraps, scale_rows, copy) run 12 times at new positions with new
-  // inputs and ids, under run_step (eager, captured, then replayed) and on a backend with graphs
-  // off: every output bit for bit equal. Then the step moves to another buffer: the signature
-  // changes and the step is captured again, still exact.
+  // inputs and ids, under run_recorded (eager, captured, then replayed) and on a backend with graphs
+  // off: every output bit for bit equal. Then the recording moves to another buffer: the signature
+  // changes and the recording is captured again, still exact.
 #ifdef VOXRT_WITH_CUDA
   setenv("VOXRT_CUDA_GRAPHS", "0", 1);
   std::unique_ptr<Backend> plain = make_cuda_backend(0);
@@ -1318,9 +1318,9 @@ TEST_F(CudaBackendTest, RecordedStepsReplayExactlyWithNewData) {
         v(&b, 1, kv_heads * hd), o(&b, 1, heads * hd), out(&b, 1, dim);
     std::vector<float> all;
     for (int i = 0; i < 14; ++i) {
-      Buffer& in = i < 10 ? in_a : in_b;  // the last 4 steps read another buffer: recaptured
+      Buffer& in = i < 10 ? in_a : in_b;  // the last 4 runs read another buffer: recaptured
       const RowRef row{0, i};
-      b.run_step("test step", [&] {
+      b.run_recorded("test recording", [&] {
         b.upload(in.data(), audio[i].data(), dim);
         b.embed(E, std::span<const int32_t>(&ids[i], 1), x.all());
         b.add(x.all(), in.all());
@@ -1340,24 +1340,24 @@ TEST_F(CudaBackendTest, RecordedStepsReplayExactlyWithNewData) {
     }
     return all;
   };
-  const StepStats before = gpu().step_stats();
+  const RecordingStats before = gpu().recording_stats();
   const auto graphed = run(gpu());
   const auto eager = run(*plain);
   EXPECT_TRUE(exact(graphed, eager));
-  const StepStats after = gpu().step_stats();
+  const RecordingStats after = gpu().recording_stats();
   // Run 1 eager, 2 captured, 3..10 replayed; 11 (new buffer) mismatches and is captured again.
   EXPECT_EQ(after.captured - before.captured, 2u);
   EXPECT_EQ(after.replayed - before.replayed, 11u);
   EXPECT_EQ(after.eager - before.eager, 1u);
-  EXPECT_EQ(plain->step_stats().replayed, 0u);
+  EXPECT_EQ(plain->recording_stats().replayed, 0u);
 }
 
-TEST_F(CudaBackendTest, StepThatAllocatesRunsEagerlyAndForbiddenOpsThrow) {
+TEST_F(CudaBackendTest, RecordingThatAllocatesRunsEagerlyAndForbiddenOpsThrow) {
   Buffer a(&gpu(), 1, 16);
   gpu().fill(a.data(), 1.0f, 16);
   for (int i = 0; i < 3; ++i) {
-    gpu().run_step("allocating step", [&] {
-      Buffer tmp(&gpu(), 1, 16);  // cannot be recorded: the step runs op by op
+    gpu().run_recorded("allocating recording", [&] {
+      Buffer tmp(&gpu(), 1, 16);  // cannot be captured: the recording runs op by op
       gpu().fill(tmp.data(), 2.0f, 16);
       gpu().add(a.all(), tmp.all());
     });
@@ -1365,7 +1365,7 @@ TEST_F(CudaBackendTest, StepThatAllocatesRunsEagerlyAndForbiddenOpsThrow) {
   EXPECT_TRUE(exact(get(gpu(), a.all()), std::vector<float>(16, 7.0f)));
   std::vector<float> host(16);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_THROW(gpu().run_step("downloading step", [&] { gpu().download(host.data(), a.data(), 16); }), Error);
+    EXPECT_THROW(gpu().run_recorded("downloading recording", [&] { gpu().download(host.data(), a.data(), 16); }), Error);
   }
   EXPECT_TRUE(exact(get(gpu(), a.all()), std::vector<float>(16, 7.0f)));  // still usable
 }

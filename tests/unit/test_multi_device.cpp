@@ -89,7 +89,7 @@ TEST(MultiDevice, SessionsAndFilesAreSpreadAndEachResultIsOneDevicesResult) {
   EXPECT_GT(s.devices[0].sessions_opened, 0u);
   EXPECT_GT(s.devices[1].sessions_opened, 0u);
   EXPECT_EQ(s.rounds, s.devices[0].rounds + s.devices[1].rounds);
-  EXPECT_EQ(s.step_ms.count, s.rounds);
+  EXPECT_EQ(s.round_ms.count, s.rounds);
 }
 
 // A device whose model work failed. A GPU's fault (a sticky CUDA error, memory lost) cannot be
@@ -155,14 +155,18 @@ TEST(MultiDevice, AFailedDeviceTakesNothingNewWhileTheOthersServe) {
 
 TEST(MultiDevice, CombinedStatsAddTheDevicesHistogramsBucketByBucket) {
   EngineStats x, y;
-  x.step_ms = {{1, 10}, {1, 2, 3}, 20, 6};
-  y.step_ms = {{1, 10}, {0, 1, 1}, 30, 2};
+  x.round_ms = x.step_ms = {{1, 10}, {1, 2, 3}, 20, 6};
+  y.round_ms = y.step_ms = {{1, 10}, {0, 1, 1}, 30, 2};
   x.live_wait_p90_ms = 12, y.live_wait_p90_ms = 40;
   x.devices = {{.device = "cuda:0"}}, y.devices = {{.device = "cuda:1", .failed = true}};
   const EngineStats s = combine_device_stats({x, y});
-  EXPECT_EQ(s.step_ms.counts, (std::vector<uint64_t>{1, 3, 4}));
-  EXPECT_EQ(s.step_ms.count, 8u);
-  EXPECT_DOUBLE_EQ(s.step_ms.sum, 50);
+  EXPECT_EQ(s.round_ms.counts, (std::vector<uint64_t>{1, 3, 4}));
+  EXPECT_EQ(s.round_ms.count, 8u);
+  EXPECT_DOUBLE_EQ(s.round_ms.sum, 50);
+  // The deprecated name, added alike.
+  EXPECT_EQ(s.step_ms.counts, s.round_ms.counts);
+  EXPECT_EQ(s.step_ms.count, s.round_ms.count);
+  EXPECT_DOUBLE_EQ(s.step_ms.sum, s.round_ms.sum);
   EXPECT_DOUBLE_EQ(s.live_wait_p90_ms, 40);
   ASSERT_EQ(s.devices.size(), 2u);
   EXPECT_TRUE(s.devices[1].failed);

@@ -438,14 +438,14 @@ TEST(PrometheusText, FamiliesSamplesEscapesAndCumulativeBuckets) {
             "c_seconds_sum 0.5\nc_seconds_count 3\n");
 }
 
-TEST(Metrics, CountSessionsStepsAudioAndAnswers) {
+TEST(Metrics, CountSessionsRoundsAudioAndAnswers) {
   RunningServer s({}, true, {}, {.device = Device::Cpu, .threads = 1, .max_sessions = 1});
   const testutil::HttpTestClient c = s.client();
   const auto before = c.request(http::verb::get, "/metrics");
   EXPECT_EQ(before.status, 200);
   EXPECT_NE(before.content_type.find("text/plain"), std::string::npos);
   EXPECT_EQ(metric(before.body, "voxrt_ready"), 1);
-  EXPECT_EQ(metric(before.body, "voxrt_steps_total"), 0);
+  EXPECT_EQ(metric(before.body, "voxrt_rounds_total"), 0);
   // A transcription through the API...
   const std::vector<uint8_t> bytes = testutil::read_bytes(test_data() / "audio" / "jfk.wav");
   const std::string wav(bytes.begin(), bytes.end());
@@ -470,7 +470,7 @@ TEST(Metrics, CountSessionsStepsAudioAndAnswers) {
   EXPECT_EQ(full["type"], "error");
   EXPECT_EQ(full["error"]["code"], 503) << full.dump();
   const std::string after = c.request(http::verb::get, "/metrics").body;
-  EXPECT_GT(metric(after, "voxrt_steps_total"), 0) << after;
+  EXPECT_GT(metric(after, "voxrt_rounds_total"), 0) << after;
   EXPECT_NEAR(metric(after, "voxrt_audio_seconds_total"), 11.0 + 0.2, 1e-6) << after;  // jfk.wav's, the holder's
   EXPECT_EQ(metric(after, "voxrt_sessions_total"), 2);
   EXPECT_EQ(metric(after, "voxrt_sessions_active"), 1);
@@ -479,7 +479,7 @@ TEST(Metrics, CountSessionsStepsAudioAndAnswers) {
   EXPECT_GE(metric(after, "voxrt_http_responses_total{code=\"200\"}"), 1);  // the scrapes and the upload
   EXPECT_GT(metric(after, "voxrt_cache_bytes_in_use"), 0);  // reserved by the open session
   EXPECT_GT(metric(after, "voxrt_cache_bytes_total"), 0);    // max_sessions: allocated at load
-  EXPECT_EQ(metric(after, "voxrt_step_seconds_bucket{le=\"+Inf\"}"), metric(after, "voxrt_steps_total"));
+  EXPECT_EQ(metric(after, "voxrt_round_seconds_bucket{le=\"+Inf\"}"), metric(after, "voxrt_rounds_total"));
   // One audio message of one open utterance (the refused session's never reached the model).
   EXPECT_EQ(metric(after, "voxrt_live_lag_seconds_count"), 1) << after;
   EXPECT_GT(metric(after, "voxrt_live_lag_seconds_sum"), 0) << after;

@@ -529,7 +529,7 @@ TEST(RealtimeLimitsAudio, AClosedConnectionsQueuedAudioIsSkipped) {
     metrics = http_client.request(http::verb::get, "/metrics").body;
   }
   EXPECT_EQ(metric(metrics, "voxrt_sessions_active"), 0) << "the session was not freed";
-  EXPECT_LT(metric(metrics, "voxrt_steps_total"), 3000 / 4) << "the model went on for a closed connection";
+  EXPECT_LT(metric(metrics, "voxrt_rounds_total"), 3000 / 4) << "the model went on for a closed connection";
 }
 
 // A stopping server ends an utterance whose client it has paused (flooding) with its done event.

@@ -747,12 +747,12 @@ def report(args, sessions, duration, wall0, lag, samples, mb, ma, interrupted):
             "sessions_active_max": max((x["sessions_active"] or 0 for x in samples), default=None),
             "sessions_total": ma.get("voxrt_sessions_total", 0) - mb.get("voxrt_sessions_total", 0),
             "sessions_rejected": rejected,
-            "steps": ma.get("voxrt_steps_total", 0) - mb.get("voxrt_steps_total", 0),
+            "rounds": ma.get("voxrt_rounds_total", 0) - mb.get("voxrt_rounds_total", 0),
             "decoder_rows": ma.get("voxrt_decoder_rows_total", 0) - mb.get("voxrt_decoder_rows_total", 0),
             "audio_seconds": ma.get("voxrt_audio_seconds_total", 0) - mb.get("voxrt_audio_seconds_total", 0),
             "samples": samples,
         }
-        server["mean_rows_per_step"] = server["decoder_rows"] / server["steps"] if server["steps"] else None
+        server["mean_rows_per_round"] = server["decoder_rows"] / server["rounds"] if server["rounds"] else None
 
     doc = {
         "tool": "voxrt tools/load/realtime_load.py",
@@ -805,7 +805,7 @@ def report(args, sessions, duration, wall0, lag, samples, mb, ma, interrupted):
         lw = server["live_wait_s"]
         p(f"  server: live wait (80 ms of audio -> its steps done) p50 {ms(lw['p50'])} / p90 {ms(lw['p90'])} / "
           f"p99 {ms(lw['p99'])} ms (n={lw['count']}, bucket estimates); min margin "
-          f"{ms(server['realtime_margin_s_min'])} ms; rows/step {server['mean_rows_per_step'] or 0:.1f}; "
+          f"{ms(server['realtime_margin_s_min'])} ms; rows/round {server['mean_rows_per_round'] or 0:.1f}; "
           f"rejected {server['sessions_rejected']}", file=e)
     shown = 0
     for s in sessions:

@@ -4,7 +4,7 @@
 Starts `voxrt serve` (or uses --url), opens one realtime session in vLLM's dialect and streams
 --hours of audio (the test files back to back, looped) at --speed x real time, one second of audio a
 message. Every --window seconds it samples the server's resident memory (/proc/PID/status, when it
-started the server), its rounds' mean wall time and the live lag (from /metrics: voxrt_step_seconds
+started the server), its rounds' mean wall time and the live lag (from /metrics: voxrt_round_seconds
 and voxrt_live_lag_seconds over the window), and what the client waits for its own messages. At the
 end it compares the session's transcript with `voxrt transcribe` of the same audio (the offline
 reference; offline decoding stops at an end-of-sequence token, a live session goes on, so the live
@@ -109,14 +109,14 @@ async def soak(args, port, pid, pcm):
                                        "audio": base64.b64encode(pcm[i * second:(i + 1) * second]).decode()}))
         if time.monotonic() - t_window >= args.window or i == total - 1:
             m1 = metrics(port)
-            steps = metric(m1, "voxrt_step_seconds_count") - metric(m0, "voxrt_step_seconds_count")
-            step_s = metric(m1, "voxrt_step_seconds_sum") - metric(m0, "voxrt_step_seconds_sum")
+            rounds = metric(m1, "voxrt_round_seconds_count") - metric(m0, "voxrt_round_seconds_count")
+            round_s = metric(m1, "voxrt_round_seconds_sum") - metric(m0, "voxrt_round_seconds_sum")
             lags = metric(m1, "voxrt_live_lag_seconds_count") - metric(m0, "voxrt_live_lag_seconds_count")
             lag_s = metric(m1, "voxrt_live_lag_seconds_sum") - metric(m0, "voxrt_live_lag_seconds_sum")
             w = {"audio_h": round((i + 1) / 3600, 3), "wall_s": round(time.monotonic() - t0, 1),
                  "rss_mb": rss_mb(pid) if pid else None,
-                 "gpu_mb": gpu_mb(pid) if pid and args.device != "cpu" else None, "rounds": int(steps),
-                 "round_ms": round(1000 * step_s / steps, 3) if steps else None,
+                 "gpu_mb": gpu_mb(pid) if pid and args.device != "cpu" else None, "rounds": int(rounds),
+                 "round_ms": round(1000 * round_s / rounds, 3) if rounds else None,
                  "lag_ms": round(1000 * lag_s / lags, 2) if lags else None,
                  "audio_x": round((i + 1 - sent_at_window) / (time.monotonic() - t_window), 1)}
             windows.append(w)

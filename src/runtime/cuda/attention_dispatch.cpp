@@ -39,7 +39,7 @@ void AttentionDispatch::attention(const KvCache& cache, int layer, Mat q, std::s
         "cuda attention", "cache not 16-byte aligned");
   device_.use();
   // Planned for a full window whatever the positions (blocks past a row's keys return at once):
-  // the launch then depends on shapes only, so a recorded step replays at any position.
+  // the launch then depends on shapes only, so a recording replays at any position.
   const bool tensor_cores = attention_kernels_ == KernelSwitches::AttentionKernels::Automatic
                                 ? options_.tensor_core_attention
                                 : attention_kernels_ == KernelSwitches::AttentionKernels::TensorCores;
@@ -67,7 +67,7 @@ void AttentionDispatch::attention(const KvCache& cache, int layer, Mat q, std::s
   a.ldo = out.cols;
   if (plan.scratch_floats > 0)
     a.scratch = static_cast<float*>(memory_.grow(attn_, plan.scratch_floats * sizeof(float)));
-  if (steps_.recorded(17, cache.key_data(), cache.value_data(), cache.device_page_table(), layer, q.data, q.rows,
+  if (recorder_.recorded(17, cache.key_data(), cache.value_data(), cache.device_page_table(), layer, q.data, q.rows,
                       q.cols, d[0], p.n_heads, p.window, p.scale, out.data, out.cols, a.scratch, plan.chunk,
                       plan.nsplit, plan.rows_per_block, repeat_[OpKind::Attention]))
     return;

@@ -3,7 +3,7 @@
 // split, flash-decoding style) is made here because it must depend on the model and the options
 // alone, never on the batch: the plan is made for a full window whatever the rows' positions
 // (blocks past a row's keys return at once), so a row's bits do not depend on what shares its
-// launch and a recorded step replays at any position. set_kernels is the bench's switch
+// launch and a recording replays at any position. set_kernels is the bench's switch
 // (AttentionKernels) between the two kernels.
 #pragma once
 
@@ -13,7 +13,7 @@
 #include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/device_stream.h"
 #include "runtime/cuda/op_repeat.h"
-#include "runtime/cuda/step_recorder.h"
+#include "runtime/cuda/recorder.h"
 #include "runtime/kernel_switches.h"
 #include "runtime/kv_cache.h"
 
@@ -21,9 +21,9 @@ namespace voxrt::cuda {
 
 class AttentionDispatch {
  public:
-  AttentionDispatch(const DeviceStream& device, DeviceMemory& memory, StepRecorder& steps, const CudaOptions& options,
+  AttentionDispatch(const DeviceStream& device, DeviceMemory& memory, Recorder& recorder, const CudaOptions& options,
                     const OpRepeat& repeat)
-      : device_(device), memory_(memory), steps_(steps), options_(options), repeat_(repeat) {}
+      : device_(device), memory_(memory), recorder_(recorder), options_(options), repeat_(repeat) {}
   ~AttentionDispatch();
   AttentionDispatch(const AttentionDispatch&) = delete;
   AttentionDispatch& operator=(const AttentionDispatch&) = delete;
@@ -38,7 +38,7 @@ class AttentionDispatch {
  private:
   const DeviceStream& device_;
   DeviceMemory& memory_;
-  StepRecorder& steps_;
+  Recorder& recorder_;
   CudaOptions options_;
   OpRepeat repeat_;  // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
   Scratch attn_;     // the split plans' partial results

@@ -24,8 +24,8 @@
 // (kernels_kv_fp8.cu), half the bytes. runtime/cuda_options.h lists the backend's other switches.
 //
 // The only device -> host transfers are download() and argmax's results. Not thread-safe: one
-// thread drives a backend. Steps (run_step) become CUDA graphs: step_recorder.h. Ops mix what they
-// launch into the step's signature (StepRecorder::recorded) and take host data from its arena
+// thread drives a backend. Recordings (run_recorded) become CUDA graphs: recorder.h. Ops mix what
+// they launch into the recording's signature (Recorder::recorded) and take host data from its arena
 // (DeviceMemory::upload_args, upload).
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
@@ -48,7 +48,7 @@
 #include "runtime/cuda/op_repeat.h"
 #include "runtime/cuda/op_table.h"
 #include "runtime/cuda/product_dispatch.h"
-#include "runtime/cuda/step_recorder.h"
+#include "runtime/cuda/recorder.h"
 #include "runtime/kernel_switches.h"
 #include "runtime/kv_cache.h"
 
@@ -60,12 +60,12 @@ class CudaBackend final : public Backend, public KernelSwitches {
   CudaBackend(int device, const CudaOptions& options)
       : device_(device, options.programmatic_launch),
         repeat_(cuda::parse_op_repeat(options.repeat.empty() ? nullptr : options.repeat.c_str())),
-        steps_(device_.stream(), options.graphs, [this](float* p) { memory_.release(p); }),
-        memory_(device_, steps_),
-        weights_(device_, memory_, steps_),
-        products_(device_, memory_, steps_, options, repeat_),
-        attention_(device_, memory_, steps_, options, repeat_),
-        ops_(device_, memory_, steps_, repeat_),
+        recorder_(device_.stream(), options.graphs, [this](float* p) { memory_.release(p); }),
+        memory_(device_, recorder_),
+        weights_(device_, memory_, recorder_),
+        products_(device_, memory_, recorder_, options, repeat_),
+        attention_(device_, memory_, recorder_, options, repeat_),
+        ops_(device_, memory_, recorder_, repeat_),
         kv_bytes_(options.fp8_kv ? 1 : options.fp32_kv ? sizeof(float) : 2) {}
 
   // The parts free what they made, in the reverse order of their making, once the stream's work is done.
@@ -77,16 +77,16 @@ class CudaBackend final : public Backend, public KernelSwitches {
   std::string name() const override { return "cuda"; }
 
   void synchronize() override {
-    check(!steps_.in_step(), "cuda synchronize", "not allowed inside a step");
+    check(!recorder_.in_recording(), "cuda synchronize", "not allowed inside a recording");
     memory_.sync();
   }
 
-  void run_step(const std::string& key, const std::function<void()>& step) override {
+  void run_recorded(const std::string& key, const std::function<void()>& ops) override {
     device_.use();
-    steps_.run(key, step);
+    recorder_.run(key, ops);
   }
 
-  StepStats step_stats() const override { return steps_.stats(); }
+  RecordingStats recording_stats() const override { return recorder_.stats(); }
 
   Ceilings measure_ceilings() override { return cuda::measure_ceilings(device_, memory_, products_.cublas()); }
 
@@ -189,7 +189,7 @@ class CudaBackend final : public Backend, public KernelSwitches {
   // Made in this order and freed in the reverse: each part gets only the parts it uses.
   cuda::DeviceStream device_;
   cuda::OpRepeat repeat_;     // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
-  cuda::StepRecorder steps_;  // steps as CUDA graphs (step_recorder.h)
+  cuda::Recorder recorder_;   // recordings as CUDA graphs (recorder.h)
   cuda::DeviceMemory memory_;
   cuda::WeightStore weights_;
   cuda::ProductDispatch products_;

@@ -13,7 +13,7 @@ std::string bytes_str(size_t bytes) { return std::to_string(bytes) + " bytes"; }
 
 }  // namespace
 
-DeviceMemory::DeviceMemory(const DeviceStream& device, StepRecorder& steps) : device_(device), steps_(steps) {
+DeviceMemory::DeviceMemory(const DeviceStream& device, Recorder& recorder) : device_(device), recorder_(recorder) {
   auto release_all = [this]() noexcept {
     if (staging_) cudaFreeHost(staging_);
     if (pool_) cudaMemPoolDestroy(pool_);
@@ -48,7 +48,7 @@ DeviceMemory::~DeviceMemory() {
 }
 
 float* DeviceMemory::allocate(size_t floats) {
-  if (steps_.recording()) throw StepNeedsEager{};
+  if (recorder_.through_graph()) throw RecordingNeedsEager{};
   device_.use();
   const size_t bytes = std::max<size_t>(256, floats * sizeof(float));
   void* p = nullptr;
@@ -59,8 +59,8 @@ float* DeviceMemory::allocate(size_t floats) {
 
 void DeviceMemory::release(float* p) {
   if (!p) return;
-  if (steps_.recording()) {  // freed inside a step: after it
-    steps_.defer_release(p);
+  if (recorder_.through_graph()) {  // freed inside a recording: after it
+    recorder_.defer_release(p);
     return;
   }
   make_current(device_.device());
@@ -72,9 +72,9 @@ void DeviceMemory::upload(float* dst, const float* src, size_t n) {
   if (n == 0) return;
   device_.use();
   const size_t bytes = n * sizeof(float);
-  if (steps_.recording()) {  // into the step's argument arena, then a device-side copy
-    char* from = steps_.arena_put(src, bytes);
-    if (steps_.recorded(3, dst, from, bytes)) return;
+  if (recorder_.through_graph()) {  // into the recording's argument arena, then a device-side copy
+    char* from = recorder_.arena_put(src, bytes);
+    if (recorder_.recorded(3, dst, from, bytes)) return;
     VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, from, bytes, cudaMemcpyDeviceToDevice, device_.stream()));
     return;
   }
@@ -90,7 +90,7 @@ void DeviceMemory::upload(float* dst, const float* src, size_t n) {
 }
 
 void DeviceMemory::download(float* dst, const float* src, size_t n) {
-  check(!steps_.in_step(), "cuda download", "not allowed inside a step");
+  check(!recorder_.in_recording(), "cuda download", "not allowed inside a recording");
   if (n == 0) return;
   device_.use();
   VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToHost, device_.stream()));
@@ -100,13 +100,13 @@ void DeviceMemory::download(float* dst, const float* src, size_t n) {
 void DeviceMemory::copy(float* dst, const float* src, size_t n) {
   if (n == 0 || dst == src) return;
   device_.use();
-  if (steps_.recorded(4, dst, src, n)) return;
+  if (recorder_.recorded(4, dst, src, n)) return;
   VOXRT_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * sizeof(float), cudaMemcpyDeviceToDevice, device_.stream()));
 }
 
 void DeviceMemory::fill(float* dst, float value, size_t n) {
   device_.use();
-  if (steps_.recorded(5, dst, value, n)) return;
+  if (recorder_.recorded(5, dst, value, n)) return;
   launch_fill(dst, value, n, device_.launch());
 }
 
@@ -151,7 +151,7 @@ void* DeviceMemory::stage(size_t bytes) {
 
 void* DeviceMemory::grow(Scratch& s, size_t bytes) {
   if (s.bytes >= bytes) return s.ptr;
-  if (steps_.recording()) throw StepNeedsEager{};
+  if (recorder_.through_graph()) throw RecordingNeedsEager{};
   if (s.ptr) VOXRT_CUDA_CHECK(cudaFreeAsync(s.ptr, device_.stream()));
   s.ptr = nullptr;
   s.bytes = 0;
@@ -172,9 +172,9 @@ void DeviceMemory::drop(Scratch& s) noexcept {
 }
 
 std::vector<void*> DeviceMemory::upload_args(std::initializer_list<HostArg> args) {
-  if (steps_.recording()) {  // a step: the arena, copied to the device before the step runs
+  if (recorder_.through_graph()) {  // a recording: the arena, copied to the device before it runs
     std::vector<void*> out;
-    for (const HostArg& a : args) out.push_back(steps_.arena_put(a.data, a.bytes));
+    for (const HostArg& a : args) out.push_back(recorder_.arena_put(a.data, a.bytes));
     return out;
   }
   size_t total = 0;

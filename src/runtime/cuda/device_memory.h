@@ -4,9 +4,9 @@
 // synchronising, and keeps freed memory cached (its high-water mark). Host data goes through pinned
 // memory (a staging buffer for the ops' small arguments and uploads, two chunks that take turns for
 // large bf16 uploads) so that copies stay asynchronous. Everything that allocates or copies is here
-// because it is also where a recorded step (step_recorder.h) must be told: memory cannot be
-// allocated inside a step (StepNeedsEager), memory freed inside one is freed after it, and host
-// data goes into the step's arena instead of the staging buffer.
+// because it is also where a recording (recorder.h) must be told: memory cannot be allocated
+// while a recording goes through a graph (RecordingNeedsEager), memory freed inside one is freed
+// after it, and host data goes into the recording's arena instead of the staging buffer.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,7 +21,7 @@
 #include "common/error.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device_stream.h"
-#include "runtime/cuda/step_recorder.h"
+#include "runtime/cuda/recorder.h"
 
 namespace voxrt::cuda {
 
@@ -35,9 +35,9 @@ struct Scratch {
 
 class DeviceMemory {
  public:
-  // The pool on the device, and the pinned staging buffer. steps: the backend's recorder, asked
-  // whether a step is being recorded.
-  DeviceMemory(const DeviceStream& device, StepRecorder& steps);
+  // The pool on the device, and the pinned staging buffer. recorder: the backend's, asked whether
+  // a recording is going through a graph.
+  DeviceMemory(const DeviceStream& device, Recorder& recorder);
   ~DeviceMemory();  // after the stream's work: the staging buffers, the pool
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
@@ -101,7 +101,7 @@ class DeviceMemory {
   bool device_memory(size_t& free, size_t& total) const;
 
   const DeviceStream& device_;
-  StepRecorder& steps_;
+  Recorder& recorder_;
   cudaMemPool_t pool_ = nullptr;
   void* staging_ = nullptr;  // pinned host memory
   size_t staging_cap_ = 0, staging_used_ = 0;

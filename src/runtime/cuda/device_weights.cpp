@@ -66,7 +66,7 @@ Weight WeightStore::upload_bf16(std::vector<uint16_t>&& bits, int rows, int cols
 }
 
 Weight WeightStore::new_weight(int rows, int cols, bool bf16) {
-  check(!steps_.in_step(), "cuda upload_weight", "not allowed inside a step");
+  check(!recorder_.in_recording(), "cuda upload_weight", "not allowed inside a recording");
   device_.use();
   const size_t n = static_cast<size_t>(rows) * cols;
   auto d = std::make_shared<DeviceWeight>();

@@ -14,7 +14,7 @@
 #include "runtime/cuda/cuda_kernels.h"
 #include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/device_stream.h"
-#include "runtime/cuda/step_recorder.h"
+#include "runtime/cuda/recorder.h"
 
 namespace voxrt::cuda {
 
@@ -39,8 +39,8 @@ DevVec vec_of(const Weight& w, const char* where);
 
 class WeightStore {
  public:
-  WeightStore(const DeviceStream& device, DeviceMemory& memory, const StepRecorder& steps)
-      : device_(device), memory_(memory), steps_(steps) {}
+  WeightStore(const DeviceStream& device, DeviceMemory& memory, const Recorder& recorder)
+      : device_(device), memory_(memory), recorder_(recorder) {}
 
   // Backend::upload_weight and upload_weight_bf16: the host values are released once on the device.
   Weight upload(std::vector<float>&& values, int rows, int cols);
@@ -52,7 +52,7 @@ class WeightStore {
 
   const DeviceStream& device_;
   DeviceMemory& memory_;
-  const StepRecorder& steps_;
+  const Recorder& recorder_;
 };
 
 }  // namespace voxrt::cuda

@@ -1,10 +1,10 @@
 // VOXRT_CUDA_REPEAT=kind[,kind...]: a measurement switch of the CUDA backend. Each operation of a
-// named kind launches twice, so a step's time with a kind repeated, less its time without, is
-// what that kind costs inside the recorded step, its overlap with neighbours and its gaps included:
+// named kind launches twice, so a pass's time with a kind repeated, less its time without, is
+// what that kind costs inside the recording, its overlap with neighbours and its gaps included:
 // the in-graph split that a per-kernel profile (each kernel alone, caches cold) cannot give.
 // Kinds: attention (the chunk kernel and its combine), norm (RMS norms), rope (RoPE + K/V store),
 // product (the GEMV launches). Repeating an in-place operation (rope, an accumulating product)
-// changes the step's outputs, so this is for `voxrt bench` only.
+// changes the pass's outputs, so this is for `voxrt bench` only.
 #pragma once
 
 #include <array>

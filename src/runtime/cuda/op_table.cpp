@@ -33,7 +33,7 @@ void OpTable::rms_norm(Mat x, const Weight& w, float eps, Mat y) {
   if (x.rows == 0) return;
   device_.use();
   const DevVec wv = vec_of(w, "cuda rms_norm");
-  if (steps_.recorded(10, x.data, x.rows, x.cols, wv.data, eps, y.data, repeat_[OpKind::Norm])) return;
+  if (recorder_.recorded(10, x.data, x.rows, x.cols, wv.data, eps, y.data, repeat_[OpKind::Norm])) return;
   for (int i = 0; i < repeat_[OpKind::Norm]; ++i)
     launch_rms_norm(x.data, x.rows, x.cols, wv, eps, y.data, device_.launch());
 }
@@ -47,7 +47,7 @@ void OpTable::rms_norm_scaled(Mat x, const Weight& w, float eps, Mat y, Mat scal
   device_.use();
   const DevVec wv = vec_of(w, "cuda rms_norm_scaled");
   const auto d = memory_.upload_args({{scale_row.data(), x.rows * sizeof(int)}});
-  if (steps_.recorded(19, x.data, x.rows, x.cols, wv.data, eps, y.data, scales.data, scales.cols, d[0],
+  if (recorder_.recorded(19, x.data, x.rows, x.cols, wv.data, eps, y.data, scales.data, scales.cols, d[0],
                       repeat_[OpKind::Norm]))
     return;
   for (int i = 0; i < repeat_[OpKind::Norm]; ++i)
@@ -61,13 +61,13 @@ void OpTable::scale_rows(Mat x, Mat scales, std::span<const int> scale_row) {
   check_scale_rows(scale_row.first(x.rows), scales.rows, "cuda scale_rows");
   device_.use();
   const auto d = memory_.upload_args({{scale_row.data(), x.rows * sizeof(int)}});
-  if (steps_.recorded(11, x.data, x.rows, x.cols, scales.data, scales.cols, d[0])) return;
+  if (recorder_.recorded(11, x.data, x.rows, x.cols, scales.data, scales.cols, d[0])) return;
   launch_scale_rows(x.data, x.rows, x.cols, scales.data, scales.cols, static_cast<const int*>(d[0]), device_.launch());
 }
 
 void OpTable::gelu(Mat x) {
   device_.use();
-  if (steps_.recorded(12, x.data, x.rows, x.cols)) return;
+  if (recorder_.recorded(12, x.data, x.rows, x.cols)) return;
   launch_gelu(x.data, static_cast<size_t>(x.rows) * x.cols, device_.launch());
 }
 
@@ -75,14 +75,14 @@ void OpTable::silu_mul(Mat gate, Mat up) {
   check(static_cast<size_t>(gate.rows) * gate.cols == static_cast<size_t>(up.rows) * up.cols, "cuda silu_mul",
         "shape mismatch");
   device_.use();
-  if (steps_.recorded(13, gate.data, up.data, gate.rows, gate.cols)) return;
+  if (recorder_.recorded(13, gate.data, up.data, gate.rows, gate.cols)) return;
   launch_silu_mul(gate.data, up.data, static_cast<size_t>(gate.rows) * gate.cols, device_.launch());
 }
 
 void OpTable::add(Mat y, Mat x) {
   check(static_cast<size_t>(y.rows) * y.cols == static_cast<size_t>(x.rows) * x.cols, "cuda add", "shape mismatch");
   device_.use();
-  if (steps_.recorded(14, y.data, x.data, y.rows, y.cols)) return;
+  if (recorder_.recorded(14, y.data, x.data, y.rows, y.cols)) return;
   launch_add(y.data, x.data, static_cast<size_t>(y.rows) * y.cols, device_.launch());
 }
 
@@ -94,7 +94,7 @@ void OpTable::rope(Mat x, int n_heads, int head_dim, std::span<const RowRef> row
   device_.use();
   const size_t half_bytes = static_cast<size_t>(head_dim / 2) * sizeof(float);
   const auto d = memory_.upload_args({{inv_freq.data(), half_bytes}, {rows.data(), x.rows * sizeof(RowRef)}});
-  if (steps_.recorded(15, x.data, x.rows, x.cols, n_heads, head_dim, d[0], d[1])) return;
+  if (recorder_.recorded(15, x.data, x.rows, x.cols, n_heads, head_dim, d[0], d[1])) return;
   launch_rope(x.data, x.rows, x.cols, n_heads, head_dim, static_cast<const DevRowRef*>(d[1]),
               static_cast<const float*>(d[0]), device_.launch());
 }
@@ -109,7 +109,7 @@ void OpTable::store_kv(KvCache& cache, int layer, Mat k, Mat v, std::span<const 
   check_rows(cache, rows.first(k.rows), "cuda store_kv");
   device_.use();
   const auto d = memory_.upload_args({{rows.data(), k.rows * sizeof(RowRef)}});
-  if (steps_.recorded(16, cache.key_data(), cache.value_data(), cache.device_page_table(), layer, k.data, k.cols,
+  if (recorder_.recorded(16, cache.key_data(), cache.value_data(), cache.device_page_table(), layer, k.data, k.cols,
                       v.data, v.cols, d[0], k.rows))
     return;
   launch_store_kv(kv_layout(cache, layer), k.data, k.cols, v.data, v.cols, static_cast<const DevRowRef*>(d[0]), k.rows,
@@ -118,7 +118,7 @@ void OpTable::store_kv(KvCache& cache, int layer, Mat k, Mat v, std::span<const 
 
 void OpTable::upload_kv(KvCache& cache, const float* keys, const float* values) {
   check(cache.element_bytes() == 2, "cuda upload_kv", "fp8 caches are written by store_kv only");
-  check(!steps_.in_step(), "cuda upload_kv", "not allowed inside a step");
+  check(!recorder_.in_recording(), "cuda upload_kv", "not allowed inside a recording");
   device_.use();
   // Rounded on the way into the weight upload's pinned chunks.
   for (auto [src, dst] : {std::pair{keys, cache.key_data()}, std::pair{values, cache.value_data()}})
@@ -128,7 +128,7 @@ void OpTable::upload_kv(KvCache& cache, const float* keys, const float* values) 
 
 void OpTable::download_kv(const KvCache& cache, float* keys, float* values) {
   check(cache.element_bytes() == 2, "cuda download_kv", "fp8 caches are read by attention only");
-  check(!steps_.in_step(), "cuda download_kv", "not allowed inside a step");
+  check(!recorder_.in_recording(), "cuda download_kv", "not allowed inside a recording");
   device_.use();
   const size_t n = cache.shape().elements();
   std::vector<uint16_t> bits(n);
@@ -146,7 +146,7 @@ void OpTable::shift_cached_keys(KvCache& cache, int slot, int64_t shift, std::sp
   device_.use();
   const auto d = memory_.upload_args({{inv_freq.data(), static_cast<size_t>(s.head_dim / 2) * sizeof(float)}});
   for (const int page : cache.pages_of(slot)) {
-    if (steps_.recorded(25, cache.key_data(), page, shift, d[0])) continue;
+    if (recorder_.recorded(25, cache.key_data(), page, shift, d[0])) continue;
     launch_shift_cached_keys(kv_layout(cache, 0), s.layers, page, shift, static_cast<const float*>(d[0]),
                              device_.launch());
   }
@@ -166,7 +166,7 @@ void OpTable::rope_store_kv(Mat q, Mat k, Mat v, int n_heads, std::span<const Ro
   device_.use();
   const size_t half_bytes = static_cast<size_t>(s.head_dim / 2) * sizeof(float);
   const auto d = memory_.upload_args({{inv_freq.data(), half_bytes}, {rows.data(), k.rows * sizeof(RowRef)}});
-  if (steps_.recorded(24, q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, cache.key_data(), cache.value_data(),
+  if (recorder_.recorded(24, q.data, q.cols, n_heads, k.data, k.cols, v.data, v.cols, cache.key_data(), cache.value_data(),
                       cache.device_page_table(), layer, d[0], d[1], k.rows, repeat_[OpKind::Rope]))
     return;
   for (int i = 0; i < repeat_[OpKind::Rope]; ++i)
@@ -183,7 +183,7 @@ void OpTable::embed(const Weight& table, std::span<const int32_t> ids, Mat y) {
                [&] { return "token id " + std::to_string(ids[r]) + " out of range"; });
   device_.use();
   const auto d = memory_.upload_args({{ids.data(), y.rows * sizeof(int32_t)}});
-  if (steps_.recorded(18, t.data, table.cols, d[0], y.rows, y.data, y.cols)) return;
+  if (recorder_.recorded(18, t.data, table.cols, d[0], y.rows, y.data, y.cols)) return;
   launch_embed(t, table.cols, static_cast<const int32_t*>(d[0]), y.rows, y.data, y.cols, device_.launch());
 }
 
@@ -192,7 +192,7 @@ void OpTable::gather_rows(Mat x, std::span<const int32_t> rows, Mat y) {
   if (y.rows == 0) return;
   device_.use();
   const auto d = memory_.upload_args({{rows.data(), y.rows * sizeof(int32_t)}});
-  if (steps_.recorded(26, x.data, x.cols, d[0], y.rows, y.data)) return;
+  if (recorder_.recorded(26, x.data, x.cols, d[0], y.rows, y.data)) return;
   // The embedding gather, over an fp32 matrix as its table.
   launch_embed(DevVec{x.data, false}, x.cols, static_cast<const int32_t*>(d[0]), y.rows, y.data, y.cols,
                device_.launch());
@@ -202,7 +202,7 @@ void OpTable::argmax(Mat x, std::span<int32_t> ids, std::span<float> margins) {
   check(ids.size() >= static_cast<size_t>(x.rows) && (margins.empty() || margins.size() >= static_cast<size_t>(x.rows)),
         "cuda argmax", "output spans too short");
   check(x.cols > 0, "cuda argmax", "empty rows");
-  check(!steps_.in_step(), "cuda argmax", "not allowed inside a step (it waits for the result)");
+  check(!recorder_.in_recording(), "cuda argmax", "not allowed inside a recording (it waits for the result)");
   if (x.rows == 0) return;
   device_.use();
   const size_t n = static_cast<size_t>(x.rows);

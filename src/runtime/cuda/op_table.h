@@ -1,7 +1,7 @@
 // One job: the CUDA backend's ops that have no choice of kernels to make (norms, RoPE, the
 // elementwise ops, K/V stores and key shifts, embedding and row gathers, argmax). Each checks its
 // shapes, sends the host data it takes (RowRefs, token ids, scale row indices, inv_freq) through
-// one upload_args transfer (or the recorded step's arena), mixes its launch into the step's
+// one upload_args transfer (or the recording's arena), mixes its launch into the recording's
 // signature and launches its one kernel. The ops with a choice live apart: the products in
 // product_dispatch.h, attention in attention_dispatch.h.
 #pragma once
@@ -13,15 +13,15 @@
 #include "runtime/cuda/device_memory.h"
 #include "runtime/cuda/device_stream.h"
 #include "runtime/cuda/op_repeat.h"
-#include "runtime/cuda/step_recorder.h"
+#include "runtime/cuda/recorder.h"
 #include "runtime/kv_cache.h"
 
 namespace voxrt::cuda {
 
 class OpTable {
  public:
-  OpTable(const DeviceStream& device, DeviceMemory& memory, StepRecorder& steps, const OpRepeat& repeat)
-      : device_(device), memory_(memory), steps_(steps), repeat_(repeat) {}
+  OpTable(const DeviceStream& device, DeviceMemory& memory, Recorder& recorder, const OpRepeat& repeat)
+      : device_(device), memory_(memory), recorder_(recorder), repeat_(repeat) {}
   ~OpTable();
   OpTable(const OpTable&) = delete;
   OpTable& operator=(const OpTable&) = delete;
@@ -48,7 +48,7 @@ class OpTable {
  private:
   const DeviceStream& device_;
   DeviceMemory& memory_;
-  StepRecorder& steps_;
+  Recorder& recorder_;
   OpRepeat repeat_;  // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
   Scratch results_;  // argmax's ids and margins on the device
 };

@@ -10,9 +10,9 @@
 
 namespace voxrt::cuda {
 
-ProductDispatch::ProductDispatch(const DeviceStream& device, DeviceMemory& memory, StepRecorder& steps,
+ProductDispatch::ProductDispatch(const DeviceStream& device, DeviceMemory& memory, Recorder& recorder,
                                  const CudaOptions& options, const OpRepeat& repeat)
-    : device_(device), memory_(memory), steps_(steps), options_(options), repeat_(repeat) {
+    : device_(device), memory_(memory), recorder_(recorder), options_(options), repeat_(repeat) {
   try {
     VOXRT_CUBLAS_CHECK(cublasCreate(&cublas_));
     VOXRT_CUBLAS_CHECK(cublasSetStream(cublas_, device_.stream()));
@@ -137,7 +137,7 @@ void ProductDispatch::linear_impl(const float* x, int M, int K, size_t ldx, cons
   if (M == 0 || N == 0) return;
   switch (route(W, K, library())) {
     case ProductRoute::Fp32Weight:
-      if (steps_.recorded(20, x, M, K, ldx, W.data, N, b.data, y, ldy, accumulate)) return;
+      if (recorder_.recorded(20, x, M, K, ldx, W.data, N, b.data, y, ldy, accumulate)) return;
       launch_linear_f32_weight(x, M, K, ldx, static_cast<const float*>(W.data), N, b, y, ldy, accumulate,
                                device_.launch());
       return;
@@ -151,7 +151,7 @@ void ProductDispatch::linear_impl(const float* x, int M, int K, size_t ldx, cons
   }
   auto* xb = static_cast<__nv_bfloat16*>(memory_.grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
   const auto* wb = static_cast<const __nv_bfloat16*>(W.data);
-  if (steps_.recorded(21, x, M, K, ldx, xb, wb, N, b.data, y, ldy, accumulate)) return;
+  if (recorder_.recorded(21, x, M, K, ldx, xb, wb, N, b.data, y, ldy, accumulate)) return;
   launch_f32_to_bf16(x, M, K, ldx, xb, device_.launch());
   // Column-major view: y^T [N, M] (ld ldy) = W^T^T ... i.e. C = op(A) B with A = W stored column-major
   // as [K, N] (ld K) and op(A) = A^T = W [N, K]; B = x^T stored column-major as [K, M] (ld K).
@@ -192,7 +192,7 @@ bool ProductDispatch::tiled(int M) const {
 
 const __nv_bfloat16* ProductDispatch::bf16_copy(const float* x, int M, int K, size_t ldx) {
   auto* xb = static_cast<__nv_bfloat16*>(memory_.grow(xbf_, static_cast<size_t>(M) * K * sizeof(__nv_bfloat16)));
-  if (!steps_.recorded(22, x, M, K, ldx, xb)) launch_f32_to_bf16(x, M, K, ldx, xb, device_.launch());
+  if (!recorder_.recorded(22, x, M, K, ldx, xb)) launch_f32_to_bf16(x, M, K, ldx, xb, device_.launch());
   return xb;
 }
 
@@ -201,10 +201,10 @@ void ProductDispatch::run_products(const float* x, int M, int K, size_t ldx, Gem
     const __nv_bfloat16* xb = bf16_copy(x, M, K, ldx);
     const size_t ws_floats = gemm_workspace_floats(M, K, outs, n_outs, gated, tuning_);
     float* ws = ws_floats ? static_cast<float*>(memory_.grow(gemm_workspace_, ws_floats * sizeof(float))) : nullptr;
-    uint64_t h = StepRecorder::words(24, xb, M, K, n_outs, gated, device_.sm_count(), ws);
+    uint64_t h = Recorder::words(24, xb, M, K, n_outs, gated, device_.sm_count(), ws);
     for (int i = 0; i < n_outs; ++i)
-      h ^= StepRecorder::words(outs[i].w, outs[i].n, outs[i].bias.data, outs[i].y, outs[i].ldy, outs[i].accumulate) + i;
-    if (steps_.recorded(h, repeat_[OpKind::Product])) return;
+      h ^= Recorder::words(outs[i].w, outs[i].n, outs[i].bias.data, outs[i].y, outs[i].ldy, outs[i].accumulate) + i;
+    if (recorder_.recorded(h, repeat_[OpKind::Product])) return;
     for (int i = 0; i < repeat_[OpKind::Product]; ++i)
       launch_gemm(xb, K, M, K, outs, n_outs, gated, ws, ws_floats, tuning_, device_.launch());
     return;
@@ -228,16 +228,16 @@ void ProductDispatch::gemv_in_groups(const float* x, int M, int K, size_t ldx, G
   const int group_rows = gemv_max_rows(tuning_);
   for (int m0 = 0; m0 < M; m0 += group_rows) {
     const int rows = std::min(group_rows, M - m0);
-    uint64_t h = StepRecorder::words(23, xin, ld, rows, K, n_outs, gated, direct, ws.partials, ws.counters);
+    uint64_t h = Recorder::words(23, xin, ld, rows, K, n_outs, gated, direct, ws.partials, ws.counters);
     for (int i = 0; i < n_outs; ++i) {
       group[i] = outs[i];
       if (group[i].y) group[i].y += static_cast<size_t>(m0) * group[i].ldy;
-      h ^= StepRecorder::words(group[i].w, group[i].n, group[i].bias.data, group[i].y, group[i].ldy,
+      h ^= Recorder::words(group[i].w, group[i].n, group[i].bias.data, group[i].y, group[i].ldy,
                                group[i].accumulate) +
            i;
     }
     const void* xg = static_cast<const char*>(xin) + static_cast<size_t>(m0) * ld * elem;
-    if (steps_.recorded(h, xg, repeat_[OpKind::Product])) continue;
+    if (recorder_.recorded(h, xg, repeat_[OpKind::Product])) continue;
     for (int i = 0; i < repeat_[OpKind::Product]; ++i)
       launch_gemv(xg, !direct, ld, rows, K, group, n_outs, gated, ws, tuning_, device_.launch());
   }

@@ -26,7 +26,7 @@
 #include "runtime/cuda/device_stream.h"
 #include "runtime/cuda/device_weights.h"
 #include "runtime/cuda/op_repeat.h"
-#include "runtime/cuda/step_recorder.h"
+#include "runtime/cuda/recorder.h"
 #include "runtime/kernel_switches.h"
 
 namespace voxrt::cuda {
@@ -41,7 +41,7 @@ enum class ProductRoute {
 class ProductDispatch {
  public:
   // Creates the cuBLAS handle on the stream and reads the device's limits into the kernels' tuning.
-  ProductDispatch(const DeviceStream& device, DeviceMemory& memory, StepRecorder& steps, const CudaOptions& options,
+  ProductDispatch(const DeviceStream& device, DeviceMemory& memory, Recorder& recorder, const CudaOptions& options,
                   const OpRepeat& repeat);
   ~ProductDispatch();
   ProductDispatch(const ProductDispatch&) = delete;
@@ -90,7 +90,7 @@ class ProductDispatch {
 
   const DeviceStream& device_;
   DeviceMemory& memory_;
-  StepRecorder& steps_;
+  Recorder& recorder_;
   CudaOptions options_;
   OpRepeat repeat_;    // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
   GemvTuning tuning_;  // the products' kernels (from options_ and the device)

@@ -1,4 +1,4 @@
-#include "runtime/cuda/step_recorder.h"
+#include "runtime/cuda/recorder.h"
 
 
 #include "common/error.h"
@@ -6,7 +6,7 @@
 
 namespace voxrt::cuda {
 
-StepRecorder::StepRecorder(cudaStream_t stream, bool enabled, std::function<void(float*)> release)
+Recorder::Recorder(cudaStream_t stream, bool enabled, std::function<void(float*)> release)
     : stream_(stream), release_(std::move(release)), enabled_(enabled) {
   try {
     VOXRT_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&arena_host_), kArenaBytes));
@@ -19,9 +19,9 @@ StepRecorder::StepRecorder(cudaStream_t stream, bool enabled, std::function<void
   }
 }
 
-StepRecorder::~StepRecorder() { free_device(); }
+Recorder::~Recorder() { free_device(); }
 
-void StepRecorder::free_device() noexcept {
+void Recorder::free_device() noexcept {
   for (auto& [key, g] : graphs_)
     if (g.exec) cudaGraphExecDestroy(g.exec);
   graphs_.clear();
@@ -33,46 +33,46 @@ void StepRecorder::free_device() noexcept {
   arena_copied_ = nullptr;
 }
 
-void StepRecorder::run(const std::string& key, const std::function<void()>& step) {
-  if (in_step_) {  // nested: part of the enclosing step
-    step();
+void Recorder::run(const std::string& key, const std::function<void()>& ops) {
+  if (in_recording_) {  // nested: part of the enclosing recording
+    ops();
     return;
   }
-  struct InStep {
+  struct InRecording {
     bool& flag;
-    explicit InStep(bool& f) : flag(f) { flag = true; }
-    ~InStep() { flag = false; }
-  } in_step(in_step_);
+    explicit InRecording(bool& f) : flag(f) { flag = true; }
+    ~InRecording() { flag = false; }
+  } in_recording(in_recording_);
   if (!enabled_) {
-    eager(step);
+    eager(ops);
     return;
   }
   Graph& g = graphs_[key];
   g.last_use = ++clock_;
   ++g.runs;
   evict();
-  if (g.exec && replay(g, step)) return;
+  if (g.exec && replay(g, ops)) return;
   // Eager the first time (one-off shapes are not worth a capture) and for a key whose launches
   // keep changing.
   if (g.runs < 2 || g.mismatches > 3) {
-    eager(step);
+    eager(ops);
     return;
   }
-  capture(g, step);
+  capture(g, ops);
 }
 
-bool StepRecorder::replay(Graph& g, const std::function<void()>& step) {
-  begin_recording(Mode::Replay);
+bool Recorder::replay(Graph& g, const std::function<void()>& ops) {
+  begin_graph_run(Mode::Replay);
   bool same = false;
   try {
-    step();
+    ops();
     same = sig_ == g.signature && arena_used_ == g.arena_bytes;
-  } catch (const StepNeedsEager&) {
+  } catch (const RecordingNeedsEager&) {
   } catch (...) {
-    end_recording();
+    end_graph_run();
     throw;
   }
-  end_recording();
+  end_graph_run();
   if (same) {
     launch(g);
     g.mismatches = 0;
@@ -85,14 +85,14 @@ bool StepRecorder::replay(Graph& g, const std::function<void()>& step) {
   return false;
 }
 
-void StepRecorder::capture(Graph& g, const std::function<void()>& step) {
-  begin_recording(Mode::Capture);
+void Recorder::capture(Graph& g, const std::function<void()>& ops) {
+  begin_graph_run(Mode::Capture);
   VOXRT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
   try {
-    step();
-  } catch (const StepNeedsEager&) {
+    ops();
+  } catch (const RecordingNeedsEager&) {
     abort_capture();
-    eager(step);
+    eager(ops);
     return;
   } catch (...) {
     abort_capture();
@@ -100,7 +100,7 @@ void StepRecorder::capture(Graph& g, const std::function<void()>& step) {
   }
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
-  end_recording();  // after the capture: memory freed inside the step is freed outside the graph
+  end_graph_run();  // after the capture: memory freed inside the recording is freed outside the graph
   VOXRT_CUDA_CHECK(ended);
   const cudaError_t e = cudaGraphInstantiate(&g.exec, graph, 0);
   cudaGraphDestroy(graph);
@@ -114,13 +114,13 @@ void StepRecorder::capture(Graph& g, const std::function<void()>& step) {
   ++stats_.captured;
 }
 
-void StepRecorder::eager(const std::function<void()>& step) {
-  step();
+void Recorder::eager(const std::function<void()>& ops) {
+  ops();
   ++stats_.eager;
 }
 
-void StepRecorder::begin_recording(Mode m) {
-  // The host arena is rewritten: the previous step's copy out of it must have completed.
+void Recorder::begin_graph_run(Mode m) {
+  // The host arena is rewritten: the previous run's copy out of it must have completed.
   VOXRT_CUDA_CHECK(cudaEventSynchronize(arena_copied_));
   mode_ = m;
   sig_ = 0x84222325cbf29ce4ULL;
@@ -128,43 +128,43 @@ void StepRecorder::begin_recording(Mode m) {
   arena_index_.clear();
 }
 
-void StepRecorder::end_recording() {
+void Recorder::end_graph_run() {
   mode_ = Mode::Eager;
   for (float* p : deferred_) release_(p);
   deferred_.clear();
 }
 
-void StepRecorder::abort_capture() {
+void Recorder::abort_capture() {
   cudaGraph_t graph = nullptr;
   cudaStreamEndCapture(stream_, &graph);
   if (graph) cudaGraphDestroy(graph);
   cudaGetLastError();  // an invalidated capture leaves its error behind
-  end_recording();
+  end_graph_run();
 }
 
-// The step's host data to the device in one copy, then the graph, on the backend's stream.
-void StepRecorder::launch(const Graph& g) {
+// The recording's host data to the device in one copy, then the graph, on the backend's stream.
+void Recorder::launch(const Graph& g) {
   if (arena_used_ > 0)
     VOXRT_CUDA_CHECK(cudaMemcpyAsync(arena_dev_, arena_host_, arena_used_, cudaMemcpyHostToDevice, stream_));
   VOXRT_CUDA_CHECK(cudaEventRecord(arena_copied_, stream_));
   VOXRT_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
 }
 
-char* StepRecorder::arena_put(const void* src, size_t bytes) {
+char* Recorder::arena_put(const void* src, size_t bytes) {
   for (const ArenaEntry& e : arena_index_)
     if (e.src == src && e.bytes == bytes && std::memcmp(arena_host_ + e.offset, src, bytes) == 0)
       return arena_dev_ + e.offset;
   const size_t off = arena_used_;
   const size_t padded = (bytes + 255) / 256 * 256;
-  check_with(off + padded <= kArenaBytes, "cuda step",
-             [] { return "more than " + std::to_string(kArenaBytes) + " bytes of host data in one step"; });
+  check_with(off + padded <= kArenaBytes, "cuda recording",
+             [] { return "more than " + std::to_string(kArenaBytes) + " bytes of host data in one recording"; });
   std::memcpy(arena_host_ + off, src, bytes);
   arena_used_ += padded;
   arena_index_.push_back({src, bytes, off});
   return arena_dev_ + off;
 }
 
-void StepRecorder::evict() {
+void Recorder::evict() {
   while (graphs_.size() > kMaxGraphs) {
     auto oldest = graphs_.begin();
     for (auto it = graphs_.begin(); it != graphs_.end(); ++it)
