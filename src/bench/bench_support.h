@@ -55,6 +55,13 @@ class Barrier {
   Clock::time_point start_;
 };
 
+// The backend's recordings since it was made: captured, replayed and run eagerly. A run that
+// recaptures more than another pays for it in host time on every round (docs/cuda.md).
+inline nlohmann::json recordings_json(const Backend& be) {
+  const RecordingStats st = be.recording_stats();
+  return {{"captured", st.captured}, {"replayed", st.replayed}, {"eager", st.eager}};
+}
+
 // Audio from `from` in the looped input, n samples.
 inline std::vector<float> looped(std::span<const float> audio, size_t from, size_t n) {
   std::vector<float> out(n);

@@ -7,6 +7,7 @@
 
 #include "bench/bench_attention.h"
 #include "bench/bench_products.h"
+#include "bench/bench_support.h"
 #include "voxtral/decoder_step.h"
 
 namespace voxrt {
@@ -208,8 +209,7 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
                             {"in_steps_s", run.step_seconds}, {"encoder_s", run.encoder_seconds}});
   }
   r["memory_in_use_bytes"] = be.memory_in_use();
-  const RecordingStats st = be.recording_stats();
-  r["recordings"] = {{"captured", st.captured}, {"replayed", st.replayed}, {"eager", st.eager}};
+  r["recordings"] = bench_support::recordings_json(be);
   return r;
 }
 

@@ -180,6 +180,7 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
   r["lag_ms"] = spread(all_lags);
   r["late_streams"] = late_streams;  // streams whose worst lag passed one step (80 ms)
   r["within_real_time"] = worst <= step_s * 1e3;
+  r["recordings"] = bench_support::recordings_json(be);  // since load: the fill's and the measured part's
   r["rounds"] = {{"count", rounds.size()}, {"ms", spread(round_ms)}, {"decoder_rows", spread(round_rows)},
                  {"streams", spread(round_streams)}, {"encoder_ms", spread(encoder_ms)},
                  {"decoder_ms", spread(decoder_ms)}, {"other_ms", spread(other_ms)}, {"floor_ms", floor_ms}, {"floor_bytes", bytes},

@@ -313,6 +313,9 @@ TEST(Cli, BenchStreamsRecordsLagsRoundsAndMemory) {
   EXPECT_DOUBLE_EQ(j["fill"]["audio_seconds"].get<double>(), 3 * 2.0);
   EXPECT_TRUE(j.contains("within_real_time"));
   EXPECT_EQ(j["arrivals"], "spread over a step");
+  // The backend's recordings since load (a GPU's captured, replayed and eager; none on the CPU).
+  ASSERT_TRUE(j.contains("recordings"));
+  for (const char* k : {"captured", "replayed", "eager"}) EXPECT_TRUE(j["recordings"].contains(k)) << k;
   // The rounds' cost split into a fixed part and a part a stream: fitted where rounds held
   // different numbers of streams, null where they all held as many.
   ASSERT_TRUE(j["rounds"].contains("fit"));
