@@ -7,7 +7,7 @@
 
 #include "bench/bench_attention.h"
 #include "bench/bench_products.h"
-#include "voxtral/decoder_step.h"
+#include "models/voxtral/decoder_step.h"
 
 namespace voxrt {
 namespace {

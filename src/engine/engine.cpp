@@ -13,7 +13,7 @@
 #include "audio/audio_reader.h"
 #include "audio/log_mel.h"
 #include "common/error.h"
-#include "model/checkpoint.h"
+#include "models/voxtral/checkpoint.h"
 #ifdef VOXRT_WITH_CUDA
 #include "runtime/cuda/cuda_device.h"
 #endif
@@ -24,10 +24,10 @@
 #include "engine/scheduler.h"
 #include "tokenizer/tekken.h"
 #include "voxrt/voxrt.h"
-#include "voxtral/stream_pipeline.h"
-#include "voxtral/model.h"
-#include "voxtral/stream_decoder.h"
-#include "voxtral/transcript_assembler.h"
+#include "models/voxtral/stream_pipeline.h"
+#include "models/voxtral/model.h"
+#include "models/voxtral/stream_decoder.h"
+#include "models/voxtral/transcript_assembler.h"
 
 namespace voxrt {
 namespace {

@@ -10,8 +10,8 @@
 #include "engine/session_input.h"
 #include "tokenizer/tekken.h"
 #include "voxrt/session.h"
-#include "voxtral/stream_pipeline.h"
-#include "voxtral/transcript_assembler.h"
+#include "models/voxtral/stream_pipeline.h"
+#include "models/voxtral/transcript_assembler.h"
 
 namespace voxrt {
 

@@ -22,11 +22,11 @@
 #include "engine/engine_counters.h"
 #include "engine/load_monitor.h"
 #include "runtime/kv_pool.h"
-#include "voxtral/decoder_step.h"
-#include "voxtral/encoder_pass.h"
-#include "voxtral/stream_pipeline.h"
-#include "voxtral/stream_state.h"
-#include "voxtral/stream_stepper.h"
+#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/encoder_pass.h"
+#include "models/voxtral/stream_pipeline.h"
+#include "models/voxtral/stream_state.h"
+#include "models/voxtral/stream_stepper.h"
 
 namespace voxrt {
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "voxtral/round_plan.h"
+#include "models/voxtral/round_plan.h"
 
 namespace voxrt {
 namespace {

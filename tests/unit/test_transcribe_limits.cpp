@@ -20,7 +20,7 @@
 #include "parity/tiny_engine.h"
 #include "temp_dir.h"
 #include "tokenizer/tekken.h"
-#include "voxtral/mel_front_end.h"
+#include "models/voxtral/mel_front_end.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
 

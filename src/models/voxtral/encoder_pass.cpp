@@ -1,4 +1,4 @@
-#include "voxtral/encoder_pass.h"
+#include "models/voxtral/encoder_pass.h"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "voxtral/weights.h"
+#include "models/voxtral/weights.h"
 
 #include <string>
 

@@ -1,7 +1,7 @@
 // Checkpoint directories in the Mistral and Hugging Face layouts (docs/model.md §6, §7). Both are
 // reduced to one view: canonical (Mistral) tensor names, and on load_f32 the Hugging Face "rotate
 // half" RoPE row order for q/k projections.
-#include "model/checkpoint.h"
+#include "models/voxtral/checkpoint.h"
 
 #include <algorithm>
 #include <cstring>

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "voxtral/decoder_step.h"
-#include "voxtral/encoder_pass.h"
-#include "voxtral/model.h"
-#include "voxtral/protocol.h"
-#include "voxtral/round_plan.h"
+#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/encoder_pass.h"
+#include "models/voxtral/model.h"
+#include "models/voxtral/protocol.h"
+#include "models/voxtral/round_plan.h"
 
 namespace voxrt {
 

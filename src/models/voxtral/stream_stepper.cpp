@@ -1,4 +1,4 @@
-#include "voxtral/stream_stepper.h"
+#include "models/voxtral/stream_stepper.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "voxtral/stream_state.h"
+#include "models/voxtral/stream_state.h"
 
 #include <algorithm>
 #include <string>

@@ -1,4 +1,4 @@
-#include "voxtral/mel_front_end.h"
+#include "models/voxtral/mel_front_end.h"
 
 #include <algorithm>
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "voxtral/model.h"
+#include "models/voxtral/model.h"
 
 namespace voxrt {
 

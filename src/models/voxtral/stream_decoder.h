@@ -11,11 +11,11 @@
 #include <span>
 
 #include "audio/log_mel.h"
-#include "voxtral/decoder_step.h"
-#include "voxtral/encoder_pass.h"
-#include "voxtral/model.h"
-#include "voxtral/stream_pipeline.h"
-#include "voxtral/stream_state.h"
+#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/encoder_pass.h"
+#include "models/voxtral/model.h"
+#include "models/voxtral/stream_pipeline.h"
+#include "models/voxtral/stream_state.h"
 
 namespace voxrt {
 

@@ -17,8 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "model/config.h"
-#include "model/safetensors.h"
+#include "models/voxtral/config.h"
+#include "safetensors/safetensors.h"
 
 namespace voxrt {
 

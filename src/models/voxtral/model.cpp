@@ -1,4 +1,4 @@
-#include "voxtral/model.h"
+#include "models/voxtral/model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "voxtral/decoder_step.h"
+#include "models/voxtral/decoder_step.h"
 
 #include <atomic>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "voxtral/transcript_assembler.h"
+#include "models/voxtral/transcript_assembler.h"
 
 #include <algorithm>
 #include <cmath>

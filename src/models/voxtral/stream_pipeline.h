@@ -12,8 +12,8 @@
 #include <span>
 #include <vector>
 
-#include "voxtral/mel_front_end.h"
-#include "voxtral/stream_state.h"
+#include "models/voxtral/mel_front_end.h"
+#include "models/voxtral/stream_state.h"
 
 namespace voxrt {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "audio/log_mel.h"
-#include "voxtral/protocol.h"
+#include "models/voxtral/protocol.h"
 
 namespace voxrt {
 

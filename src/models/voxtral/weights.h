@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "model/checkpoint.h"
+#include "models/voxtral/checkpoint.h"
 #include "runtime/backend.h"
 
 namespace voxrt {

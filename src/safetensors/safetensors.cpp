@@ -1,7 +1,7 @@
 // Safetensors reader and writer. Layout: u64 little-endian header length N, N bytes of JSON, then the
 // data section; every tensor's data_offsets are relative to the start of the data section. The file
 // is trusted for nothing: each field is checked before a pointer into the mapping is handed out.
-#include "model/safetensors.h"
+#include "safetensors/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "model/checkpoint.h"
+#include "models/voxtral/checkpoint.h"
 
 namespace voxrt {
 namespace {

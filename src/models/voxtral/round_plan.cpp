@@ -1,4 +1,4 @@
-#include "voxtral/round_plan.h"
+#include "models/voxtral/round_plan.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "voxtral/stream_pipeline.h"
+#include "models/voxtral/stream_pipeline.h"
 
 #include "common/error.h"
 

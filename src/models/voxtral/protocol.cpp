@@ -1,4 +1,4 @@
-#include "voxtral/protocol.h"
+#include "models/voxtral/protocol.h"
 
 #include <string>
 

@@ -4,9 +4,9 @@
 
 #include <span>
 
-#include "voxtral/decoder_step.h"
-#include "voxtral/encoder_pass.h"
-#include "voxtral/stream_state.h"
+#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/encoder_pass.h"
+#include "models/voxtral/stream_state.h"
 
 namespace voxrt {
 

@@ -1,7 +1,7 @@
-#include "voxtral/stream_decoder.h"
+#include "models/voxtral/stream_decoder.h"
 
 #include "common/error.h"
-#include "voxtral/stream_stepper.h"
+#include "models/voxtral/stream_stepper.h"
 
 namespace voxrt {
 

@@ -9,10 +9,10 @@
 #include <span>
 #include <vector>
 
-#include "model/checkpoint.h"
+#include "models/voxtral/checkpoint.h"
 #include "runtime/backend.h"
 #include "runtime/kv_cache.h"
-#include "voxtral/weights.h"
+#include "models/voxtral/weights.h"
 
 namespace voxrt {
 
