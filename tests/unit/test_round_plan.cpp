@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "models/voxtral/round_plan.h"
+#include "models/round_plan.h"
 
 namespace voxrt {
 namespace {

@@ -22,6 +22,10 @@
 
 namespace voxrt {
 
+// The model_type of a Hugging Face config.json of Voxtral Realtime (transformers'
+// VoxtralRealtimeConfig): how a directory says it is this family's.
+inline constexpr const char* kVoxtralModelType = "voxtral_realtime";
+
 enum class CheckpointLayout { Mistral, HuggingFace };
 enum class LayoutPreference { Auto, Mistral, HuggingFace };
 

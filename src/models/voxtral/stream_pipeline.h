@@ -12,23 +12,12 @@
 #include <span>
 #include <vector>
 
+#include "models/stream_work.h"
 #include "models/voxtral/mel_front_end.h"
 #include "models/voxtral/stream_state.h"
 
 namespace voxrt {
 
-// What runs a stream's model work.
-class StreamWork {
- public:
-  // Takes mel frames (time-major, whole frames) and, once the input has ended, the offline position
-  // count (final_positions >= 0); returns every step they make possible, once run. Throws
-  // voxrt::Error when the model work failed.
-  virtual std::vector<StreamState::Step> run(std::vector<float> frames, int64_t final_positions) = 0;
-  virtual bool stopped() const = 0;  // EOS with stop_at_eos: nothing more is decoded
-
- protected:
-  ~StreamWork() = default;
-};
 
 class StreamPipeline {
  public:

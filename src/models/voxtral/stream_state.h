@@ -20,11 +20,12 @@
 #include "models/voxtral/encoder_pass.h"
 #include "models/voxtral/model.h"
 #include "models/voxtral/protocol.h"
-#include "models/voxtral/round_plan.h"
+#include "models/round_plan.h"
+#include "models/stream_model.h"
 
 namespace voxrt {
 
-class StreamState final : public PlannedStream {
+class StreamState final : public PlannedStream, public ModelStream {
  public:
   struct Options {
     Protocol protocol;
@@ -48,13 +49,7 @@ class StreamState final : public PlannedStream {
     // draft_rows. Which rows share a pass never changes an id, only how much work is thrown away.
     int draft_rows = 1;
   };
-  // A decided step: its output id and the compute time attributed to it (its share of its decoder
-  // pass, the prompt's for the first, and of the encoder passes that produced its positions).
-  // Summed over the steps, no more than the time spent in both.
-  struct Step {
-    int32_t token = 0;
-    double seconds = 0;
-  };
+  using Step = StreamStep;
 
   // The most draft_rows a pass may take under this protocol: a pass's rejected rows overwrite ring
   // entries of positions up to draft_rows - 1 beyond it, and the decoder ring's prompt_len() spare
@@ -79,18 +74,13 @@ class StreamState final : public PlannedStream {
   static int64_t decoder_positions_for(const VoxtralModel& model, const Protocol& p, double seconds);
   static int64_t encoder_frames_for(const VoxtralModel& model, const Protocol& p, double seconds);
 
-  // A slot of a cache shaped as the functions above say. The cache must outlive the stream and may
-  // be reallocated between passes (it is held by reference).
-  struct CacheSlot {
-    KvCache& cache;
-    int slot;
-  };
+  using CacheSlot = voxrt::CacheSlot;  // a slot of a cache shaped as the functions above say
   StreamState(VoxtralModel& model, const Options& opts, CacheSlot encoder, CacheSlot decoder);
 
   // Input, from the front end: mel frames (time-major, whole frames), and after its flush the
   // offline position count.
-  void add_frames(std::span<const float> frames);
-  void set_final_positions(int64_t positions);
+  void add_frames(std::span<const float> frames) override;
+  void set_final_positions(int64_t positions) override;
 
   // The round's plan (round_plan.h): what it would do, and the room for what it will do.
   int encodable() const override;  // positions to encode now (only once the decoder has caught up)
@@ -117,22 +107,22 @@ class StreamState final : public PlannedStream {
   int put_decoder(bool prompt, int k, std::vector<SessionRow>& rows, Mat pass_audio);
   // The outputs of what it put last, and its share of the pass's time.
   void take_results(std::span<const DecoderStepResult> results, double seconds);
-  bool has_work() const;
+  bool has_work() const override;
   // Ends the stream's work for good (its caches could not take its next positions, say): it puts
   // nothing in any later pass, and failure() says why.
-  void fail(const std::string& why);
-  const std::string& failure() const { return failure_; }
+  void fail(const std::string& why) override;
+  const std::string& failure() const override { return failure_; }
 
-  std::vector<Step> take_steps();
+  std::vector<Step> take_steps() override;
 
   Backend& backend() const { return model_.backend(); }
   int encoder_slot() const { return enc_slot_; }
   int decoder_slot() const { return slot_; }
   const Options& options() const { return opts_; }
-  bool stopped() const { return stopped_; }  // stop_at_eos and EOS seen, or failed
+  bool stopped() const override { return stopped_; }  // stop_at_eos and EOS seen, or failed
   int64_t rebases() const { return rebases_; }
-  int64_t decoder_passes() const { return decoder_passes_; }  // decoder passes it took part in, the prompt's included
-  double encoder_seconds() const { return encoder_seconds_; }  // in encoder passes (conv stem to adapter)
+  int64_t decoder_passes() const override { return decoder_passes_; }  // decoder passes it took part in, the prompt's included
+  double encoder_seconds() const override { return encoder_seconds_; }  // in encoder passes (conv stem to adapter)
 
  private:
   int64_t queued() const { return queue_write_ - queue_read_; }

@@ -6,6 +6,7 @@
 
 #include "models/voxtral/decoder_step.h"
 #include "models/voxtral/encoder_pass.h"
+#include "models/stream_model.h"
 #include "models/voxtral/stream_state.h"
 
 namespace voxrt {
@@ -24,14 +25,9 @@ namespace voxrt {
 // Passes are recorded steps keyed by their shape (row counts), replayed as graphs whichever streams
 // they carry.
 // Every stream with work gets its rows in every round: none waits for another to finish. Each
-// stream's results and times go to its own steps (StreamState::take_steps).
-struct RoundStats {
-  int encoder_passes = 0, encoded_positions = 0, prompts = 0;
-  int decoder_passes = 0, decoder_rows = 0, decoder_streams = 0;
-  // Wall time of the encoder passes, and of the decoder passes split between the prompts' rows and
-  // the positions' rows by their counts.
-  double encoder_seconds = 0, prompt_seconds = 0, decoder_seconds = 0;
-};
+// stream's results and times go to its own steps (StreamState::take_steps). RoundStats: the
+// family-neutral account of the round (models/stream_model.h).
+
 // What a round runs on: the passes (their buffers and recorded steps) and the caches the streams'
 // slots are in.
 struct RoundContext {

@@ -1,11 +1,12 @@
 // The step loop of an engine (docs/scheduler.md): one thread runs the model for every live session
 // and offline transcription of the engine. A stream's owner computes its mel frames on its own
 // thread (MelFrontEnd), hands them over and waits for the steps they make possible; meanwhile the
-// loop runs rounds over every stream with work (step_streams): one encoder pass over the waiting
-// audio of all of them, then one decoder pass over their ready rows (on the CPU, whose rows are not
-// batch-invariant, each stream's own passes). A stream alone runs exactly as StreamDecoder
-// runs it; streams together share the decoder's weight reads, and on a batch-invariant backend each
-// still gets, bit for bit, the ids it gets alone.
+// loop runs rounds over every stream with work (StreamModel::run_round; Voxtral's is step_streams):
+// one encoder pass over the waiting audio of all of them, then one decoder pass over their ready
+// rows (on the CPU, whose rows are not batch-invariant, each stream's own passes). A stream alone
+// runs exactly as StreamDecoder runs it; streams together share the decoder's weight reads, and on
+// a batch-invariant backend each still gets, bit for bit, the ids it gets alone. The scheduler
+// knows the model only through models/stream_model.h: any family's streams, not Voxtral's types.
 #pragma once
 
 #include <chrono>
@@ -19,14 +20,11 @@
 #include <thread>
 #include <vector>
 
-#include "engine/engine_counters.h"
-#include "engine/load_monitor.h"
+#include "models/stream_model.h"
+#include "models/stream_work.h"
 #include "runtime/kv_pool.h"
-#include "models/voxtral/decoder_step.h"
-#include "models/voxtral/encoder_pass.h"
-#include "models/voxtral/stream_pipeline.h"
-#include "models/voxtral/stream_state.h"
-#include "models/voxtral/stream_stepper.h"
+#include "scheduler/engine_counters.h"
+#include "scheduler/load_monitor.h"
 
 namespace voxrt {
 
@@ -50,7 +48,7 @@ struct SchedulerLimits {
   // than real time; a server turns it on.
   bool refuse_when_overloaded = false;
   double overload_wait_ms = 80;  // the hand-overs' 90th percentile past which it is overloaded
-  // The most positions an encoder pass and rows a decoder pass take (RoundContext); streams left
+  // The most positions an encoder pass and rows a decoder pass take (RoundBudget); streams left
   // out of a round go first in the next.
   int max_encoder_positions = 512;
   int max_decoder_rows = 256;
@@ -62,7 +60,9 @@ class Scheduler {
  public:
   // model_mutex serialises every use of the model and its backend: the loop holds it for a round,
   // opening and closing a stream take it to allocate and free the stream's caches.
-  Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol, int max_batch_positions,
+  // default_stream: the options of a stream its opener says nothing of (the model's default delay):
+  // what limits.stream_seconds sizes.
+  Scheduler(StreamModel& model, std::mutex& model_mutex, const StreamOptions& default_stream,
             const SchedulerLimits& limits = {});
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
@@ -79,7 +79,7 @@ class Scheduler {
     // position count (final_positions >= 0), then waits until every step they make possible has
     // run, and returns those steps. Throws voxrt::Error when the model work failed (and from then
     // on). After EOS with stop_at_eos nothing more is decoded and the frames are dropped.
-    std::vector<StreamState::Step> run(std::vector<float> frames, int64_t final_positions) override;
+    std::vector<StreamStep> run(std::vector<float> frames, int64_t final_positions) override;
 
     // Seconds of input audio its owner received (its pads left out): EngineStats::audio_seconds.
     void count_audio(double seconds);
@@ -95,15 +95,14 @@ class Scheduler {
     Entry* entry_;
   };
 
-  // A stream of `opts` (its protocol's left pad and max_batch_positions must be the scheduler's:
-  // the streams share the caches) that runs for at most max_seconds of audio (0: no limit; < 0:
+  // A stream of `opts` that runs for at most max_seconds of audio (0: no limit; < 0:
   // limits.stream_seconds), whose cache pages it reserves. When they do not fit (or
   // limits.max_streams are open already) it waits for streams to close for up to wait_seconds
   // (< 0: as long as it takes; 0: not at all), then throws BusyError. One that could never fit is
   // an InputError at once. A stream that runs past max_seconds goes on while spare pages last, and
   // then fails alone. A live stream (fed at real time) is also refused, or waits, while the live
   // streams already open do not keep real time (limits.refuse_when_overloaded).
-  std::unique_ptr<Stream> open(const StreamState::Options& opts, double wait_seconds = 0, double max_seconds = -1,
+  std::unique_ptr<Stream> open(const StreamOptions& opts, double wait_seconds = 0, double max_seconds = -1,
                                bool live = false);
   static constexpr double kWaitForever = -1;
 
@@ -141,9 +140,9 @@ class Scheduler {
  private:
   void loop();
   void close(Entry* entry);
-  // The pages of a stream of this protocol and max_seconds (< 0: limits_.stream_seconds).
-  int encoder_pages(const Protocol& p, double max_seconds) const;
-  int decoder_pages(const Protocol& p, double max_seconds) const;
+  // The pages of a stream of these options and max_seconds (< 0: limits_.stream_seconds).
+  int encoder_pages(const StreamOptions& o, double max_seconds) const;
+  int decoder_pages(const StreamOptions& o, double max_seconds) const;
   bool room_for(int enc_pages, int dec_pages) const;
   // Waits (model_lock held) until room_for, at most until `deadline` (none: for ever); false when
   // the time ran out.
@@ -157,22 +156,21 @@ class Scheduler {
     KvCacheShape encoder, decoder;
     bool grows = false;
   };
-  static PoolShapes pool_shapes(const VoxtralModel& model, const Protocol& protocol, int max_batch_positions,
+  static PoolShapes pool_shapes(const StreamModel& model, const StreamOptions& default_stream,
                                 const SchedulerLimits& limits);
-  Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol, const SchedulerLimits& limits,
-            const PoolShapes& shapes);
+  Scheduler(StreamModel& model, std::mutex& model_mutex, const StreamOptions& default_stream,
+            const SchedulerLimits& limits, const PoolShapes& shapes);
 
-  VoxtralModel& model_;
+  StreamModel& model_;
+  const StreamModel::Frames frames_;  // what a hand-over's frames are, for its pacing
   std::mutex& model_mutex_;
   const bool one_pass_;
   const SchedulerLimits limits_;
   std::condition_variable_any room_;  // a stream closed (waited on with model_mutex_)
   uint64_t rounds_run_ = 0;            // by the loop: moves the stream a round serves first
   // Used by the loop only, or under model_mutex_ when streams open and close.
-  const Protocol protocol_;
+  const StreamOptions default_stream_;
   KvPool encoder_pool_, decoder_pool_;
-  EncoderPass encoder_;
-  DecoderPass decoder_;
 
   mutable std::mutex mu_;  // guards entries_, every entry's hand-over fields, load_ and stop_
   LoadMonitor load_;

@@ -1,4 +1,4 @@
-#include "engine/scheduler.h"
+#include "scheduler/scheduler.h"
 
 #include <algorithm>
 #include <chrono>
@@ -15,7 +15,8 @@ namespace voxrt {
 // A stream's state and its hand-over with the loop. While `wanted`, the loop owns `state`;
 // otherwise the stream's owner may read it.
 struct Scheduler::Entry {
-  std::unique_ptr<StreamState> state;
+  std::unique_ptr<ModelStream> state;
+  int encoder_slot = -1, decoder_slot = -1;  // its slots in the pools' caches, freed when it closes
   bool live = false;  // opened as a live session: its paced hand-overs' waits tell the load (LoadMonitor)
   // Owner-side (only the stream's owner touches them): the previous hand-over's start and audio.
   std::chrono::steady_clock::time_point last_run{};
@@ -25,7 +26,7 @@ struct Scheduler::Entry {
   int64_t final_positions = -1;
   bool wanted = false;       // the owner waits for the loop to run everything handed over
   std::chrono::steady_clock::time_point wanted_at{};  // since when (EngineStats::stalled_seconds)
-  std::vector<StreamState::Step> outbox;
+  std::vector<StreamStep> outbox;
   std::string error;         // the model work failed: every later run() throws it
   std::condition_variable done;
 };
@@ -44,13 +45,12 @@ std::string format_gb(double bytes) {
 
 // The encoder's and decoder's pool shapes: max_cache_bytes split so that both run out together
 // for streams of stream_seconds, or max_streams such streams, or one to start with (growing).
-Scheduler::PoolShapes Scheduler::pool_shapes(const VoxtralModel& model, const Protocol& protocol, int max_batch_positions,
-                       const SchedulerLimits& l) {
+Scheduler::PoolShapes Scheduler::pool_shapes(const StreamModel& model, const StreamOptions& default_stream,
+                                             const SchedulerLimits& l) {
   const int slots = std::max(1, l.max_streams);
-  PoolShapes p{StreamState::encoder_cache_shape(model, max_batch_positions, slots, /*paged=*/true),
-               StreamState::decoder_cache_shape(model, protocol, slots, /*paged=*/true)};
-  const int enc = KvPool::pages_for(p.encoder, StreamState::encoder_frames_for(model, protocol, l.stream_seconds));
-  const int dec = KvPool::pages_for(p.decoder, StreamState::decoder_positions_for(model, protocol, l.stream_seconds));
+  PoolShapes p{model.encoder_cache_shape(slots), model.decoder_cache_shape(slots)};
+  const int enc = KvPool::pages_for(p.encoder, model.encoder_frames_for(default_stream, l.stream_seconds));
+  const int dec = KvPool::pages_for(p.decoder, model.decoder_positions_for(default_stream, l.stream_seconds));
   const size_t kv_bytes = model.backend().kv_element_bytes();
   const double enc_page = static_cast<double>(KvPool::page_bytes(p.encoder, kv_bytes));
   const double dec_page = static_cast<double>(KvPool::page_bytes(p.decoder, kv_bytes));
@@ -82,21 +82,20 @@ Scheduler::PoolShapes Scheduler::pool_shapes(const VoxtralModel& model, const Pr
   return p;
 }
 
-Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol, int max_batch_positions,
+Scheduler::Scheduler(StreamModel& model, std::mutex& model_mutex, const StreamOptions& default_stream,
                      const SchedulerLimits& limits)
-    : Scheduler(model, model_mutex, protocol, limits, pool_shapes(model, protocol, max_batch_positions, limits)) {}
+    : Scheduler(model, model_mutex, default_stream, limits, pool_shapes(model, default_stream, limits)) {}
 
-Scheduler::Scheduler(VoxtralModel& model, std::mutex& model_mutex, const Protocol& protocol,
+Scheduler::Scheduler(StreamModel& model, std::mutex& model_mutex, const StreamOptions& default_stream,
                      const SchedulerLimits& limits, const PoolShapes& shapes)
     : model_(model),
+      frames_(model.frames()),
       model_mutex_(model_mutex),
-      one_pass_(model.backend().batch_invariant()),
+      one_pass_(model.batch_invariant()),
       limits_(limits),
-      protocol_(protocol),
+      default_stream_(default_stream),
       encoder_pool_(model.backend(), shapes.encoder, shapes.grows),
       decoder_pool_(model.backend(), shapes.decoder, shapes.grows),
-      encoder_(model, unique_step_key("encoder pass")),
-      decoder_(model, unique_step_key("decoder pass")),
       load_(limits.overload_wait_ms),
       cache_seen_(cache_use_locked()),
       thread_([this] { loop(); }) {}
@@ -110,14 +109,14 @@ Scheduler::~Scheduler() {
   thread_.join();
 }
 
-int Scheduler::encoder_pages(const Protocol& p, double max_seconds) const {
+int Scheduler::encoder_pages(const StreamOptions& o, double max_seconds) const {
   const double seconds = max_seconds < 0 ? limits_.stream_seconds : max_seconds;
-  return encoder_pool_.pages_for(StreamState::encoder_frames_for(model_, p, seconds));
+  return encoder_pool_.pages_for(model_.encoder_frames_for(o, seconds));
 }
 
-int Scheduler::decoder_pages(const Protocol& p, double max_seconds) const {
+int Scheduler::decoder_pages(const StreamOptions& o, double max_seconds) const {
   const double seconds = max_seconds < 0 ? limits_.stream_seconds : max_seconds;
-  return decoder_pool_.pages_for(StreamState::decoder_positions_for(model_, p, seconds));
+  return decoder_pool_.pages_for(model_.decoder_positions_for(o, seconds));
 }
 
 bool Scheduler::room_for(int enc_pages, int dec_pages) const {
@@ -136,7 +135,7 @@ bool Scheduler::wait_for_room(std::unique_lock<std::mutex>& model_lock, int enc_
   return room_.wait_until(model_lock, *deadline, fits);
 }
 
-std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& opts, double wait_seconds,
+std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamOptions& opts, double wait_seconds,
                                                    double max_seconds, bool live) {
   // When the wait for room ends (none: it does not).
   std::optional<Clock::time_point> deadline;
@@ -159,11 +158,12 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& o
       lock.lock();
     }
   }
-  std::unique_ptr<StreamState> state;
+  std::unique_ptr<ModelStream> state;
+  int enc = -1, dec = -1;
   {
     // The pools' shapes change when they grow (another stream opening): read them under the lock.
     std::unique_lock<std::mutex> model_lock(model_mutex_);
-    const int enc_pages = encoder_pages(opts.protocol, max_seconds), dec_pages = decoder_pages(opts.protocol, max_seconds);
+    const int enc_pages = encoder_pages(opts, max_seconds), dec_pages = decoder_pages(opts, max_seconds);
     const size_t bytes = bytes_of(enc_pages, dec_pages);
     // One that could never fit is refused even when the caller would wait.
     if (!encoder_pool_.grows() && (enc_pages > encoder_pool_.pages() || dec_pages > decoder_pool_.pages())) {
@@ -185,12 +185,10 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& o
                       format_gb(static_cast<double>(bytes)) + " more (max_memory)" + waited +
                       "; close one, wait for room, or open it for fewer seconds");
     }
-    const int enc = encoder_pool_.acquire(enc_pages);
-    int dec = -1;
+    enc = encoder_pool_.acquire(enc_pages);
     try {
       dec = decoder_pool_.acquire(dec_pages);
-      state = std::make_unique<StreamState>(model_, opts, StreamState::CacheSlot{encoder_pool_.cache(), enc},
-                                            StreamState::CacheSlot{decoder_pool_.cache(), dec});
+      state = model_.open_stream(opts, CacheSlot{encoder_pool_.cache(), enc}, CacheSlot{decoder_pool_.cache(), dec});
       note_cache_use();
     } catch (...) {
       encoder_pool_.release(enc);
@@ -202,6 +200,8 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamState::Options& o
   std::lock_guard<std::mutex> lock(mu_);
   Entry& e = entries_.emplace_back();
   e.state = std::move(state);
+  e.encoder_slot = enc;
+  e.decoder_slot = dec;
   e.live = live;
   return std::unique_ptr<Stream>(new Stream(*this, &e));
 }
@@ -220,7 +220,7 @@ size_t Scheduler::bytes_of(int enc_pages, int dec_pages) const {
 
 size_t Scheduler::cache_bytes_for(double max_seconds) const {
   std::lock_guard<std::mutex> model_lock(model_mutex_);  // the pools' shapes change as they grow
-  return bytes_of(encoder_pages(protocol_, max_seconds), decoder_pages(protocol_, max_seconds));
+  return bytes_of(encoder_pages(default_stream_, max_seconds), decoder_pages(default_stream_, max_seconds));
 }
 
 Scheduler::CacheUse Scheduler::cache_use_locked() const {
@@ -267,7 +267,7 @@ EngineStats Scheduler::stats() const {
 
 void Scheduler::note_cache_use() {
   const CacheUse use = cache_use_locked();
-  const bool room = room_for(encoder_pages(protocol_, -1), decoder_pages(protocol_, -1));
+  const bool room = room_for(encoder_pages(default_stream_, -1), decoder_pages(default_stream_, -1));
   std::lock_guard<std::mutex> lock(mu_);
   cache_seen_ = use;
   room_seen_ = room;
@@ -279,18 +279,20 @@ int Scheduler::open_streams() const {
 }
 
 void Scheduler::close(Entry* entry) {
-  std::unique_ptr<StreamState> state;
+  std::unique_ptr<ModelStream> state;
+  int enc = -1, dec = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Not wanted (its owner is not waiting in run()), so the loop does not hold it.
     auto it = std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return &e == entry; });
     state = std::move(it->state);
+    enc = it->encoder_slot;
+    dec = it->decoder_slot;
     entries_.erase(it);
   }
   {
     // Another stream's round may be running on the backend right now.
     std::lock_guard<std::mutex> model_lock(model_mutex_);
-    const int enc = state->encoder_slot(), dec = state->decoder_slot();
     state.reset();
     encoder_pool_.release(enc);
     decoder_pool_.release(dec);
@@ -302,7 +304,7 @@ void Scheduler::close(Entry* entry) {
 void Scheduler::loop() {
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<Entry*> active;
-  std::vector<StreamState*> states;
+  std::vector<ModelStream*> states;
   for (;;) {
     work_.wait(lock, [&] {
       return stop_ || std::any_of(entries_.begin(), entries_.end(), [](const Entry& e) { return e.wanted; });
@@ -330,8 +332,8 @@ void Scheduler::loop() {
       std::lock_guard<std::mutex> model_lock(model_mutex_);
       const auto t0 = std::chrono::steady_clock::now();
       try {
-        round.work = step_streams(states, {encoder_, encoder_pool_.cache(), decoder_, decoder_pool_.cache(), one_pass_,
-                                           limits_.max_encoder_positions, limits_.max_decoder_rows, first_served});
+        round.work = model_.run_round(states, {encoder_pool_.cache(), decoder_pool_.cache()},
+                                      {limits_.max_encoder_positions, limits_.max_decoder_rows, one_pass_}, first_served);
       } catch (const std::exception& ex) {
         failure = ex.what();
       }
@@ -345,7 +347,7 @@ void Scheduler::loop() {
     rounds_.push_back(round);
     if (!failure.empty() && failure_.empty()) failure_ = failure;
     for (Entry* e : active) {
-      for (const StreamState::Step& s : e->state->take_steps()) e->outbox.push_back(s);
+      for (const StreamStep& s : e->state->take_steps()) e->outbox.push_back(s);
       if (!failure.empty()) e->error = failure;
       else if (!e->state->failure().empty()) e->error = e->state->failure();  // this stream alone failed
       if (!e->error.empty() || !e->state->has_work()) {
@@ -356,16 +358,15 @@ void Scheduler::loop() {
   }
 }
 
-std::vector<StreamState::Step> Scheduler::Stream::run(std::vector<float> frames, int64_t final_positions) {
+std::vector<StreamStep> Scheduler::Stream::run(std::vector<float> frames, int64_t final_positions) {
   Entry& e = *entry_;
   const auto t0 = LoadMonitor::Clock::now();
   // Paced: at most two steps' audio, handed over no sooner than half the previous hand-over's audio
   // after it (a client feeding at real time; one reading a file ahead hands over back to back).
   // Such a hand-over's wait is what the load does to a live session.
-  const double mel_per_s = static_cast<double>(owner_.model_.config().audio.sampling_rate) /
-                           owner_.model_.config().audio.hop_length;
-  const size_t n_mels = static_cast<size_t>(owner_.model_.config().encoder.num_mel_bins);
-  const size_t per_position = static_cast<size_t>(owner_.model_.config().mel_frames_per_position());
+  const double mel_per_s = owner_.frames_.per_second;
+  const size_t n_mels = owner_.frames_.values;
+  const size_t per_position = owner_.frames_.per_position;
   const bool paced = frames.size() <= 2 * per_position * n_mels &&
                      std::chrono::duration<double>(t0 - e.last_run).count() >= 0.5 * e.last_audio_s;
   e.last_run = t0;
@@ -392,7 +393,7 @@ std::vector<StreamState::Step> Scheduler::Stream::run(std::vector<float> frames,
     owner_.load_.finish(ticket, now);
     owner_.counters_.live_wait(std::chrono::duration<double, std::milli>(now - t0).count());
   }
-  std::vector<StreamState::Step> steps;
+  std::vector<StreamStep> steps;
   steps.swap(e.outbox);
   if (!e.error.empty()) throw Error(e.error);
   return steps;

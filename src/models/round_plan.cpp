@@ -1,4 +1,4 @@
-#include "models/voxtral/round_plan.h"
+#include "models/round_plan.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "engine/engine_counters.h"
+#include "scheduler/engine_counters.h"
 
 #include <algorithm>
 #include <array>

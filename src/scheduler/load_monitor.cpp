@@ -1,4 +1,4 @@
-#include "engine/load_monitor.h"
+#include "scheduler/load_monitor.h"
 
 #include <algorithm>
 #include <vector>
