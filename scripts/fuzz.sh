@@ -103,7 +103,7 @@ for target in $targets; do
     form)
       build fuzz_transcription_form tests/fuzz/fuzz_transcription_form.cpp src/server/multipart_form.cpp \
         src/server/request_error.cpp src/server/openai_transcriptions.cpp src/formats/output_formats.cpp \
-        src/formats/subtitle_cues.cpp src/engine/delays.cpp src/voxtral/protocol.cpp
+        src/formats/subtitle_cues.cpp src/engine/delays.cpp src/models/voxtral/protocol.cpp
       run fuzz_transcription_form form 4096
       ;;
     events)
@@ -111,7 +111,7 @@ for target in $targets; do
         src/server/mistral_realtime.cpp src/server/openai_realtime.cpp src/server/vllm_realtime.cpp \
         src/server/realtime_audio.cpp src/server/event_json.cpp src/server/websocket_connection.cpp \
         src/server/spooled_body.cpp src/audio/pcm_stream.cpp src/audio/stream_resampler.cpp src/common/base64.cpp \
-        src/common/histogram_counter.cpp src/server/text_deltas.cpp src/engine/delays.cpp src/voxtral/protocol.cpp \
+        src/common/histogram_counter.cpp src/server/text_deltas.cpp src/engine/delays.cpp src/models/voxtral/protocol.cpp \
         -lsoxr -lpthread
       run fuzz_realtime_events events 4096
       ;;
@@ -122,13 +122,13 @@ for target in $targets; do
     # limits: the dictionary offers the numbers at the edges, and the value profile rewards inputs
     # that bring a compared value closer.
     safetensors)
-      build fuzz_safetensors_header tests/fuzz/fuzz_safetensors_header.cpp src/model/safetensors.cpp \
+      build fuzz_safetensors_header tests/fuzz/fuzz_safetensors_header.cpp src/safetensors/safetensors.cpp \
         src/common/thread_team.cpp src/common/usable_cores.cpp -lpthread
       run fuzz_safetensors_header safetensors 32768 $mem_flags -timeout=30 $json_flags
       ;;
     config)
-      build fuzz_model_config tests/fuzz/fuzz_model_config.cpp src/model/checkpoint.cpp src/model/config_json.cpp \
-        src/model/safetensors.cpp src/common/thread_team.cpp src/common/usable_cores.cpp -lpthread
+      build fuzz_model_config tests/fuzz/fuzz_model_config.cpp src/models/voxtral/checkpoint.cpp src/models/voxtral/config_json.cpp \
+        src/safetensors/safetensors.cpp src/common/thread_team.cpp src/common/usable_cores.cpp -lpthread
       run fuzz_model_config config 4096 $mem_flags -timeout=30 $json_flags
       ;;
     tekken)

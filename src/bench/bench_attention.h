@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
+#include "models/voxtral/config.h"
 #include "runtime/backend.h"
 
 namespace voxrt {

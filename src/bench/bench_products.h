@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
+#include "models/voxtral/config.h"
 #include "runtime/backend.h"
 
 namespace voxrt {

@@ -17,7 +17,7 @@
 #include "runtime/kernel_switches.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
-#include "voxtral/model.h"
+#include "models/voxtral/model.h"
 
 namespace voxrt::bench_support {
 

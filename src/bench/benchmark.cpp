@@ -8,7 +8,7 @@
 #include "bench/bench_attention.h"
 #include "bench/bench_products.h"
 #include "bench/bench_support.h"
-#include "voxtral/decoder_step.h"
+#include "models/voxtral/decoder_step.h"
 
 namespace voxrt {
 namespace {

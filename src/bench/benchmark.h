@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "voxtral/model.h"
-#include "voxtral/protocol.h"
+#include "models/voxtral/model.h"
+#include "models/voxtral/protocol.h"
 
 namespace voxrt {
 

@@ -1,7 +1,7 @@
 #include "bench/engine_bench.h"
 
 #include "common/error.h"
-#include "voxtral/protocol.h"
+#include "models/voxtral/protocol.h"
 
 namespace voxrt {
 namespace {

@@ -8,7 +8,7 @@
 #include "bench/bench_support.h"
 #include "bench/benchmark.h"
 #include "common/error.h"
-#include "engine/scheduler.h"
+#include "scheduler/scheduler.h"
 #include "voxrt/session.h"
 
 namespace voxrt {

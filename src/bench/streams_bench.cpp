@@ -13,7 +13,7 @@
 #include "bench/benchmark.h"
 #include "bench/round_cost_fit.h"
 #include "common/error.h"
-#include "engine/scheduler.h"
+#include "scheduler/scheduler.h"
 #include "voxrt/session.h"
 
 namespace voxrt {

@@ -1,5 +1,5 @@
 // A histogram of fixed buckets (voxrt.h's Histogram), Prometheus-style, filled one value at a time:
-// the engine's step and wait times (engine/engine_counters.h) and the server's live lag
+// the engine's step and wait times (scheduler/engine_counters.h) and the server's live lag
 // (server/live_transcription.h) render through /metrics alike.
 #pragma once
 

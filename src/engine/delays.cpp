@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "model/config.h"
+#include "models/voxtral/config.h"
 #include "voxrt/error.h"
-#include "voxtral/model.h"
-#include "voxtral/protocol.h"
+#include "models/voxtral/model.h"
+#include "models/voxtral/protocol.h"
 
 namespace voxrt {
 namespace {

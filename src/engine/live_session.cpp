@@ -7,8 +7,8 @@ constexpr size_t kStepHistory = 45000;
 }  // namespace
 
 LiveSession::LiveSession(const LogMel& logmel, const Tokenizer& tok, Scheduler& scheduler,
-                         const StreamState::Options& stream_options, const SessionOptions& options, int delay_ms,
-                         double sample_rate)
+                         const StreamOptions& stream_options, const Protocol& protocol, const SessionOptions& options,
+                         int delay_ms, double sample_rate)
     : tok_(tok),
       options_(options),
       delay_ms_(delay_ms),
@@ -17,8 +17,8 @@ LiveSession::LiveSession(const LogMel& logmel, const Tokenizer& tok, Scheduler& 
              static_cast<int>(sample_rate)),
       stream_(scheduler.open(stream_options, options.wait_for_room ? Scheduler::kWaitForever : 0, options.max_seconds > 0 ? options.max_seconds : -1,
                              /*live=*/true)),
-      pipeline_(logmel, stream_options.protocol, *stream_),
-      assembler_(tok, stream_options.protocol.samples_per_step / sample_rate_) {}
+      pipeline_(logmel, protocol, *stream_),
+      assembler_(tok, protocol.samples_per_step / sample_rate_) {}
 
 void LiveSession::take(const std::vector<StreamState::Step>& steps) {
   for (const StreamState::Step& s : steps) {

@@ -6,19 +6,20 @@
 
 #include <memory>
 
-#include "engine/scheduler.h"
+#include "scheduler/scheduler.h"
 #include "engine/session_input.h"
 #include "tokenizer/tekken.h"
 #include "voxrt/session.h"
-#include "voxtral/stream_pipeline.h"
-#include "voxtral/transcript_assembler.h"
+#include "models/voxtral/stream_pipeline.h"
+#include "models/voxtral/transcript_assembler.h"
 
 namespace voxrt {
 
 class LiveSession final : public Session {
  public:
-  LiveSession(const LogMel& logmel, const Tokenizer& tok, Scheduler& scheduler, const StreamState::Options& stream_options,
-              const SessionOptions& options, int delay_ms, double sample_rate);
+  // `protocol`: the one the scheduler's model makes of `stream_options`, for the front end.
+  LiveSession(const LogMel& logmel, const Tokenizer& tok, Scheduler& scheduler, const StreamOptions& stream_options,
+              const Protocol& protocol, const SessionOptions& options, int delay_ms, double sample_rate);
 
   void feed(std::span<const float> samples) override;
   void flush() override;

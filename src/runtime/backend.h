@@ -1,4 +1,4 @@
-// The backend interface: the operations the Voxtral model is made of. The model (src/voxtral/) is
+// The backend interface: the operations the Voxtral model is made of. The model (src/models/voxtral/) is
 // written once against this interface; the CPU backend runs each op on host memory with OpenBLAS and
 // OpenMP, the CUDA backend on device memory. Activations are fp32 matrices [rows, cols], row-major.
 //

@@ -2,7 +2,7 @@
 
 namespace voxrt::server {
 namespace {
-// What Transcript::text is trimmed of at both ends (TranscriptAssembler::text, src/voxtral).
+// What Transcript::text is trimmed of at both ends (TranscriptAssembler::text, src/models/voxtral).
 constexpr std::string_view kBlanks = " \t\n\r\v\f";
 }  // namespace
 

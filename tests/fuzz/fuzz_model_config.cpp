@@ -1,5 +1,5 @@
-// libFuzzer target: a checkpoint directory's configuration files (src/model/config_json.cpp and
-// src/model/checkpoint.cpp) on any bytes (scripts/fuzz.sh). The input's first byte picks the file
+// libFuzzer target: a checkpoint directory's configuration files (src/models/voxtral/config_json.cpp and
+// src/models/voxtral/checkpoint.cpp) on any bytes (scripts/fuzz.sh). The input's first byte picks the file
 // the rest becomes: params.json (Mistral layout), config.json (Hugging Face layout) or
 // model.safetensors.index.json (a sharded Hugging Face checkpoint, beside config.json "{}"). The file
 // is parsed alone, and the directory it sits in, whose weights file holds no tensor, is opened with
@@ -20,8 +20,8 @@
 #include <string>
 
 #include "common/error.h"
-#include "model/checkpoint.h"
-#include "model/safetensors.h"
+#include "models/voxtral/checkpoint.h"
+#include "safetensors/safetensors.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer target: the safetensors reader (src/model/safetensors.cpp) on any file (scripts/fuzz.sh).
+// libFuzzer target: the safetensors reader (src/safetensors/safetensors.cpp) on any file (scripts/fuzz.sh).
 // The input is the whole file: the 8-byte header length, the JSON header, the data section. It is
 // opened by path and mapped as a checkpoint is, then every tensor it accepts is read end to end and
 // the float ones converted, as a model load would. Every input must either open or be refused with
@@ -14,7 +14,7 @@
 
 #include "common/error.h"
 #include "fuzz_input_file.h"
-#include "model/safetensors.h"
+#include "safetensors/safetensors.h"
 
 namespace {
 volatile unsigned sink;  // keeps the reads of the tensors' bytes

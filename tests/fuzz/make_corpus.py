@@ -83,7 +83,7 @@ def safetensors_seeds():
 def config_seeds():
     write("config", "params.json", b"\x00" + (TINY / "mistral/params.json").read_bytes())
     write("config", "config.json", b"\x01" + (TINY / "hf/config.json").read_bytes())
-    # The full-size model's values (src/model/config.h), in the tiny files' layout: larger numbers
+    # The full-size model's values (src/models/voxtral/config.h), in the tiny files' layout: larger numbers
     # for the fuzzer to grow toward the limits.
     params = json.loads((TINY / "mistral/params.json").read_text())
     params.update(dim=3072, n_layers=26, head_dim=128, hidden_dim=9216, n_heads=32, n_kv_heads=8,

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/safetensors.h"
+#include "safetensors/safetensors.h"
 #include "test_paths.h"
 
 namespace voxrt::test {

@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "common/error.h"
-#include "voxtral/decoder_step.h"
+#include "models/voxtral/decoder_step.h"
 
 namespace voxrt {
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "audio/log_mel.h"
-#include "voxtral/model.h"
-#include "voxtral/protocol.h"
+#include "models/voxtral/model.h"
+#include "models/voxtral/protocol.h"
 
 namespace voxrt {
 

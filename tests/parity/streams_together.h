@@ -11,9 +11,9 @@
 
 #include "audio/log_mel.h"
 #include "runtime/kv_pool.h"
-#include "voxtral/mel_front_end.h"
-#include "voxtral/stream_decoder.h"
-#include "voxtral/stream_stepper.h"
+#include "models/voxtral/mel_front_end.h"
+#include "models/voxtral/stream_decoder.h"
+#include "models/voxtral/stream_stepper.h"
 
 namespace voxrt::test {
 

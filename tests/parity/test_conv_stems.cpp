@@ -15,7 +15,7 @@
 #include "golden.h"
 #include "gpu_here.h"
 #include "tiny_engine.h"
-#include "voxtral/model.h"
+#include "models/voxtral/model.h"
 
 namespace voxrt::test {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "audio/audio_file.h"
-#include "model/checkpoint.h"
+#include "models/voxtral/checkpoint.h"
 #include "gpu_here.h"
 #include "parity_check.h"
 #include "voxrt/session.h"

@@ -16,8 +16,8 @@
 #include "tiny_engine.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
-#include "voxtral/decoder_step.h"
-#include "voxtral/stream_state.h"
+#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/stream_state.h"
 
 namespace voxrt::test {
 namespace {

@@ -9,7 +9,7 @@
 #include "../unit/checkpoint_test_util.h"
 #include "audio/audio_file.h"
 #include "golden.h"
-#include "model/safetensors.h"
+#include "safetensors/safetensors.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
 

@@ -13,10 +13,10 @@
 #include <tuple>
 
 #include "audio/audio_file.h"
-#include "model/checkpoint.h"
+#include "models/voxtral/checkpoint.h"
 #include "parity_check.h"
 #include "streams_together.h"
-#include "voxtral/stream_decoder.h"
+#include "models/voxtral/stream_decoder.h"
 
 namespace voxrt::test {
 namespace {

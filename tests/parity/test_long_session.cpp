@@ -8,10 +8,10 @@
 
 #include "audio/audio_file.h"
 #include "golden.h"
-#include "model/checkpoint.h"
+#include "models/voxtral/checkpoint.h"
 #include "tokenizer/tekken.h"
 #include "offline_reference.h"
-#include "voxtral/stream_decoder.h"
+#include "models/voxtral/stream_decoder.h"
 
 namespace voxrt::test {
 namespace {

@@ -14,7 +14,7 @@
 #include "golden.h"
 #include "gpu_here.h"
 #include "tiny_engine.h"
-#include "voxtral/decoder_step.h"
+#include "models/voxtral/decoder_step.h"
 
 namespace voxrt::test {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "audio/audio_file.h"
 #include "parity_check.h"
-#include "model/checkpoint.h"
+#include "models/voxtral/checkpoint.h"
 #include "tokenizer/tekken.h"
 #include "offline_reference.h"
 

@@ -8,9 +8,9 @@
 
 #include "audio/audio_file.h"
 #include "golden.h"
-#include "model/checkpoint.h"
+#include "models/voxtral/checkpoint.h"
 #include "voxrt/voxrt.h"
-#include "voxtral/model.h"
+#include "models/voxtral/model.h"
 
 namespace voxrt::test {
 

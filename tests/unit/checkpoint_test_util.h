@@ -1,6 +1,6 @@
 // Helpers that build small fake Voxtral model directories for tests: a temporary directory, a tiny
 // configuration, random weights, and writers for both checkpoint layouts. The Hugging Face names and
-// the RoPE row order are produced here independently of src/model/checkpoint.cpp, so the tests
+// the RoPE row order are produced here independently of src/models/voxtral/checkpoint.cpp, so the tests
 // check the library against a second implementation rather than against itself.
 #pragma once
 
@@ -23,9 +23,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.h"
-#include "model/checkpoint.h"
-#include "model/config.h"
-#include "model/safetensors.h"
+#include "models/voxtral/checkpoint.h"
+#include "models/voxtral/config.h"
+#include "safetensors/safetensors.h"
 #include "temp_dir.h"
 
 namespace voxrt::testutil {

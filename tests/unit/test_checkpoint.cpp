@@ -9,7 +9,7 @@
 
 #include "checkpoint_test_util.h"
 #include "common/error.h"
-#include "model/checkpoint.h"
+#include "models/voxtral/checkpoint.h"
 #include "test_paths.h"
 
 namespace voxrt {

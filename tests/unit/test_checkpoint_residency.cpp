@@ -15,8 +15,8 @@
 
 #include "../test_paths.h"
 #include "common/error.h"
-#include "model/checkpoint.h"
-#include "model/safetensors.h"
+#include "models/voxtral/checkpoint.h"
+#include "safetensors/safetensors.h"
 #include "temp_dir.h"
 
 namespace voxrt::test {

@@ -3,7 +3,7 @@
 // names the file and what is wrong (never a crash, never a hang).
 #include <gtest/gtest.h>
 
-#include "voxtral/protocol.h"
+#include "models/voxtral/protocol.h"
 #include <sys/wait.h>
 
 #include <chrono>

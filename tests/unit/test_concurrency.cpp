@@ -2,7 +2,7 @@
 // threads each run 100 jobs (offline transcriptions of samples and of files, and live sessions fed
 // in random chunk sizes) on a handful of short clips and delays, and every result must equal the
 // one the same job gives when nothing else runs. The engine's scheduler steps them all together
-// (engine/scheduler.h); what this proves is that no state leaks between sessions, transcriptions or
+// (scheduler/scheduler.h); what this proves is that no state leaks between sessions, transcriptions or
 // threads, and that sharing the scheduler's rounds changes no result.
 //
 // VOXRT_CONCURRENCY_THREADS and VOXRT_CONCURRENCY_JOBS scale it down (the ThreadSanitizer run in CI

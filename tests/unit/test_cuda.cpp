@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "model/safetensors.h"
+#include "safetensors/safetensors.h"
 #ifdef VOXRT_WITH_CUDA
 #include "runtime/cuda/cuda_device.h"
 #endif

@@ -26,7 +26,7 @@
 #include "runtime/backend.h"
 #include "runtime/kernel_switches.h"
 #include "runtime/kv_cache.h"
-#include "voxtral/model.h"
+#include "models/voxtral/model.h"
 #ifdef VOXRT_WITH_CUDA
 #include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_kernels.h"

@@ -14,7 +14,7 @@
 #include "../test_paths.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
-#include "voxtral/protocol.h"
+#include "models/voxtral/protocol.h"
 
 namespace voxrt::test {
 namespace {

@@ -26,13 +26,15 @@ const std::map<std::string, std::set<std::string>> kLayerMap = {
     {"common", {"include/voxrt"}},
     {"audio", {"common"}},
     {"tokenizer", {"common"}},
-    {"model", {"common"}},
+    {"safetensors", {"common"}},
     {"runtime", {"common"}},
     {"runtime/cpu", {"runtime", "common"}},
     {"runtime/cuda", {"runtime", "common"}},
-    {"voxtral", {"model", "runtime", "audio", "tokenizer", "include/voxrt", "common"}},
-    {"engine", {"voxtral", "runtime", "runtime/cuda", "model", "audio", "tokenizer", "include/voxrt", "common"}},
-    {"bench", {"engine", "voxtral", "runtime", "model", "include/voxrt", "common"}},
+    {"models", {"runtime", "common"}},
+    {"models/voxtral", {"models", "safetensors", "runtime", "audio", "tokenizer", "include/voxrt", "common"}},
+    {"scheduler", {"models", "runtime", "include/voxrt", "common"}},
+    {"engine", {"scheduler", "models", "models/voxtral", "runtime", "runtime/cuda", "safetensors", "audio", "tokenizer", "include/voxrt", "common"}},
+    {"bench", {"engine", "scheduler", "models", "models/voxtral", "runtime", "safetensors", "include/voxrt", "common"}},
     {"bench/kernels", {"common"}},
     {"bench/kernels/cuda", {"bench/kernels", "runtime", "runtime/cuda", "common"}},
     {"hub", {"common"}},
@@ -107,8 +109,8 @@ TEST(Layers, EveryIncludeUnderSrcIsOneTheLayerMapAllows) {
 TEST(Layers, TheCheckNamesTheFileAndTheIncludeThatCrossALayer) {
   voxrt::testutil::TempDir tree;
   write_file(tree / "include/voxrt/voxrt.h", "");
-  write_file(tree / "src/engine/scheduler.h", "#include \"voxtral/model.h\"\n");
-  write_file(tree / "src/voxtral/model.h", "#include \"runtime/backend.h\"\n#include <vector>\n");
+  write_file(tree / "src/engine/scheduler.h", "#include \"models/voxtral/model.h\"\n");
+  write_file(tree / "src/models/voxtral/model.h", "#include \"runtime/backend.h\"\n#include <vector>\n");
   write_file(tree / "src/runtime/backend.h", "#include \"common/error.h\"\n");
   write_file(tree / "src/common/error.h", "#include \"voxrt/voxrt.h\"\n");
   write_file(tree / "src/formats/output.cpp", "#include \"formats/output.h\"\n#include \"voxrt/voxrt.h\"\n");
@@ -116,7 +118,7 @@ TEST(Layers, TheCheckNamesTheFileAndTheIncludeThatCrossALayer) {
   EXPECT_TRUE(layer_violations(tree.path()).empty());
 
   write_file(tree / "src/common/bad.cpp", "#include \"engine/scheduler.h\"\n");
-  write_file(tree / "src/formats/sideways.cpp", "  #  include <voxtral/model.h>\n");
+  write_file(tree / "src/formats/sideways.cpp", "  #  include <models/voxtral/model.h>\n");
   write_file(tree / "src/plugins/x.cpp", "");
   const std::vector<std::string> v = layer_violations(tree.path());
   ASSERT_EQ(v.size(), 3u);
@@ -126,7 +128,7 @@ TEST(Layers, TheCheckNamesTheFileAndTheIncludeThatCrossALayer) {
     return false;
   };
   EXPECT_TRUE(reported("src/common/bad.cpp includes engine/scheduler.h (common/ may include include/voxrt)"));
-  EXPECT_TRUE(reported("src/formats/sideways.cpp includes voxtral/model.h"));
+  EXPECT_TRUE(reported("src/formats/sideways.cpp includes models/voxtral/model.h"));
   EXPECT_TRUE(reported("src/plugins/ is not in the layer map"));
 }
 

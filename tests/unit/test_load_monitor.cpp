@@ -1,6 +1,6 @@
-// LoadMonitor (src/engine/load_monitor.h): the 90th percentile of live hand-overs' waits over a
+// LoadMonitor (src/scheduler/load_monitor.h): the 90th percentile of live hand-overs' waits over a
 // sliding window decides whether new live sessions are refused.
-#include "engine/load_monitor.h"
+#include "scheduler/load_monitor.h"
 
 #include <gtest/gtest.h>
 

@@ -17,7 +17,7 @@
 #include "server_test_support.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
-#include "voxtral/protocol.h"
+#include "models/voxtral/protocol.h"
 
 namespace voxrt::test {
 namespace {

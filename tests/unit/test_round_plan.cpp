@@ -1,11 +1,11 @@
-// The round's planner (voxtral/round_plan.h) on streams that only answer its questions: budgets
+// The round's planner (models/round_plan.h) on streams that only answer its questions: budgets
 // shared in serving order or per stream, the serving order moving with `first`, a refusal that
 // consumes nothing, and the decoder rows asked after the positions actually granted.
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "voxtral/round_plan.h"
+#include "models/round_plan.h"
 
 namespace voxrt {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "checkpoint_test_util.h"
 #include "common/error.h"
-#include "model/safetensors.h"
+#include "safetensors/safetensors.h"
 
 namespace voxrt {
 namespace {

@@ -11,7 +11,7 @@
 #include "../test_paths.h"
 #include "server/text_deltas.h"
 #include "tokenizer/tekken.h"
-#include "voxtral/transcript_assembler.h"
+#include "models/voxtral/transcript_assembler.h"
 
 namespace voxrt::test {
 namespace {

@@ -16,11 +16,12 @@
 
 #include "../test_paths.h"
 #include "audio/audio_file.h"
-#include "engine/scheduler.h"
+#include "scheduler/scheduler.h"
+#include "models/voxtral/voxtral_stream_model.h"
 #include "parity/tiny_engine.h"
 #include "temp_dir.h"
 #include "tokenizer/tekken.h"
-#include "voxtral/mel_front_end.h"
+#include "models/voxtral/mel_front_end.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
 
@@ -161,11 +162,9 @@ TEST(TranscribeLimits, HandedWorkThatNoRoundRunsReadsAsStalled) {
   Protocol p;
   p.n_left_pad_tokens = tok.audio().streaming_n_left_pad_tokens;
   p.samples_per_step = model->config().samples_per_step();
-  Scheduler scheduler(*model, model_mutex, p, StreamState::Options{}.max_batch_positions);
-  StreamState::Options o;
-  o.protocol = p;
-  o.ids = {tok.bos_id(), tok.eos_id(), tok.streaming_pad_id(), tok.streaming_word_id()};
-  const auto stream = scheduler.open(o);
+  VoxtralStreamModel family(*model, {p.n_left_pad_tokens, {tok.bos_id(), tok.eos_id(), tok.streaming_pad_id(), tok.streaming_word_id()}});
+  Scheduler scheduler(family, model_mutex, StreamOptions{});
+  const auto stream = scheduler.open(StreamOptions{});
   const LogMel logmel;
   MelFrontEnd front(logmel, p);
   front.feed(wav("speech_short"));

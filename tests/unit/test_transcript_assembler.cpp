@@ -11,7 +11,7 @@
 
 #include "../parity/golden.h"
 #include "tokenizer/tekken.h"
-#include "voxtral/transcript_assembler.h"
+#include "models/voxtral/transcript_assembler.h"
 
 namespace voxrt::test {
 namespace {
