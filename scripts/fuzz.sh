@@ -103,7 +103,7 @@ for target in $targets; do
     form)
       build fuzz_transcription_form tests/fuzz/fuzz_transcription_form.cpp src/server/multipart_form.cpp \
         src/server/request_error.cpp src/server/openai_transcriptions.cpp src/formats/output_formats.cpp \
-        src/formats/subtitle_cues.cpp src/engine/delays.cpp src/models/voxtral/protocol.cpp
+        src/formats/subtitle_cues.cpp src/engine/model_delays.cpp src/models/voxtral/protocol.cpp
       run fuzz_transcription_form form 4096
       ;;
     events)
@@ -111,7 +111,7 @@ for target in $targets; do
         src/server/mistral_realtime.cpp src/server/openai_realtime.cpp src/server/vllm_realtime.cpp \
         src/server/realtime_audio.cpp src/server/event_json.cpp src/server/websocket_connection.cpp \
         src/server/spooled_body.cpp src/audio/pcm_stream.cpp src/audio/stream_resampler.cpp src/common/base64.cpp \
-        src/common/histogram_counter.cpp src/server/text_deltas.cpp src/engine/delays.cpp src/models/voxtral/protocol.cpp \
+        src/common/histogram_counter.cpp src/server/text_deltas.cpp src/engine/model_delays.cpp src/models/voxtral/protocol.cpp \
         -lsoxr -lpthread
       run fuzz_realtime_events events 4096
       ;;

@@ -7,16 +7,16 @@
 //                                                // (16 kHz mono by default), any chunk size
 //   session->flush();                            // the last words: right pad + drain
 //
-// Work happens inside feed(): as soon as 80 ms of new audio complete a decoder step, that step runs
-// and its events are delivered through on_event before feed() returns. The first output needs the
-// prompt window filled (about 562 ms of audio at the default delay); after that each 80 ms of audio
-// gives one step. Token ids are identical to the offline result for the same audio, whatever the
+// Work happens inside feed(): as soon as 80 ms of new audio complete a decoder position, that
+// position runs and its events are delivered through on_event before feed() returns. The first
+// output needs the prompt window filled (about 562 ms of audio at the default delay); after that
+// each 80 ms of audio gives one position. Token ids are identical to the offline result for the same audio, whatever the
 // chunk sizes.
 //
 // Thread safety: a Session is used by one thread at a time (feed/flush/transcript are not
 // re-entrant). Any number of sessions may share one Engine and run on different threads: the
-// engine's scheduler runs the steps of all of them together (feed() returns once the steps its
-// audio completed have run, in passes shared with the other sessions), each session's ids exactly
+// engine's scheduler runs the positions of all of them together (feed() returns once the
+// positions its audio completed have run, in passes shared with the other sessions), each session's ids exactly
 // those it gets alone; sessions never see each other's state. The log-mel front end runs inside
 // feed() on the caller's thread. on_event runs on the thread that called feed() or flush(). A
 // session must not outlive its Engine.
@@ -35,24 +35,26 @@ namespace voxrt {
 
 struct StreamEvent {
   enum class Kind {
-    Text,          // text decided at this step (UTF-8, complete characters only)
+    Text,          // text decided at this position (UTF-8, complete characters only)
     SegmentStart,  // a word group starts ([STREAMING_WORD]); `start` is its time
     SegmentEnd,    // the current word group ended; `start`, `end` and `text` describe it
     Eos,           // the model emitted end-of-sequence (a boundary; decoding goes on unless stop_at_eos)
     // A word is complete: `text` (no whitespace), `start`, `end` as in Transcript::words. Sent as
-    // soon as the word is known to be over: at the step whose text begins with whitespace (Tekken
-    // tokens carry their leading space, so usually the next word's first token), at a segment
-    // boundary, at EOS, or in flush(); before that step's Text event. `step` is that step, not the
-    // word's own.
+    // soon as the word is known to be over: at the position whose text begins with whitespace
+    // (Tekken tokens carry their leading space, so usually the next word's first token), at a
+    // segment boundary, at EOS, or in flush(); before that position's Text event. `position` is
+    // that position, not the word's own.
     Word,
   };
   Kind kind = Kind::Text;
   std::string text;
-  // Seconds of input audio, timed as voxrt.h says (80 ms steps less the delay, whole milliseconds).
-  // Never past the audio: before flush() a step's time is within the audio fed so far; the right pad
+  // Seconds of input audio, timed as voxrt.h says (80 ms positions less the delay, whole
+  // milliseconds). Never past the audio: before flush() a position's time is within the audio fed
+  // so far; the right pad
   // decoded by flush() maps past the end, so its times are clamped to the audio's duration.
   double start = 0, end = 0;
-  int64_t step = 0;           // decoder step (0 = first output after the prompt)
+  int64_t position = 0;       // decoder position of the output (0 = the first after the prompt)
+  int64_t step = 0;           // deprecated, kept for one release: the same as position
   int32_t token = 0;          // the decoder output id behind this event
 };
 
@@ -76,17 +78,19 @@ struct SessionOptions {
 };
 
 struct SessionStats {
-  int64_t steps = 0;             // decoder steps run
-  double audio_seconds = 0;      // audio fed so far
-  double compute_seconds = 0;    // time spent in model work for this session
-  std::vector<double> step_ms;   // per-step compute time, most recent last (bounded history)
+  int64_t positions = 0;            // decoder positions run (an output each)
+  double audio_seconds = 0;         // audio fed so far
+  double compute_seconds = 0;       // time spent in model work for this session
+  std::vector<double> position_ms;  // each position's compute time, most recent last (bounded history)
+  int64_t steps = 0;                // deprecated, kept for one release: the same as positions
+  std::vector<double> step_ms;      // deprecated, kept for one release: the same as position_ms
 };
 
 class VOXRT_API Session {
  public:
   virtual ~Session() = default;
   // Adds samples at SessionOptions::sample_rate, SessionOptions::channels interleaved (by default
-  // the model's 16 kHz mono), any count including 0, and runs every step they complete.
+  // the model's 16 kHz mono), any count including 0, and runs every position they complete.
   virtual void feed(std::span<const float> samples) = 0;
   // End of input: appends the offline right pad and decodes to the end. feed() after flush() is an
   // error (voxrt::Error); flush() twice is harmless.

@@ -22,8 +22,8 @@ struct Shape {
 std::vector<Shape> live_shapes(const ModelConfig& c) {
   const EncoderConfig& e = c.encoder;
   const DecoderConfig& d = c.decoder;
-  auto params = [](int heads, int kv_heads, int head_dim, int window, int step_rows) {
-    return AttentionParams{heads, kv_heads, head_dim, window, 1.0f / std::sqrt(static_cast<float>(head_dim)), step_rows};
+  auto params = [](int heads, int kv_heads, int head_dim, int window, int rows_per_position) {
+    return AttentionParams{heads, kv_heads, head_dim, window, 1.0f / std::sqrt(static_cast<float>(head_dim)), rows_per_position};
   };
   const AttentionParams enc = params(e.n_heads, e.n_kv_heads, e.head_dim, e.sliding_window, c.downsample_factor);
   const AttentionParams dec = params(d.n_heads, d.n_kv_heads, d.head_dim, d.sliding_window, 1);

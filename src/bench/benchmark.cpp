@@ -8,7 +8,7 @@
 #include "bench/bench_attention.h"
 #include "bench/bench_products.h"
 #include "bench/bench_support.h"
-#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/decoder_pass.h"
 
 namespace voxrt {
 namespace {
@@ -104,7 +104,7 @@ std::vector<double> time_encoder_passes(VoxtralModel& m, int passes) {
   return t;
 }
 
-// Steady-state decoder pass as a live session runs it (DecoderStep: one token + one audio vector
+// Steady-state decoder pass as a live session runs it (SessionDecoder: one token + one audio vector
 // through every layer, the LM head and the argmax, whose id is the only device -> host transfer),
 // from position `first` on (keys: min(position + 1, window)).
 std::vector<double> time_decoder_passes(VoxtralModel& m, const Protocol& proto, int passes, int64_t first) {
@@ -114,7 +114,7 @@ std::vector<double> time_decoder_passes(VoxtralModel& m, const Protocol& proto, 
   const auto audio_host = random_rows(1, c.decoder.dim, 2);
   Buffer audio(&be, 1, c.decoder.dim);
   be.upload(audio.data(), audio_host.data(), audio_host.size());
-  DecoderStep decoder(m, unique_recording_key("bench decoder"));
+  SessionDecoder decoder(m, unique_recording_key("bench decoder"));
   std::vector<double> t;
   int32_t tok = 32;
   int64_t pos = first;

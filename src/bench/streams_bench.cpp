@@ -42,7 +42,7 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
   Backend& be = model.backend();  // its ceilings stand for every device's (the same GPUs)
   const ModelConfig& c = model.config();
   const int rate = c.audio.sampling_rate;
-  const size_t step = static_cast<size_t>(c.samples_per_step());
+  const size_t step = static_cast<size_t>(c.samples_per_position());
   const double step_s = static_cast<double>(step) / rate;
   const size_t paced_steps = static_cast<size_t>(o.measure_seconds / step_s + 0.5);
   const size_t fill_samples = static_cast<size_t>((o.stream_seconds - o.measure_seconds) * rate);

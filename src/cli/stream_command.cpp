@@ -135,7 +135,7 @@ class EventPrinter {
     switch (format_) {
       case StreamFormat::Txt: out_.write("\n"); break;
       case StreamFormat::Jsonl:
-        out_.write(dump({{"type", "done"}, {"duration", json_seconds(t.duration)}, {"steps", s.stats().steps}}) + "\n");
+        out_.write(dump({{"type", "done"}, {"duration", json_seconds(t.duration)}, {"positions", s.stats().positions}, {"steps", s.stats().positions}}) + "\n");
         break;
       case StreamFormat::Json: out_.write(render(t, Format::Json, source_)); break;
       case StreamFormat::Srt: out_.write(render(t, Format::Srt, source_)); break;
@@ -159,13 +159,13 @@ class EventPrinter {
   void print_jsonl(const StreamEvent& e) {
     nlohmann::json j;
     switch (e.kind) {
-      case StreamEvent::Kind::Text: j = {{"type", "text"}, {"text", e.text}, {"step", e.step}, {"start", json_seconds(e.start)}}; break;
+      case StreamEvent::Kind::Text: j = {{"type", "text"}, {"text", e.text}, {"position", e.position}, {"step", e.position}, {"start", json_seconds(e.start)}}; break;
       case StreamEvent::Kind::SegmentEnd:
         j = {{"type", "segment"}, {"start", json_seconds(e.start)}, {"end", json_seconds(e.end)}, {"text", e.text}};
         break;
-      case StreamEvent::Kind::Eos: j = {{"type", "eos"}, {"step", e.step}}; break;
+      case StreamEvent::Kind::Eos: j = {{"type", "eos"}, {"position", e.position}, {"step", e.position}}; break;
       case StreamEvent::Kind::Word:
-        j = {{"type", "word"}, {"start", json_seconds(e.start)}, {"end", json_seconds(e.end)}, {"text", e.text}, {"step", e.step}};
+        j = {{"type", "word"}, {"start", json_seconds(e.start)}, {"end", json_seconds(e.end)}, {"text", e.text}, {"position", e.position}, {"step", e.position}};
         break;
       case StreamEvent::Kind::SegmentStart: return;  // the segment is printed whole when it ends
     }
@@ -190,10 +190,10 @@ void print_stats(const SessionStats& st) {
   char line[256];
   const double rtf = st.compute_seconds > 0 ? st.audio_seconds / st.compute_seconds : 0.0;
   std::snprintf(line, sizeof line, "voxrt: stats: %lld steps, %.2f s of audio, %.3f s of compute: %.1fx real time\n",
-                static_cast<long long>(st.steps), st.audio_seconds, st.compute_seconds, rtf);
+                static_cast<long long>(st.positions), st.audio_seconds, st.compute_seconds, rtf);
   std::cerr << line;
-  if (st.step_ms.empty()) return;
-  const double p50 = percentile(st.step_ms, 50), p99 = percentile(st.step_ms, 99);
+  if (st.position_ms.empty()) return;
+  const double p50 = percentile(st.position_ms, 50), p99 = percentile(st.position_ms, 99);
   std::snprintf(line, sizeof line,
                 "voxrt: stats: step time p50 %.2f ms, p99 %.2f ms; budget %.0f ms per step: p99 margin %.1fx\n", p50,
                 p99, kStepBudgetMs, p99 > 0 ? kStepBudgetMs / p99 : 0.0);

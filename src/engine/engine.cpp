@@ -270,9 +270,9 @@ class EngineImpl final : public Engine, public BenchDevice {
                                const std::string& source = "the audio") {
     const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
     const Protocol p = protocol(delay_ms);
-    const int64_t expected_steps = expected_samples > 0 ? p.offline_steps(static_cast<size_t>(expected_samples)) : 0;
+    const int64_t expected_steps = expected_samples > 0 ? p.offline_outputs(static_cast<size_t>(expected_samples)) : 0;
     const double rate = model_->config().audio.sampling_rate;
-    const double step_s = static_cast<double>(p.samples_per_step) / rate;
+    const double step_s = static_cast<double>(p.samples_per_position) / rate;
     std::vector<int32_t> tokens;
     // The events as the steps run (o.on_event), from an assembler of their own: the transcript is
     // assembled from all the ids at the end, as without them.
@@ -338,8 +338,8 @@ class EngineImpl final : public Engine, public BenchDevice {
     const std::unique_ptr<Scheduler::Stream> stream =
         scheduler_->open(stream_options, wait_seconds, max_seconds);
     StreamPipeline pipeline(*logmel_, p, *stream);
-    auto take = [&](const std::vector<StreamState::Step>& steps) {
-      for (const StreamState::Step& s : steps) on_step(s.token, s.seconds);
+    auto take = [&](const std::vector<PositionOutput>& steps) {
+      for (const PositionOutput& s : steps) on_step(s.token, s.seconds);
     };
     WholeRun run;
     for (std::span<const float> chunk = next(); !chunk.empty(); chunk = next()) {

@@ -2,8 +2,8 @@
 
 namespace voxrt {
 namespace {
-// Per-step times kept for --stats percentiles: an hour of audio, then the oldest are dropped.
-constexpr size_t kStepHistory = 45000;
+// Per-position times kept for --stats percentiles: an hour of audio, then the oldest are dropped.
+constexpr size_t kPositionHistory = 45000;
 }  // namespace
 
 LiveSession::LiveSession(const LogMel& logmel, const Tokenizer& tok, Scheduler& scheduler,
@@ -18,17 +18,21 @@ LiveSession::LiveSession(const LogMel& logmel, const Tokenizer& tok, Scheduler& 
       stream_(scheduler.open(stream_options, options.wait_for_room ? Scheduler::kWaitForever : 0, options.max_seconds > 0 ? options.max_seconds : -1,
                              /*live=*/true)),
       pipeline_(logmel, protocol, *stream_),
-      assembler_(tok, protocol.samples_per_step / sample_rate_) {}
+      assembler_(tok, protocol.samples_per_position / sample_rate_) {}
 
-void LiveSession::take(const std::vector<StreamState::Step>& steps) {
-  for (const StreamState::Step& s : steps) {
+void LiveSession::take(const std::vector<PositionOutput>& outputs) {
+  // The most recent kPositionHistory times, dropping a tenth at once when full.
+  const auto keep = [](std::vector<double>& history, double ms) {
+    if (history.size() == kPositionHistory) history.erase(history.begin(), history.begin() + kPositionHistory / 10);
+    history.push_back(ms);
+  };
+  for (const PositionOutput& s : outputs) {
     if (s.token == tok_.eos_id()) eos_ = true;
     assembler_.push(s.token, pending_);
-    ++stats_.steps;
+    stats_.steps = ++stats_.positions;  // steps: the deprecated name, kept for one release
     stats_.compute_seconds += s.seconds;
-    if (stats_.step_ms.size() == kStepHistory)
-      stats_.step_ms.erase(stats_.step_ms.begin(), stats_.step_ms.begin() + kStepHistory / 10);
-    stats_.step_ms.push_back(s.seconds * 1000.0);
+    keep(stats_.position_ms, s.seconds * 1000.0);
+    keep(stats_.step_ms, s.seconds * 1000.0);
   }
 }
 

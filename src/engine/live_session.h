@@ -27,7 +27,7 @@ class LiveSession final : public Session {
   const SessionStats& stats() const override { return stats_; }
 
  private:
-  void take(const std::vector<StreamState::Step>& steps);
+  void take(const std::vector<PositionOutput>& outputs);
   void deliver();
   void feed_model(std::span<const float> samples);  // 16 kHz mono
   double seconds_fed() const;  // real audio fed so far (no padding)

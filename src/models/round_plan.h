@@ -2,7 +2,7 @@
 // of the round is decided (the positions it encodes, whether its prompt runs, the decoder rows it
 // puts) within the round's budgets and in its serving order, and the stream prepares it (maps the
 // K/V pages, re-bases its positions) or refuses, alone, consuming nothing. The passes that follow
-// (step_streams) then only run what was planned. The planner reads the streams through
+// (execute_round) then only run what was planned. The planner reads the streams through
 // PlannedStream, so it is tested without a model (tests/unit/test_round_plan.cpp).
 #pragma once
 

@@ -38,8 +38,8 @@ class ModelStream {
   // the offline position count.
   virtual void add_frames(std::span<const float> frames) = 0;
   virtual void set_final_positions(int64_t positions) = 0;
-  // The steps decided since the last call.
-  virtual std::vector<StreamStep> take_steps() = 0;
+  // The positions decided since the last call.
+  virtual std::vector<PositionOutput> take_outputs() = 0;
   virtual bool has_work() const = 0;
   virtual bool stopped() const = 0;  // stop_at_eos and EOS seen, or failed
   // Ends the stream's work for good: it puts nothing in any later pass, and failure() says why.

@@ -85,7 +85,7 @@ struct AttentionParams {
   // Rows a live step of this stack attends with for one session (the encoder's 4 frames, the
   // decoder's 1 token): a constant of the model that a backend may size its work by. It must not
   // vary between calls of one stack, so that a row's result never depends on its batch.
-  int step_rows = 1;
+  int rows_per_position = 1;
 };
 
 // The machine's ceilings, measured by the backend itself (voxrt bench reports every time against the

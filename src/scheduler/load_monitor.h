@@ -1,10 +1,10 @@
 // Whether the live sessions of an engine keep real time (issue 13, fairness under load): how long
-// their hand-overs wait (a step's audio handed to the step loop -> its steps done), over a sliding
-// window. While the window's 90th percentile passes the budget (the 80 ms of audio a step brings),
-// the loop cannot serve more live sessions without the ones it has falling behind, so new live
+// their hand-overs wait (a position's audio handed to the scheduler's loop -> its output done),
+// over a sliding window. While the window's 90th percentile passes the budget (the 80 ms of audio a
+// position brings), the loop cannot serve more live sessions without the ones it has falling behind, so new live
 // sessions are refused (Scheduler::open) and the existing ones keep their pace.
 //
-// Only hand-overs of at most a couple of steps' audio count: a caller that hands over a burst
+// Only hand-overs of at most a couple of positions' audio count: a caller that hands over a burst
 // (a file read ahead) waits for all of it by design, which says nothing about the load.
 #pragma once
 

@@ -26,7 +26,7 @@ struct Scheduler::Entry {
   int64_t final_positions = -1;
   bool wanted = false;       // the owner waits for the loop to run everything handed over
   std::chrono::steady_clock::time_point wanted_at{};  // since when (EngineStats::stalled_seconds)
-  std::vector<StreamStep> outbox;
+  std::vector<PositionOutput> outbox;
   std::string error;         // the model work failed: every later run() throws it
   std::condition_variable done;
 };
@@ -347,7 +347,7 @@ void Scheduler::loop() {
     rounds_.push_back(round);
     if (!failure.empty() && failure_.empty()) failure_ = failure;
     for (Entry* e : active) {
-      for (const StreamStep& s : e->state->take_steps()) e->outbox.push_back(s);
+      for (const PositionOutput& s : e->state->take_outputs()) e->outbox.push_back(s);
       if (!failure.empty()) e->error = failure;
       else if (!e->state->failure().empty()) e->error = e->state->failure();  // this stream alone failed
       if (!e->error.empty() || !e->state->has_work()) {
@@ -358,10 +358,10 @@ void Scheduler::loop() {
   }
 }
 
-std::vector<StreamStep> Scheduler::Stream::run(std::vector<float> frames, int64_t final_positions) {
+std::vector<PositionOutput> Scheduler::Stream::run(std::vector<float> frames, int64_t final_positions) {
   Entry& e = *entry_;
   const auto t0 = LoadMonitor::Clock::now();
-  // Paced: at most two steps' audio, handed over no sooner than half the previous hand-over's audio
+  // Paced: at most two positions' audio, handed over no sooner than half the previous hand-over's audio
   // after it (a client feeding at real time; one reading a file ahead hands over back to back).
   // Such a hand-over's wait is what the load does to a live session.
   const double mel_per_s = owner_.frames_.per_second;
@@ -393,7 +393,7 @@ std::vector<StreamStep> Scheduler::Stream::run(std::vector<float> frames, int64_
     owner_.load_.finish(ticket, now);
     owner_.counters_.live_wait(std::chrono::duration<double, std::milli>(now - t0).count());
   }
-  std::vector<StreamStep> steps;
+  std::vector<PositionOutput> steps;
   steps.swap(e.outbox);
   if (!e.error.empty()) throw Error(e.error);
   return steps;

@@ -1,7 +1,7 @@
-// The step loop of an engine (docs/scheduler.md): one thread runs the model for every live session
-// and offline transcription of the engine. A stream's owner computes its mel frames on its own
-// thread (MelFrontEnd), hands them over and waits for the steps they make possible; meanwhile the
-// loop runs rounds over every stream with work (StreamModel::run_round; Voxtral's is step_streams):
+// The scheduler's loop of an engine (docs/scheduler.md): one thread runs the model for every live
+// session and offline transcription of the engine. A stream's owner computes its mel frames on its
+// own thread (MelFrontEnd), hands them over and waits for the outputs they make possible; meanwhile the
+// loop runs rounds over every stream with work (StreamModel::run_round; Voxtral's is execute_round):
 // one encoder pass over the waiting audio of all of them, then one decoder pass over their ready
 // rows (on the CPU, whose rows are not batch-invariant, each stream's own passes). A stream alone
 // runs exactly as StreamDecoder runs it; streams together share the decoder's weight reads, and on
@@ -76,10 +76,10 @@ class Scheduler {
     Stream& operator=(const Stream&) = delete;
 
     // Hands over mel frames (time-major, whole frames) and, once the input has ended, the offline
-    // position count (final_positions >= 0), then waits until every step they make possible has
-    // run, and returns those steps. Throws voxrt::Error when the model work failed (and from then
+    // position count (final_positions >= 0), then waits until every position they make possible has
+    // run, and returns their outputs. Throws voxrt::Error when the model work failed (and from then
     // on). After EOS with stop_at_eos nothing more is decoded and the frames are dropped.
-    std::vector<StreamStep> run(std::vector<float> frames, int64_t final_positions) override;
+    std::vector<PositionOutput> run(std::vector<float> frames, int64_t final_positions) override;
 
     // Seconds of input audio its owner received (its pads left out): EngineStats::audio_seconds.
     void count_audio(double seconds);

@@ -166,8 +166,8 @@ void MistralRealtime::on_utterance_done(const Transcript& t, const SessionStats&
         {"usage",
          {{"prompt_audio_seconds", static_cast<long long>(std::ceil(t.duration))},
           {"prompt_tokens", 0},
-          {"completion_tokens", stats.steps},
-          {"total_tokens", stats.steps}}},
+          {"completion_tokens", stats.positions},
+          {"total_tokens", stats.positions}}},
         {"language", nullptr},
         {"segments", segments}});
 }

@@ -106,7 +106,7 @@ void VllmRealtime::on_utterance_done(const Transcript& t, const SessionStats& st
   // segments and words: voxrt's extension (vLLM's done event has neither).
   send({{"type", "transcription.done"},
         {"text", t.text},
-        {"usage", {{"prompt_tokens", 0}, {"completion_tokens", stats.steps}, {"total_tokens", stats.steps}}},
+        {"usage", {{"prompt_tokens", 0}, {"completion_tokens", stats.positions}, {"total_tokens", stats.positions}}},
         {"segments", segments_json(t.segments)},
         {"words", words_json(t.words)}});
 }

@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       parse_safetensors_index(file);
     } else {
       const ModelConfig c = mode == 0 ? parse_params_json(file) : parse_config_json(file);
-      if (c.samples_per_step() <= 0) std::abort();  // the audio each decoder step consumes
+      if (c.samples_per_position() <= 0) std::abort();  // the audio each decoder step consumes
     }
   } catch (const Error&) {
     return 0;  // Checkpoint::open refuses the file the same way

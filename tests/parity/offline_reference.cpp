@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "common/error.h"
-#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/decoder_pass.h"
 
 namespace voxrt {
 namespace {
@@ -92,7 +92,7 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
     opts.trace->logits.clear();
   }
 
-  auto take = [&](const DecoderStepResult& r, int step) -> int32_t {
+  auto take = [&](const DecoderOutput& r, int step) -> int32_t {
     if (opts.trace && step < opts.trace_logit_steps) {
       const auto host = to_host(be, r.logits);
       opts.trace->logits.insert(opts.trace->logits.end(), host.begin(), host.end());
@@ -110,7 +110,7 @@ OfflineResult run_offline(VoxtralModel& model, const LogMel& logmel, std::span<c
   // Prefill the prompt in one pass; its last position gives the first token.
   int32_t tok = take(decode_prompt(model, proto, opts.ids, adapter.view(0, P), cache), 0);
 
-  DecoderStep decoder(model, unique_recording_key("offline decoder"));
+  SessionDecoder decoder(model, unique_recording_key("offline decoder"));
   for (int step = 1; step < total_steps; ++step) {
     if (opts.stop_at_eos && tok == opts.ids.eos && !opts.teacher_tokens) {
       result.eos_stopped = true;

@@ -1,4 +1,4 @@
-// Streams stepped together through step_streams (the batching scheduler's round), and each alone
+// Streams stepped together through execute_round (the batching scheduler's round), and each alone
 // (StreamDecoder), for the tests that compare the two: test_streams_together.cpp on the tiny
 // model, test_full_size.cpp on the full-size one.
 #pragma once
@@ -13,7 +13,7 @@
 #include "runtime/kv_pool.h"
 #include "models/voxtral/mel_front_end.h"
 #include "models/voxtral/stream_decoder.h"
-#include "models/voxtral/stream_stepper.h"
+#include "models/voxtral/stream_round.h"
 
 namespace voxrt::test {
 
@@ -112,7 +112,7 @@ inline TogetherRun run_together(VoxtralModel& model, const LogMel& logmel, const
       ++rounds;
       std::vector<int64_t> passes;
       for (StreamState* st : states) passes.push_back(st->decoder_passes());
-      const RoundStats r = step_streams(states, {encoder, encoder_pool.cache(), pass, pool.cache(), /*one_pass=*/true,
+      const RoundStats r = execute_round(states, {encoder, encoder_pool.cache(), pass, pool.cache(), /*one_pass=*/true,
                                                  max_positions, max_rows, first});
       if (r.decoder_passes == 1) t.most_prompts_in_a_pass = std::max(t.most_prompts_in_a_pass, r.prompts);
       t.most_encoded_together = std::max(t.most_encoded_together, r.encoder_passes == 1 ? r.encoded_positions : 0);
@@ -123,7 +123,7 @@ inline TogetherRun run_together(VoxtralModel& model, const LogMel& logmel, const
       t.most_in_a_pass = std::max(t.most_in_a_pass, stepped);
       work = false;
       for (auto& l : live) {
-        for (const StreamState::Step& st : l->state->take_steps()) t.ids[l->plan].push_back(st.token);
+        for (const PositionOutput& st : l->state->take_outputs()) t.ids[l->plan].push_back(st.token);
         work = work || l->state->has_work();
       }
     }

@@ -16,7 +16,7 @@
 #include "tiny_engine.h"
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
-#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/decoder_pass.h"
 #include "models/voxtral/stream_state.h"
 
 namespace voxrt::test {
@@ -55,9 +55,9 @@ TEST_P(DraftRows, RowsOfOnePassEqualSingleSteps) {
   Decoded single, pass;
   {
     KvCache cache = fresh_cache();
-    DecoderStep step(*model, unique_recording_key("test single"));
+    SessionDecoder step(*model, unique_recording_key("test single"));
     for (int i = 0; i < rows; ++i) {
-      const DecoderStepResult r = step.run(inputs[i], audio.view(P + i, 1), P + i, proto.n_delay, cache);
+      const DecoderOutput r = step.run(inputs[i], audio.view(P + i, 1), P + i, proto.n_delay, cache);
       single.ids.push_back(r.id);
       single.margins.push_back(r.margin);
       const std::vector<float> l = host(*be, r.logits);
@@ -66,8 +66,8 @@ TEST_P(DraftRows, RowsOfOnePassEqualSingleSteps) {
   }
   {
     KvCache cache = fresh_cache();
-    DecoderStep step(*model, unique_recording_key("test rows"));
-    for (const DecoderStepResult& r : step.run_rows(inputs, audio.view(P, rows), P, proto.n_delay, cache)) {
+    SessionDecoder step(*model, unique_recording_key("test rows"));
+    for (const DecoderOutput& r : step.run_rows(inputs, audio.view(P, rows), P, proto.n_delay, cache)) {
       pass.ids.push_back(r.id);
       pass.margins.push_back(r.margin);
       const std::vector<float> l = host(*be, r.logits);

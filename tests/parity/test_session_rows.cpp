@@ -14,7 +14,7 @@
 #include "golden.h"
 #include "gpu_here.h"
 #include "tiny_engine.h"
-#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/decoder_pass.h"
 
 namespace voxrt::test {
 namespace {
@@ -70,10 +70,10 @@ TEST_P(SessionRows, SessionsInOnePassEqualEachAlone) {
     TestSession& t = sessions[s];
     KvCache cache(be.get(), model->decoder_cache_shape(1, ring));
     decode_prompt(*model, t.protocol, ProtocolIds{}, t.audio.view(0, t.prompt_len()), cache);
-    DecoderStep step(*model, unique_recording_key("test alone"));
+    SessionDecoder step(*model, unique_recording_key("test alone"));
     for (size_t i = 0; i < t.inputs.size(); ++i) {
       const int64_t pos = t.prompt_len() + static_cast<int64_t>(i);
-      const DecoderStepResult r = step.run(t.inputs[i], t.audio.view(static_cast<int>(pos), 1), pos, t.n_delay, cache);
+      const DecoderOutput r = step.run(t.inputs[i], t.audio.view(static_cast<int>(pos), 1), pos, t.n_delay, cache);
       alone[s].ids.push_back(r.id);
       const std::vector<float> l = host(*be, r.logits);
       alone[s].logits.insert(alone[s].logits.end(), l.begin(), l.end());

@@ -134,6 +134,10 @@ TEST(Streaming, NoOutputBeforeThePromptWindowIsFilled) {
   EXPECT_EQ(s->stats().steps, 1);
   s->feed(std::span<const float>(audio.data() + needed, 1280));
   EXPECT_EQ(s->stats().steps, 2);  // then one step per 80 ms
+  // positions and position_ms are the names; steps and step_ms the deprecated ones, the same.
+  EXPECT_EQ(s->stats().positions, 2);
+  EXPECT_EQ(s->stats().position_ms.size(), 2u);
+  EXPECT_EQ(s->stats().step_ms, s->stats().position_ms);
 }
 
 TEST(Streaming, EventsRebuildTheTranscript) {
@@ -142,6 +146,7 @@ TEST(Streaming, EventsRebuildTheTranscript) {
   std::string text;
   std::vector<Segment> segments;
   for (const StreamEvent& e : events) {
+    EXPECT_EQ(e.position, e.step) << "step is the deprecated name of position";
     if (e.kind == StreamEvent::Kind::Text) text += e.text;
     if (e.kind == StreamEvent::Kind::SegmentEnd) segments.push_back({e.start, e.end, e.text});
   }

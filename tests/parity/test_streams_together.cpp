@@ -1,4 +1,4 @@
-// Streams stepped together (step_streams, the batching scheduler's round; docs/scheduler.md):
+// Streams stepped together (execute_round, the batching scheduler's round; docs/scheduler.md):
 // four streams with different audio, delays and chunk sizes, joining at different rounds and
 // leaving while the others go on, encode and decode into shared paged caches (KvPools that start
 // with one slot and one page, so they grow while streams are in flight, each stream's ring is

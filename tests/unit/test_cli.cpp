@@ -363,7 +363,7 @@ TEST(Cli, BenchOfflineBatchRunsEveryStepOfEveryInput) {
   nlohmann::json j;
   ASSERT_NO_FATAL_FAILURE(run_bench("--offline-batch 3 --offline-seconds 4", "3 transcriptions of 4 s at once", j));
   Protocol p;  // the tiny model's tekken.json: 32 left-pad tokens, 480 ms
-  EXPECT_EQ(j["steps"].get<int64_t>(), 3 * p.offline_steps(4 * 16000));
+  EXPECT_EQ(j["steps"].get<int64_t>(), 3 * p.offline_outputs(4 * 16000));
   EXPECT_GT(j["rtfx"].get<double>(), 0);
   EXPECT_GT(j["rtfx_floor"].get<double>(), 0);
   EXPECT_GT(j["rounds"]["count"].get<int>(), 0);

@@ -18,7 +18,7 @@ namespace {
 
 #ifdef VOXRT_WITH_CUDA
 struct HeadShape {
-  int heads, kv_heads, head_dim, window, step_rows;
+  int heads, kv_heads, head_dim, window, rows_per_position;
 };
 constexpr int kH200Sms = 132;
 constexpr double kBlocksPerSm = 8.0;  // CudaOptions::attention_blocks_per_sm, the default
@@ -26,7 +26,7 @@ constexpr double kBlocksPerSm = 8.0;  // CudaOptions::attention_blocks_per_sm, t
 std::string describe(const HeadShape& s, int kv_bytes) {
   return "heads=" + std::to_string(s.heads) + " kv_heads=" + std::to_string(s.kv_heads) +
          " head_dim=" + std::to_string(s.head_dim) + " window=" + std::to_string(s.window) +
-         " step_rows=" + std::to_string(s.step_rows) + " kv_bytes=" + std::to_string(kv_bytes);
+         " rows_per_position=" + std::to_string(s.rows_per_position) + " kv_bytes=" + std::to_string(kv_bytes);
 }
 // Shapes of the tensor-core kernel (bf16 caches, 64- or 128-wide heads): Voxtral's encoder and
 // decoder, and a short window.
@@ -47,11 +47,11 @@ TEST(CudaAttentionPlan, ChunkDependsOnTheModelNotTheLaunch) {
     for (const int kv_bytes : {2, 4}) {
       SCOPED_TRACE(describe(s, kv_bytes));
       const cuda::AttentionPlan live =
-          cuda::plan_attention(1, s.heads, s.kv_heads, s.head_dim, kv_bytes, s.window, s.window, s.step_rows, kH200Sms, kBlocksPerSm);
+          cuda::plan_attention(1, s.heads, s.kv_heads, s.head_dim, kv_bytes, s.window, s.window, s.rows_per_position, kH200Sms, kBlocksPerSm);
       for (const int rows : {1, 4, 37, 1500}) {
         for (const int max_keys : {1, 250, s.window}) {
           const cuda::AttentionPlan p = cuda::plan_attention(rows, s.heads, s.kv_heads, s.head_dim, kv_bytes, max_keys,
-                                                             s.window, s.step_rows, kH200Sms, kBlocksPerSm);
+                                                             s.window, s.rows_per_position, kH200Sms, kBlocksPerSm);
           EXPECT_EQ(p.chunk, live.chunk) << rows << " rows, " << max_keys << " keys";
           EXPECT_EQ(p.smem_bytes, live.smem_bytes);
           EXPECT_EQ(p.nsplit, (max_keys + p.chunk - 1) / p.chunk);
@@ -122,12 +122,12 @@ TEST(CudaAttentionPlan, TensorCoreChunksAreAlignedAndIndependentOfTheLaunch) {
   for (const HeadShape& s : kTensorCoreShapes) {
     SCOPED_TRACE(describe(s, 2));
     const cuda::AttentionPlan live = cuda::plan_attention(1, s.heads, s.kv_heads, s.head_dim, 2, s.window, s.window,
-                                                          s.step_rows, kH200Sms, kBlocksPerSm, 1, true);
+                                                          s.rows_per_position, kH200Sms, kBlocksPerSm, 1, true);
     EXPECT_TRUE(live.aligned);
     for (const int rows : {1, 4, 37, 1500}) {
       for (const int max_keys : {1, 64, 65, 250, s.window}) {
         const cuda::AttentionPlan p = cuda::plan_attention(rows, s.heads, s.kv_heads, s.head_dim, 2, max_keys, s.window,
-                                                           s.step_rows, kH200Sms, kBlocksPerSm, 1, true);
+                                                           s.rows_per_position, kH200Sms, kBlocksPerSm, 1, true);
         EXPECT_EQ(p.chunk, live.chunk);
         EXPECT_EQ(p.smem_bytes, live.smem_bytes);
         // Keys first .. first + max_keys + most_rows - 2 cover at most this many aligned chunks.
@@ -159,14 +159,14 @@ TEST(CudaAttentionPlan, StagedChunkFitsSharedMemoryForEverySupportedShape) {
       for (const int group : {1, 2, 3, 4, 8, 16}) {
         for (const int kv_heads : {1, 8, 32}) {
           for (const int window : {1, 64, 750, 3000, 8192}) {
-            for (const int step_rows : {1, 4}) {
+            for (const int rows_per_position : {1, 4}) {
               for (const int sms : {1, kH200Sms}) {
                 for (const bool tensor_cores : {false, true}) {
-                  const HeadShape s{group * kv_heads, kv_heads, head_dim, window, step_rows};
+                  const HeadShape s{group * kv_heads, kv_heads, head_dim, window, rows_per_position};
                   SCOPED_TRACE(describe(s, kv_bytes) + " sms=" + std::to_string(sms) +
                                (tensor_cores ? " tensor cores" : ""));
                   const cuda::AttentionPlan p = cuda::plan_attention(1, s.heads, kv_heads, head_dim, kv_bytes, window, window,
-                                                                     step_rows, sms, kBlocksPerSm, 1, tensor_cores);
+                                                                     rows_per_position, sms, kBlocksPerSm, 1, tensor_cores);
                   EXPECT_TRUE(p.chunk >= 64 && p.chunk <= 1024 && (p.chunk & (p.chunk - 1)) == 0) << p.chunk;
                   EXPECT_GT(p.smem_bytes, 2u * p.chunk * head_dim * kv_bytes);  // at least the staged K and V
                   EXPECT_LE(p.smem_bytes, cuda::kAttentionMaxSmemBytes);
@@ -192,12 +192,12 @@ TEST(CudaAttentionPlan, SeveralChunksPerBlockKeepTheChunkAndFitSharedMemory) {
     const int rows = most_rows(s);
     for (const double blocks_per_sm : {kBlocksPerSm, 0.0, 2.0}) {
       const cuda::AttentionPlan one = cuda::plan_attention(rows, s.heads, s.kv_heads, s.head_dim, 2, s.window, s.window,
-                                                           s.step_rows, kH200Sms, blocks_per_sm, rows, true, 1);
+                                                           s.rows_per_position, kH200Sms, blocks_per_sm, rows, true, 1);
       EXPECT_EQ(one.chunks_per_block, 1);
       for (const int cpb : {2, 3, 5, 16, 40}) {
         SCOPED_TRACE(describe(s, 2) + " blocks_per_sm=" + std::to_string(blocks_per_sm) + " cpb=" + std::to_string(cpb));
         const cuda::AttentionPlan p = cuda::plan_attention(rows, s.heads, s.kv_heads, s.head_dim, 2, s.window, s.window,
-                                                           s.step_rows, kH200Sms, blocks_per_sm, rows, true, cpb);
+                                                           s.rows_per_position, kH200Sms, blocks_per_sm, rows, true, cpb);
         EXPECT_EQ(p.chunk, one.chunk);
         EXPECT_EQ(p.nsplit, one.nsplit);
         EXPECT_EQ(p.scratch_floats, one.scratch_floats);

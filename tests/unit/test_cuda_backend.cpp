@@ -173,7 +173,7 @@ class CudaBackendTest : public ::testing::Test {
     int layer, n_heads, window;
     float q_scale;  // larger -> peakier softmax
     std::vector<RowRef> rows;
-    int step_rows = 1;  // AttentionParams::step_rows (the GPU's key split)
+    int rows_per_position = 1;  // AttentionParams::rows_per_position (the GPU's key split)
   };
   void check_attention(const AttentionCase& c) { check_attention(c, gpu()); }
   void check_attention(const AttentionCase& c, Backend& g);
@@ -565,7 +565,7 @@ void CudaBackendTest::check_attention(const AttentionCase& c, Backend& g) {
   const int rows = static_cast<int>(c.rows.size()), qw = c.n_heads * s.head_dim;
   const auto q = random(static_cast<size_t>(rows) * qw, -c.q_scale, c.q_scale);
   const AttentionParams p{c.n_heads, s.kv_heads, s.head_dim, c.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim)),
-                          c.step_rows};
+                          c.rows_per_position};
   Buffer gq = put(g, q, rows, qw), go(&g, rows, qw), cq = put(cpu(), q, rows, qw), co(&cpu(), rows, qw);
   poison(g, go.all());
   poison(cpu(), co.all());
@@ -613,7 +613,7 @@ TEST_F(CudaBackendTest, AttentionEncoderLikeWithRingWrapAround) {
   for (int i = 0; i < 24; ++i) c.rows.push_back({1, 1000 + i});
   for (int64_t p : {0, 1, 5, 749, 750}) c.rows.push_back({0, p});
   check_attention(c);
-  c.step_rows = 4;  // as the encoder plans it: longer key chunks
+  c.rows_per_position = 4;  // as the encoder plans it: longer key chunks
   check_attention(c);
 }
 
@@ -642,13 +642,13 @@ TEST_F(CudaBackendTest, AttentionRowsSharingABlockComputeTheSameBitsAsAlone) {
     const int heads = 32, window = 750, qw = heads * s.head_dim;
     for (const int64_t first : {int64_t{1000}, int64_t{0}, int64_t{745}}) {
       for (const int n_rows : {4, 7, 12, 16}) {
-        for (const int step_rows : {1, 4}) {
+        for (const int rows_per_position : {1, 4}) {
           SCOPED_TRACE("kv_heads=" + std::to_string(kv_heads) + " first=" + std::to_string(first) +
-                       " rows=" + std::to_string(n_rows) + " step_rows=" + std::to_string(step_rows));
+                       " rows=" + std::to_string(n_rows) + " rows_per_position=" + std::to_string(rows_per_position));
           std::vector<RowRef> rows;
           for (int i = 0; i < n_rows; ++i) rows.push_back({1, first + i});
           const auto q = random(static_cast<size_t>(n_rows) * qw);
-          const AttentionParams p{heads, s.kv_heads, s.head_dim, window, 0.125f, step_rows};
+          const AttentionParams p{heads, s.kv_heads, s.head_dim, window, 0.125f, rows_per_position};
           Buffer gq = put(gpu(), q, n_rows, qw), together(&gpu(), n_rows, qw), alone(&gpu(), 1, qw);
           gpu().attention(cache, 1, gq.all(), rows, p, together.all());
           const auto grouped = get(gpu(), together.all());
@@ -688,7 +688,7 @@ TEST_F(CudaBackendTest, AttentionSeveralChunksPerBlockComputeTheSameBits) {
     KvCacheShape shape;
     int heads, window;
     std::vector<RowRef> rows;
-    int step_rows;
+    int rows_per_position;
   };
   std::vector<RowRef> frames, early;
   for (int i = 0; i < 8; ++i) frames.push_back({1, 1000 + i});  // past the ring's end
@@ -721,7 +721,7 @@ TEST_F(CudaBackendTest, AttentionSeveralChunksPerBlockComputeTheSameBits) {
     const int n = static_cast<int>(c.rows.size());
     const auto q = random(static_cast<size_t>(n) * c.heads * s.head_dim);
     const AttentionParams p{c.heads, s.kv_heads, s.head_dim, c.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim)),
-                            c.step_rows};
+                            c.rows_per_position};
     const auto want = attention_on(*base, s, k, v, 0, q, c.rows, p);
     for (size_t i = 0; i < several.size(); ++i) {
       SCOPED_TRACE(std::string(c.what) + ", " + std::to_string(chunks_per_block[i]) + " chunks a block");
@@ -753,7 +753,7 @@ TEST_F(CudaBackendTest, AttentionOnFp8CachesOnTheTensorCoresMatchesTheCudaCores)
   const std::vector<RowRef> decode = {{0, 20000}, {1, 8191}, {1, 100}, {0, 0}, {1, 8192 + 15}, {0, 64}};
   struct Case {
     KvCacheShape shape;
-    int heads, window, step_rows;
+    int heads, window, rows_per_position;
     std::vector<RowRef> rows;
   };
   const std::vector<Case> cases = {
@@ -773,7 +773,7 @@ TEST_F(CudaBackendTest, AttentionOnFp8CachesOnTheTensorCoresMatchesTheCudaCores)
     const int n = static_cast<int>(c.rows.size()), qw = c.heads * s.head_dim;
     const auto q = random(static_cast<size_t>(n) * qw);
     const AttentionParams p{c.heads, s.kv_heads, s.head_dim, c.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim)),
-                            c.step_rows};
+                            c.rows_per_position};
     // Attention of rows [first, first + count) on backend b, its cache holding every entry.
     auto attend = [&](Backend& b, int first, int count) {
       KvCache cache(&b, s);

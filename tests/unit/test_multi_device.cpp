@@ -292,7 +292,7 @@ TEST(MultiDevice, BenchOfflineBatchSpreadsTheTranscriptions) {
   ASSERT_NO_FATAL_FAILURE(
       run_bench("--device cpu --gpus 2 --offline-batch 4 --offline-seconds 3", "  cpu:1: 2 transcriptions;", j));
   Protocol p;  // the tiny model's tekken.json
-  EXPECT_EQ(j["steps"].get<int64_t>(), 4 * p.offline_steps(3 * 16000));
+  EXPECT_EQ(j["steps"].get<int64_t>(), 4 * p.offline_outputs(3 * 16000));
   EXPECT_EQ(j["device_count"], 2);
   ASSERT_EQ(j["devices"].size(), 2u) << j.dump();
   int rounds = 0;

@@ -325,6 +325,7 @@ TEST(StreamCli, JsonlEventsAreWellFormedAndSpellTheText) {
       EXPECT_TRUE(e["text"].is_string() && e["step"].is_number_integer() && e["start"].is_number()) << e;
       EXPECT_GE(e["step"].get<int64_t>(), last_step) << "steps go forward";
       last_step = e["step"].get<int64_t>();
+      EXPECT_EQ(e["position"], e["step"]) << "step: the deprecated name of position";
       text += e["text"].get<std::string>();
     } else if (type == "segment") {
       EXPECT_LE(e["start"].get<double>(), e["end"].get<double>()) << e;
@@ -338,6 +339,7 @@ TEST(StreamCli, JsonlEventsAreWellFormedAndSpellTheText) {
       EXPECT_EQ(i + 1, events.size()) << "done is the last event";
       EXPECT_NEAR(e["duration"].get<double>(), want["duration"].get<double>(), 1e-9);
       EXPECT_EQ(e["steps"].get<size_t>(), want["tokens"].size());
+      EXPECT_EQ(e["positions"], e["steps"]) << "steps: the deprecated name of positions";
     } else {
       ADD_FAILURE() << "unknown event " << e;
     }

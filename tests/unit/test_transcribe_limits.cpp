@@ -161,7 +161,7 @@ TEST(TranscribeLimits, HandedWorkThatNoRoundRunsReadsAsStalled) {
   std::mutex model_mutex;
   Protocol p;
   p.n_left_pad_tokens = tok.audio().streaming_n_left_pad_tokens;
-  p.samples_per_step = model->config().samples_per_step();
+  p.samples_per_position = model->config().samples_per_position();
   VoxtralStreamModel family(*model, {p.n_left_pad_tokens, {tok.bos_id(), tok.eos_id(), tok.streaming_pad_id(), tok.streaming_word_id()}});
   Scheduler scheduler(family, model_mutex, StreamOptions{});
   const auto stream = scheduler.open(StreamOptions{});

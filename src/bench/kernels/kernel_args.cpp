@@ -85,7 +85,7 @@ const std::vector<Flag>& flags() {
          a.page_len = static_cast<int>(whole_number(f, v, 0, kMaxDim));
        }},
       {"--step-rows", kAttention, "N", "rows of a live step the key split is planned for (default 1: a decoder step)",
-       size(&KernelArgs::step_rows)},
+       size(&KernelArgs::rows_per_position)},
       {"--seed", kAll, "S", "the random data's seed (default 1)",
        [](KernelArgs& a, const std::string& f, const std::string& v) {
          a.seed = static_cast<uint64_t>(whole_number(f, v, 0, (1ll << 62)));

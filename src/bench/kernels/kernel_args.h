@@ -36,7 +36,7 @@ struct KernelArgs {
   // consecutive positions of one slot (an encoder step, an offline chunk), sharing their keys.
   std::string layout = "streams";
   int page_len = 0;  // ring entries a page of the cache holds (0: one page a slot)
-  int step_rows = 1;  // the rows of a live step the key split is planned for (AttentionParams::step_rows)
+  int rows_per_position = 1;  // the rows of a live step the key split is planned for (AttentionParams::rows_per_position)
   // The run.
   uint64_t seed = 1;
   int repeat = 100, warmup = 10;

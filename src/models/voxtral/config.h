@@ -54,7 +54,7 @@ struct ModelConfig {
   // Mel frames of one decoder position: the conv stem halves the frame rate, the adapter takes
   // downsample_factor encoder frames (8).
   int mel_frames_per_position() const { return 2 * downsample_factor; }
-  int samples_per_step() const { return audio.hop_length * mel_frames_per_position(); }  // 1280
+  int samples_per_position() const { return audio.hop_length * mel_frames_per_position(); }  // 1280
 };
 
 }  // namespace voxrt

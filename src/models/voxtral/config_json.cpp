@@ -159,7 +159,7 @@ void check_attention(const std::string& where, const char* block, int n_heads, i
 }
 
 // One decoder step consumes hop_length * 2 (the conv stride) * downsample_factor samples
-// (ModelConfig::samples_per_step), an int wherever the engine counts audio: sizes that each fit an int
+// (ModelConfig::samples_per_position), an int wherever the engine counts audio: sizes that each fit an int
 // may multiply past it (2 * downsample_factor alone overflowed for 2^30).
 void check_step(const Fields& f, const ModelConfig& c, const std::string& downsample_path) {
   const int64_t step = int64_t{c.audio.hop_length} * 2 * c.downsample_factor;

@@ -30,7 +30,7 @@ Mat EncoderPass::run(std::span<const EncoderPart> parts, KvCache& cache) {
   check(positions > 0, "encoder pass", "no positions");
   const int mel_rows = static_cast<int>(mel_host_.size() / n_mels);
   Backend& be = model_.backend();
-  // Grown outside the step: a recorded step allocates nothing.
+  // Grown outside the recording: a recording allocates nothing.
   if (mel_.rows() < mel_rows) mel_ = Buffer(&be, mel_rows, n_mels);
   if (frames_.rows() < positions * factor) frames_ = Buffer(&be, positions * factor, c.encoder.dim);
   if (adapter_.rows() < positions) adapter_ = Buffer(&be, positions, c.decoder.dim);

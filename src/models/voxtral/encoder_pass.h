@@ -27,11 +27,11 @@ struct EncoderPart {
 
 class EncoderPass {
  public:
-  // key names this pass among the backend's recorded steps.
+  // key names this pass among the backend's recordings.
   EncoderPass(VoxtralModel& model, std::string key) : model_(model), key_(std::move(key)) {}
 
   // Runs the parts, in order; returns their adapter vectors [sum of positions, dim] (backend
-  // memory, valid until the next run). The pass is a recorded step keyed by the parts' position
+  // memory, valid until the next run). The pass is a recording keyed by the parts' position
   // counts, whichever streams they come from: the parts' conv1 contexts are copied into the pass's
   // own buffer before it and back after it, so that its launches do not depend on the streams.
   Mat run(std::span<const EncoderPart> parts, KvCache& cache);

@@ -13,7 +13,7 @@ MelFrontEnd::MelFrontEnd(const LogMel& logmel, const Protocol& protocol)
       hop_(logmel.params().hop),
       half_window_(logmel.params().n_fft / 2),
       window_(static_cast<size_t>(logmel.params().n_fft)) {
-  const size_t left = static_cast<size_t>(protocol.n_left_pad_tokens) * protocol.samples_per_step;
+  const size_t left = static_cast<size_t>(protocol.n_left_pad_tokens) * protocol.samples_per_position;
   audio_.assign(left, 0.0f);
   total_ = static_cast<int64_t>(left);
 }
@@ -41,8 +41,8 @@ void MelFrontEnd::flush() {
   }
   // The offline right pad (docs/model.md §9): zeros to a whole step, then n_delay + 1 + 10 steps.
   // The left pad is whole steps, so rounding the padded stream rounds the audio.
-  const int64_t step = protocol_.samples_per_step;
-  const int64_t padded = (total_ + step - 1) / step * step + protocol_.right_pad_steps() * step;
+  const int64_t step = protocol_.samples_per_position;
+  const int64_t padded = (total_ + step - 1) / step * step + protocol_.right_pad_positions() * step;
   audio_.resize(audio_.size() + static_cast<size_t>(padded - total_), 0.0f);
   total_ = padded;
   final_frames_ = total_ / hop_;

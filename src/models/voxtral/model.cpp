@@ -174,7 +174,7 @@ void VoxtralModel::layer(const LayerWeights& l, const Stack& s, LayerScratch& sc
   backend_.linears(h, qkv);
   backend_.rope_store_kv(q, k, v, s.n_heads, rows, *s.inv_freq, cache, index);
   const AttentionParams ap{s.n_heads, s.n_kv_heads, s.head_dim, s.window,
-                           1.0f / std::sqrt(static_cast<float>(s.head_dim)), s.step_rows};
+                           1.0f / std::sqrt(static_cast<float>(s.head_dim)), s.rows_per_position};
   backend_.attention(cache, index, q, rows, ap, o);
   backend_.linear(o, l.wo, bias(l.bo), x, /*accumulate=*/true);
 

@@ -48,7 +48,7 @@ class VoxtralModel {
   // Adapter: x [rows, 4 * enc_dim] (4 consecutive encoder frames per row) -> out [rows, dim].
   void adapt(Mat x, Mat out);
 
-  // The audio side of whole positions, as a live session's encoder step runs it: conv stem (as
+  // The audio side of whole positions, as a live session's encoder pass runs it: conv stem (as
   // conv_stem) into frames [4 n, enc_dim], encoder over them at `rows`, adapter into adapter [n, dim].
   void encode_positions(Mat mel_with_context, Mat conv1_context, Mat frames, std::span<const RowRef> rows,
                         KvCache& cache, Mat adapter);
@@ -75,10 +75,10 @@ class VoxtralModel {
     int dim, n_heads, n_kv_heads, head_dim, hidden_dim, window;
     float eps;
     const std::vector<float>* inv_freq;
-    int step_rows;  // rows a live step runs per session (AttentionParams::step_rows)
+    int rows_per_position;  // rows a live pass runs per session and position (AttentionParams::rows_per_position)
   };
   // A layer's intermediate activations, kept between calls and grown when a call has more rows:
-  // no allocation per layer or per step once the largest batch has been seen (a CUDA graph
+  // no allocation per layer or per pass once the largest batch has been seen (a CUDA graph
   // needs fixed addresses too). One per stack; model calls are serialised by the engine.
   struct LayerScratch {
     Buffer h, q, k, v, o, g, u;

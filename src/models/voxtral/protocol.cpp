@@ -20,10 +20,10 @@ std::vector<int32_t> Protocol::prompt(const ProtocolIds& ids) const {
 }
 
 std::vector<float> Protocol::pad_offline(std::span<const float> audio) const {
-  const size_t step = samples_per_step;
+  const size_t step = samples_per_position;
   const size_t left = static_cast<size_t>(n_left_pad_tokens) * step;
   const size_t body = (audio.size() + step - 1) / step * step;
-  const size_t right = static_cast<size_t>(right_pad_steps()) * step;
+  const size_t right = static_cast<size_t>(right_pad_positions()) * step;
   std::vector<float> out(left + body + right, 0.0f);
   std::copy(audio.begin(), audio.end(), out.begin() + static_cast<std::ptrdiff_t>(left));
   return out;

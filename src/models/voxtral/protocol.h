@@ -17,20 +17,20 @@ struct ProtocolIds {
 struct Protocol {
   int n_delay = 6;             // delay in 80 ms steps
   int n_left_pad_tokens = 32;  // silent steps before the audio
-  int samples_per_step = 1280;
+  int samples_per_position = 1280;
 
   int prompt_len() const { return 1 + n_left_pad_tokens + n_delay; }
   // Offline right pad after rounding up to a whole step: n_delay + 1 + 10 steps of zeros.
-  int right_pad_steps() const { return n_delay + 1 + 10; }
+  int right_pad_positions() const { return n_delay + 1 + 10; }
   // Audio positions (adapter vectors) of an offline transcription of `samples` audio samples: the
   // left pad, the audio rounded up to whole steps, the right pad.
   int64_t offline_positions(size_t samples) const {
-    return n_left_pad_tokens + static_cast<int64_t>((samples + samples_per_step - 1) / samples_per_step) +
-           right_pad_steps();
+    return n_left_pad_tokens + static_cast<int64_t>((samples + samples_per_position - 1) / samples_per_position) +
+           right_pad_positions();
   }
   // Decoder steps of an offline transcription of `samples` audio samples (if no EOS ends it): one
   // per padded position after the prompt, the last position excepted.
-  int64_t offline_steps(size_t samples) const {
+  int64_t offline_outputs(size_t samples) const {
     return offline_positions(samples) - prompt_len();
   }
   // [BOS] + [STREAMING_PAD] x (left pad + delay).

@@ -1,7 +1,7 @@
 #include "models/voxtral/stream_decoder.h"
 
 #include "common/error.h"
-#include "models/voxtral/stream_stepper.h"
+#include "models/voxtral/stream_round.h"
 
 namespace voxrt {
 
@@ -12,16 +12,16 @@ StreamDecoder::AloneWork::AloneWork(VoxtralModel& model, const Options& opts)
       encoder(model, unique_recording_key("encoder")),
       decoder(model, unique_recording_key("decoder")) {}
 
-std::vector<StreamState::Step> StreamDecoder::AloneWork::run(std::vector<float> frames, int64_t final_positions) {
+std::vector<PositionOutput> StreamDecoder::AloneWork::run(std::vector<float> frames, int64_t final_positions) {
   if (state.stopped()) return {};  // after EOS nothing more is decoded
   state.add_frames(frames);
   if (final_positions >= 0) state.set_final_positions(final_positions);
   StreamState* const streams[] = {&state};
-  std::vector<StreamState::Step> steps;
+  std::vector<PositionOutput> steps;
   while (state.has_work()) {
     // One stream: one pass either way.
-    step_streams(streams, {encoder, enc_cache, decoder, dec_cache, /*one_pass=*/true});
-    for (const StreamState::Step& s : state.take_steps()) steps.push_back(s);
+    execute_round(streams, {encoder, enc_cache, decoder, dec_cache, /*one_pass=*/true});
+    for (const PositionOutput& s : state.take_outputs()) steps.push_back(s);
   }
   // A stream that failed in a pass (a put refused) has no more work: that is an error, not an end.
   if (!state.failure().empty()) throw Error(state.failure());
@@ -31,12 +31,12 @@ std::vector<StreamState::Step> StreamDecoder::AloneWork::run(std::vector<float> 
 StreamDecoder::StreamDecoder(VoxtralModel& model, const LogMel& logmel, const Options& opts)
     : work_(model, opts), pipeline_(logmel, opts.protocol, work_) {}
 
-void StreamDecoder::feed(std::span<const float> samples, const StepCallback& on_step) {
-  for (const StreamState::Step& s : pipeline_.feed(samples)) on_step(s.token, s.seconds);
+void StreamDecoder::feed(std::span<const float> samples, const OutputCallback& on_step) {
+  for (const PositionOutput& s : pipeline_.feed(samples)) on_step(s.token, s.seconds);
 }
 
-void StreamDecoder::flush(const StepCallback& on_step) {
-  for (const StreamState::Step& s : pipeline_.flush()) on_step(s.token, s.seconds);
+void StreamDecoder::flush(const OutputCallback& on_step) {
+  for (const PositionOutput& s : pipeline_.flush()) on_step(s.token, s.seconds);
 }
 
 }  // namespace voxrt

@@ -11,7 +11,7 @@ void StreamPipeline::refuse_if_flushed() const {
   if (front_.flushed()) throw Error("session: feed() after flush()");
 }
 
-std::vector<StreamState::Step> StreamPipeline::feed(std::span<const float> samples) {
+std::vector<PositionOutput> StreamPipeline::feed(std::span<const float> samples) {
   refuse_if_flushed();
   audio_samples_ += static_cast<int64_t>(samples.size());
   if (work_.stopped()) return {};  // after EOS the rest is only counted
@@ -19,7 +19,7 @@ std::vector<StreamState::Step> StreamPipeline::feed(std::span<const float> sampl
   return work_.run(front_.take_frames(), -1);
 }
 
-std::vector<StreamState::Step> StreamPipeline::flush() {
+std::vector<PositionOutput> StreamPipeline::flush() {
   if (front_.flushed()) return {};
   front_.flush();
   return work_.run(front_.take_frames(), front_.final_positions());

@@ -25,11 +25,11 @@ class StreamPipeline {
   StreamPipeline(const LogMel& logmel, const Protocol& protocol, StreamWork& work);
 
   // Samples of the model's rate; the steps they made possible. Throws voxrt::Error after flush().
-  std::vector<StreamState::Step> feed(std::span<const float> samples);
+  std::vector<PositionOutput> feed(std::span<const float> samples);
   // Throws the error feed() throws after flush(): for a caller that converts audio first.
   void refuse_if_flushed() const;
   // End of input: every remaining step.
-  std::vector<StreamState::Step> flush();
+  std::vector<PositionOutput> flush();
 
   bool flushed() const { return front_.flushed(); }
   bool stopped() const { return work_.stopped(); }

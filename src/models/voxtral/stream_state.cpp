@@ -237,7 +237,7 @@ int StreamState::put_decoder(bool prompt, int k, std::vector<SessionRow>& rows, 
   return (prompt ? 1 : 0) + k;
 }
 
-void StreamState::take_results(std::span<const DecoderStepResult> results, double seconds) {
+void StreamState::take_results(std::span<const DecoderOutput> results, double seconds) {
   const int P = opts_.protocol.prompt_len();
   const bool prompt = put_prompt_;
   const int k = put_rows_;
@@ -274,9 +274,9 @@ void StreamState::fail(const std::string& why) {
 
 bool StreamState::has_work() const { return encodable() > 0 || prompt_ready() || rows_ready() > 0; }
 
-std::vector<StreamState::Step> StreamState::take_steps() {
-  std::vector<Step> out;
-  out.swap(steps_);
+std::vector<PositionOutput> StreamState::take_outputs() {
+  std::vector<PositionOutput> out;
+  out.swap(outputs_);
   return out;
 }
 
@@ -294,7 +294,7 @@ double StreamState::pop(int n) {
 void StreamState::emit(int32_t id, double seconds) {
   last_token_ = id;
   if (opts_.stop_at_eos && id == opts_.ids.eos) stopped_ = true;
-  steps_.push_back({id, seconds});
+  outputs_.push_back({id, seconds});
 }
 
 void StreamState::rebase_if_needed(KvCache& cache, int slot, bool encoder, int64_t& base, int64_t next, int count,

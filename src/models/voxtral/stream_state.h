@@ -1,4 +1,4 @@
-// The model side of one live stream, stepped from outside (step_streams, stream_stepper.h) so that
+// The model side of one live stream, stepped from outside (execute_round, stream_round.h) so that
 // the passes of many streams can be run together (docs/model.md §10, docs/scheduler.md):
 //   mel frames (from its MelFrontEnd) -> conv stem per 8 frames with its carried context (2 mel
 //   rows, 1 conv1 row) -> encoder (its slot of an encoder cache that other streams may share) ->
@@ -7,7 +7,7 @@
 //   prompt's prefill once its positions exist, then one row per position, several when several
 //   wait (Options::draft_rows).
 // Its ids are those of the offline result for the same audio, whatever the frames' grouping. Like
-// offline, the last position is never decoded. The steps it decides wait in take_steps().
+// offline, the last position is never decoded. The steps it decides wait in take_outputs().
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/decoder_pass.h"
 #include "models/voxtral/encoder_pass.h"
 #include "models/voxtral/model.h"
 #include "models/voxtral/protocol.h"
@@ -49,7 +49,6 @@ class StreamState final : public PlannedStream, public ModelStream {
     // draft_rows. Which rows share a pass never changes an id, only how much work is thrown away.
     int draft_rows = 1;
   };
-  using Step = StreamStep;
 
   // The most draft_rows a pass may take under this protocol: a pass's rejected rows overwrite ring
   // entries of positions up to draft_rows - 1 beyond it, and the decoder ring's prompt_len() spare
@@ -90,7 +89,7 @@ class StreamState final : public PlannedStream, public ModelStream {
   // caches; a cache that cannot take them fails the stream (failure() says why): false.
   bool prepare(const StreamPlan& plan) override;
 
-  // Work, in the order step_streams runs it, as prepared. Each call reads or writes only this
+  // Work, in the order execute_round runs it, as prepared. Each call reads or writes only this
   // stream's state.
   // Its share of the next encoder pass: `count` positions. Its spans stay valid until take_encoded().
   EncoderPart put_encoder(int count);
@@ -106,14 +105,14 @@ class StreamState final : public PlannedStream, public ModelStream {
   // after guess that the output repeats (Options::draft_rows). Returns the outputs it will take back.
   int put_decoder(bool prompt, int k, std::vector<SessionRow>& rows, Mat pass_audio);
   // The outputs of what it put last, and its share of the pass's time.
-  void take_results(std::span<const DecoderStepResult> results, double seconds);
+  void take_results(std::span<const DecoderOutput> results, double seconds);
   bool has_work() const override;
   // Ends the stream's work for good (its caches could not take its next positions, say): it puts
   // nothing in any later pass, and failure() says why.
   void fail(const std::string& why) override;
   const std::string& failure() const override { return failure_; }
 
-  std::vector<Step> take_steps() override;
+  std::vector<PositionOutput> take_outputs() override;
 
   Backend& backend() const { return model_.backend(); }
   int encoder_slot() const { return enc_slot_; }
@@ -162,7 +161,7 @@ class StreamState final : public PlannedStream, public ModelStream {
   StreamPlan prepared_;             // this round's plan, once prepare() made room for it
   int64_t prepared_decode_ = 0;     // the first decoder position of the rows prepared
   int draft_width_ = 1;             // rows_ready()'s most, 1 .. Options::draft_rows
-  std::vector<Step> steps_;
+  std::vector<PositionOutput> outputs_;
   bool stopped_ = false;
   int64_t rebases_ = 0;
   int64_t decoder_passes_ = 0;

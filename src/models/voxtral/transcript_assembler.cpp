@@ -34,7 +34,7 @@ double TranscriptAssembler::time_at(int64_t step) const {
 StreamEvent TranscriptAssembler::event(StreamEvent::Kind kind, int64_t step) const {
   StreamEvent e;
   e.kind = kind;
-  e.step = step;
+  e.position = e.step = step;  // step: the deprecated name
   e.token = step >= 0 && step < static_cast<int64_t>(tokens_.size()) ? tokens_[step] : 0;
   e.start = time_at(step);
   e.end = time_at(step + 1);

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "models/voxtral/stream_stepper.h"
+#include "models/voxtral/stream_round.h"
 
 namespace voxrt {
 
@@ -16,7 +16,7 @@ Protocol VoxtralStreamModel::protocol(int delay_ms) const {
   Protocol p;
   p.n_delay = delay_tokens_from_ms(delay_ms);
   p.n_left_pad_tokens = setup_.left_pad_tokens;
-  p.samples_per_step = model_.config().samples_per_step();
+  p.samples_per_position = model_.config().samples_per_position();
   return p;
 }
 
@@ -66,7 +66,7 @@ RoundStats VoxtralStreamModel::run_round(std::span<ModelStream* const> streams, 
   // Every stream the scheduler hands this model came from open_stream: a StreamState.
   round_streams_.clear();
   for (ModelStream* s : streams) round_streams_.push_back(static_cast<StreamState*>(s));
-  return step_streams(round_streams_, {encoder_, caches.encoder_cache, decoder_, caches.decoder_cache, budget.shared,
+  return execute_round(round_streams_, {encoder_, caches.encoder_cache, decoder_, caches.decoder_cache, budget.shared,
                                        budget.max_encoder_positions, budget.max_decoder_rows, first_served});
 }
 

@@ -1,5 +1,5 @@
 // Voxtral as the scheduler drives a family (models/stream_model.h): its streams are StreamStates,
-// its rounds step_streams over its encoder and decoder passes, and the family-neutral
+// its rounds execute_round over its encoder and decoder passes, and the family-neutral
 // StreamOptions become its own (a Protocol at the stream's delay, the tokenizer's ids).
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "models/stream_model.h"
-#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/decoder_pass.h"
 #include "models/voxtral/encoder_pass.h"
 #include "models/voxtral/model.h"
 #include "models/voxtral/protocol.h"

@@ -115,14 +115,14 @@ struct AttentionPlan {
 constexpr size_t kAttentionMaxSmemBytes = 200 * 1024;
 // The most chunks a tensor-core block takes (its chunks' row ranges sit in static shared memory).
 constexpr int kAttentionMaxChunksPerBlock = 16;
-// Chooses the key split (flash-decoding style) so that a live step (step_rows rows over a full
+// Chooses the key split (flash-decoding style) so that a live step (rows_per_position rows over a full
 // window) fills the GPU; the chunk size depends on the model, not on the batch (kernels_attention.cu).
 // rows_per_block: 1, or what attention_rows_per_block gives for the launch's rows. tensor_cores:
 // bf16 caches of the head sizes it takes go to the tensor-core kernel (kernels_attention_mma.cu).
 // chunks_per_block and combine_warp: CudaOptions::attention_chunks_per_block (0: chosen by the
 // launch's size; else clamped to 1 .. kAttentionMaxChunksPerBlock) and attention_combine_warp.
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
-                             int window, int step_rows, int sm_count, double blocks_per_sm, int rows_per_block = 1,
+                             int window, int rows_per_position, int sm_count, double blocks_per_sm, int rows_per_block = 1,
                              bool tensor_cores = false, int chunks_per_block = 1, bool combine_warp = true);
 // How many of a launch's rows a block may take together (their keys and values read once): more
 // than 1 when every group of that many consecutive rows holds consecutive positions of one slot

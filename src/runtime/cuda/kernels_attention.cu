@@ -547,7 +547,7 @@ int attention_rows_per_block(const DevRowRef* rows, int n_rows, int n_heads, int
 }
 
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
-                             int window, int step_rows, int sm_count, double blocks_per_sm, int rows_per_block,
+                             int window, int rows_per_position, int sm_count, double blocks_per_sm, int rows_per_block,
                              bool tensor_cores, int chunks_per_block, bool combine_warp) {
   AttentionPlan plan;
   const int group = n_heads / n_kv_heads;
@@ -559,13 +559,13 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   // The chunk size depends on the model alone (one row over a full window), never on the batch:
   // a row's result then does not depend on which other rows share the launch, so a live session
   // (a few rows per step) computes exactly what an offline pass (many rows) computes.
-  // It is the largest chunk that still gives a live step (step_rows rows over a full window) at
+  // It is the largest chunk that still gives a live step (rows_per_position rows over a full window) at
   // least blocks_per_sm (CudaOptions, default 8) blocks per SM, and no smaller than kMinChunk
   // keys (below that the partial results outweigh the keys themselves). With K and V staged by
   // cp.async a block's work is one round trip, so more, smaller blocks win: the default gives both
   // live steps the smallest chunk, 64 keys (bench/README.md).
   const long long blocks_per_split =
-      static_cast<long long>(std::max(1, step_rows)) * n_kv_heads * cdiv(group, kHeadsPerBlock);
+      static_cast<long long>(std::max(1, rows_per_position)) * n_kv_heads * cdiv(group, kHeadsPerBlock);
   const int basis = std::max(1, window);
   const double per_sm = std::clamp(blocks_per_sm, 0.0, 64.0);
   int chunk = kMaxChunk;

@@ -75,7 +75,7 @@ KernelRun run_attention(const KernelArgs& a, const Gpu& gpu) {
                                            cuda::attention_aligned(kv_bytes, a.head_dim, tensor_cores))
           : 1;
   const cuda::AttentionPlan plan = cuda::plan_attention(
-      a.query_rows, a.heads, a.kv_heads, a.head_dim, kv_bytes, a.keys, a.keys, a.step_rows, gpu.sm_count,
+      a.query_rows, a.heads, a.kv_heads, a.head_dim, kv_bytes, a.keys, a.keys, a.rows_per_position, gpu.sm_count,
       gpu.options.attention_blocks_per_sm, rows_per_block, tensor_cores, gpu.options.attention_chunks_per_block,
       gpu.options.attention_combine_warp);
   const DeviceBuffer q_device = upload(q, "q");

@@ -1,4 +1,4 @@
-#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/decoder_pass.h"
 
 #include <atomic>
 #include <vector>
@@ -9,12 +9,12 @@ namespace voxrt {
 namespace {
 
 // The argmax, its margin and the logits view of every row of `logits`.
-std::vector<DecoderStepResult> argmax_rows(Backend& be, Mat logits) {
+std::vector<DecoderOutput> argmax_rows(Backend& be, Mat logits) {
   const int k = logits.rows;
   std::vector<int32_t> ids(k);
   std::vector<float> margins(k);
   be.argmax(logits, ids, margins);
-  std::vector<DecoderStepResult> r(k);
+  std::vector<DecoderOutput> r(k);
   for (int i = 0; i < k; ++i)
     r[i] = {ids[i], margins[i], Mat{logits.data + static_cast<size_t>(i) * logits.cols, 1, logits.cols}};
   return r;
@@ -65,18 +65,18 @@ std::string unique_recording_key(const std::string& what) {
   return what + " #" + std::to_string(next++);
 }
 
-DecoderStepResult DecoderStep::run(int32_t input, Mat audio, int64_t pos, int n_delay, KvCache& cache) {
+DecoderOutput SessionDecoder::run(int32_t input, Mat audio, int64_t pos, int n_delay, KvCache& cache) {
   return run_rows(std::span<const int32_t>(&input, 1), audio, pos, n_delay, cache)[0];
 }
 
-std::vector<DecoderStepResult> DecoderStep::run_rows(std::span<const int32_t> inputs, Mat audio, int64_t pos,
+std::vector<DecoderOutput> SessionDecoder::run_rows(std::span<const int32_t> inputs, Mat audio, int64_t pos,
                                                      int n_delay, KvCache& cache) {
   const int k = static_cast<int>(inputs.size());
-  check(k >= 1 && audio.rows == k, "decoder step", "one adapter vector per input token expected");
+  check(k >= 1 && audio.rows == k, "decoder pass", "one adapter vector per input token expected");
   std::vector<SessionRow> rows(k);
   for (int i = 0; i < k; ++i) rows[i] = {0, pos + i, inputs[i], n_delay};
   const Mat in = pass_.audio(k);
-  check(audio.cols == in.cols, "decoder step", "adapter vectors of the decoder's width expected");
+  check(audio.cols == in.cols, "decoder pass", "adapter vectors of the decoder's width expected");
   pass_.model().backend().copy(in.data, audio.data, static_cast<size_t>(k) * audio.cols);
   return pass_.run(rows, cache);
 }
@@ -89,13 +89,13 @@ Mat DecoderPass::audio(int rows) {
   return audio_.view(0, rows);
 }
 
-std::vector<DecoderStepResult> DecoderPass::run(std::span<const SessionRow> rows, KvCache& cache) {
+std::vector<DecoderOutput> DecoderPass::run(std::span<const SessionRow> rows, KvCache& cache) {
   const int k = static_cast<int>(rows.size());
   const Mat in = audio(k);
   const SessionRowRefs refs = check_session_rows(model_, rows, in, cache);
   Backend& be = model_.backend();
   Mat logits{};
-  // One recorded step per row and output count: a replay's launches have the shapes of its capture.
+  // One recording per row and output count: a replay's launches have the shapes of its capture.
   const int outputs = static_cast<int>(refs.logit_rows.size());
   be.run_recorded(key_ + " x" + std::to_string(k) + (outputs < k ? " out " + std::to_string(outputs) : ""), [&] {
     logits = model_.decode(refs.inputs, in, refs.refs, refs.delays, cache, refs.logit_rows);
@@ -109,7 +109,7 @@ void append_prompt_rows(const Protocol& protocol, const ProtocolIds& ids, int sl
     rows.push_back({slot, static_cast<int64_t>(i), tokens[i], protocol.n_delay, i + 1 == tokens.size()});
 }
 
-DecoderStepResult decode_prompt(VoxtralModel& model, const Protocol& protocol, const ProtocolIds& ids, Mat audio,
+DecoderOutput decode_prompt(VoxtralModel& model, const Protocol& protocol, const ProtocolIds& ids, Mat audio,
                                 KvCache& cache, int slot) {
   check(audio.rows == protocol.prompt_len(), "prompt", "one adapter vector per prompt position expected");
   std::vector<SessionRow> rows;
@@ -117,7 +117,7 @@ DecoderStepResult decode_prompt(VoxtralModel& model, const Protocol& protocol, c
   return decode_sessions(model, rows, audio, cache)[0];
 }
 
-std::vector<DecoderStepResult> decode_sessions(VoxtralModel& model, std::span<const SessionRow> rows, Mat audio,
+std::vector<DecoderOutput> decode_sessions(VoxtralModel& model, std::span<const SessionRow> rows, Mat audio,
                                                KvCache& cache) {
   const SessionRowRefs refs = check_session_rows(model, rows, audio, cache);
   return argmax_rows(model.backend(), model.decode(refs.inputs, audio, refs.refs, refs.delays, cache, refs.logit_rows));

@@ -16,7 +16,7 @@ namespace {
 
 DelayRange read_model_delays() {
   const ModelConfig config;
-  const int position_ms = config.samples_per_step() * 1000 / config.audio.sampling_rate;  // 80
+  const int position_ms = config.samples_per_position() * 1000 / config.audio.sampling_rate;  // 80
   std::vector<int> accepted;
   for (int n = 1; n <= VoxtralModel::kMaxDelayTokens; ++n) {
     try {

@@ -1,4 +1,4 @@
-#include "models/voxtral/stream_stepper.h"
+#include "models/voxtral/stream_round.h"
 
 #include <algorithm>
 #include <chrono>
@@ -81,14 +81,14 @@ void decoder_pass(std::span<const DecoderPut> puts, DecoderPass& pass, KvCache& 
     stats.decoder_streams += p.rows > 0;
   }
   ++stats.decoder_passes;
-  const std::vector<DecoderStepResult> results = pass.run(rows, cache);
+  const std::vector<DecoderOutput> results = pass.run(rows, cache);
   const double seconds = seconds_since(t0);
   stats.prompt_seconds += seconds * prompt_rows / total;
   stats.decoder_seconds += seconds * (total - prompt_rows) / total;
   size_t at = 0;
   for (size_t i = 0; i < puts.size(); ++i) {
     if (outputs[i] == 0) continue;
-    puts[i].stream->take_results(std::span<const DecoderStepResult>(results).subspan(at, outputs[i]),
+    puts[i].stream->take_results(std::span<const DecoderOutput>(results).subspan(at, outputs[i]),
                                  seconds * rows_put[i] / total);
     at += static_cast<size_t>(outputs[i]);
   }
@@ -96,7 +96,7 @@ void decoder_pass(std::span<const DecoderPut> puts, DecoderPass& pass, KvCache& 
 
 }  // namespace
 
-RoundStats step_streams(std::span<StreamState* const> streams, const RoundContext& ctx) {
+RoundStats execute_round(std::span<StreamState* const> streams, const RoundContext& ctx) {
   RoundStats stats;
   // Plan: every stream's share decided, and room made for it, before any model work.
   const std::vector<PlannedStream*> planned(streams.begin(), streams.end());

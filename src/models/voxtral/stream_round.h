@@ -1,10 +1,10 @@
-// One round of model work over streams that share a decoder cache: the batching scheduler's step
-// (docs/scheduler.md), and with a single stream the step of one session alone (StreamDecoder).
+// One round of model work over streams that share a decoder cache: the batching scheduler's round
+// (docs/scheduler.md), and with a single stream the round of one session alone (StreamDecoder).
 #pragma once
 
 #include <span>
 
-#include "models/voxtral/decoder_step.h"
+#include "models/voxtral/decoder_pass.h"
 #include "models/voxtral/encoder_pass.h"
 #include "models/stream_model.h"
 #include "models/voxtral/stream_state.h"
@@ -22,13 +22,13 @@ namespace voxrt {
 //   - one stream a pass otherwise (the CPU, whose products round differently for different row
 //     counts: each stream's ids stay those it gets alone, whoever else is stepping): its prompt in
 //     a pass of its own, then its rows.
-// Passes are recorded steps keyed by their shape (row counts), replayed as graphs whichever streams
+// Passes are recordings keyed by their shape (row counts), replayed as graphs whichever streams
 // they carry.
 // Every stream with work gets its rows in every round: none waits for another to finish. Each
-// stream's results and times go to its own steps (StreamState::take_steps). RoundStats: the
+// stream's results and times go to its own positions' outputs (StreamState::take_outputs). RoundStats: the
 // family-neutral account of the round (models/stream_model.h).
 
-// What a round runs on: the passes (their buffers and recorded steps) and the caches the streams'
+// What a round runs on: the passes (their buffers and recordings) and the caches the streams'
 // slots are in.
 struct RoundContext {
   EncoderPass& encoder;
@@ -46,6 +46,6 @@ struct RoundContext {
   // The stream served first (round_plan.h): moved from round to round by the caller.
   size_t first_served = 0;
 };
-RoundStats step_streams(std::span<StreamState* const> streams, const RoundContext& ctx);
+RoundStats execute_round(std::span<StreamState* const> streams, const RoundContext& ctx);
 
 }  // namespace voxrt
