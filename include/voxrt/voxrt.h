@@ -5,8 +5,8 @@
 //   std::cout << t.text << "\n";
 //
 // An Engine holds the loaded model and is safe to share between threads: transcriptions and live
-// sessions on any number of threads go through its scheduler together, their steps sharing the
-// model's passes, and each result is the one it gets alone. Errors throw voxrt::Error (a
+// sessions on any number of threads go through its scheduler together, their positions sharing
+// the model's passes, and each result is the one it gets alone. Errors throw voxrt::Error (a
 // std::runtime_error) with a message that names the file, field or value at fault.
 #pragma once
 
@@ -34,10 +34,10 @@ struct StreamEvent;  // voxrt/session.h
 
 struct TranscribeOptions {
   int delay_ms = 0;  // 0: tekken.json's transcription_delay_ms (480 officially)
-  // Called with (steps done, steps total) as the steps run, on the calling thread. Not called by
+  // Called with (positions done, positions total) as the positions run, on the calling thread. Not called by
   // transcribe_each / transcribe_batch.
   std::function<void(int, int)> progress;
-  // The model's events as its steps run (text as the model decides it, words, segments), on the
+  // The model's events as its positions run (text as the model decides it, words, segments), on the
   // calling thread: what a caller streams before the transcript is complete. The transcript
   // returned is the same with or without it. Not called by transcribe_each / transcribe_batch.
   std::function<void(const StreamEvent&)> on_event;
@@ -55,12 +55,12 @@ struct TranscribeOptions {
 
 // Times. Every time is in seconds from the start of the input, a whole number of milliseconds, and
 // never past the end of the audio (a word heard at the very end is reported at most at `duration`).
-// The model decides one token per 80 ms step and speaks `delay_ms` behind the audio; a token's time is
-// its step less the delay, so times are quantised to 80 ms, and since the model may emit a word's
-// tokens a step or two after it was heard, a word's start can be late by that much.
+// The model decides one token per 80 ms position and speaks `delay_ms` behind the audio; a token's
+// time is its position less the delay, so times are quantised to 80 ms, and since the model may emit
+// a word's tokens a position or two after it was heard, a word's start can be late by that much.
 
 // A word: text between whitespace in the decoded text, punctuation attached ("world," or "¿qué").
-// It starts at the step of its first token and ends at the end of the step of its last one.
+// It starts at the position of its first token and ends at the end of the position of its last one.
 struct Word {
   double start = 0;
   double end = 0;
@@ -69,15 +69,15 @@ struct Word {
 
 // A word group: the text from one [STREAMING_WORD] mark of the model to the next (or to EOS).
 struct Segment {
-  double start = 0;  // the step of the mark (or of the first text, when no mark preceded it)
-  double end = 0;    // the end of its last text step
+  double start = 0;  // the position of the mark (or of the first text, when no mark preceded it)
+  double end = 0;    // the end of its last text position
   std::string text;
   std::vector<Word> words;
 };
 
 struct Transcript {
   std::string text;
-  std::vector<int32_t> tokens;  // every decoder output id, one per step after the prompt
+  std::vector<int32_t> tokens;  // every decoder output id, one per position after the prompt
   std::vector<Segment> segments;
   std::vector<Word> words;      // every segment's words, in order
   double duration = 0;          // seconds of input audio
@@ -142,7 +142,7 @@ struct EngineStats {
   uint64_t decoder_rows = 0;      // decoder rows those rounds ran (a session's position is a row)
   Histogram round_ms;             // a round's wall time
   Histogram step_ms;              // deprecated, kept for one release: the same as round_ms
-  // A live session's hand-over: 80 ms of its audio handed to the engine -> the steps it makes
+  // A live session's hand-over: 80 ms of its audio handed to the engine -> the positions it makes
   // possible done. What the engine adds to a live caption's lag (past the model's delay).
   Histogram live_wait_ms;
   double live_wait_p90_ms = 0;    // over the last 2 s: what refuse_when_overloaded compares with
@@ -176,9 +176,9 @@ class VOXRT_API Engine {
   virtual Transcript transcribe(std::span<const float> audio_16k, const TranscribeOptions& options = {}) = 0;
   // Any format libsndfile reads, any sample rate, any channel count.
   virtual Transcript transcribe_file(const std::filesystem::path& audio, const TranscribeOptions& options = {}) = 0;
-  // Several files side by side: up to `files_in_flight` at once (0: as many as the backend steps
+  // Several files side by side: up to `files_in_flight` at once (0: as many as the backend runs
   // together with profit: 16 on the GPU, 1 on the CPU, whose passes are one stream each), their
-  // steps sharing the scheduler's passes, each transcript identical to transcribe_file's.
+  // positions sharing the scheduler's passes, each transcript identical to transcribe_file's.
   // on_result gets every file in input order, on the calling thread, as soon as it and all before it
   // are done, so that results can be written while later files run; a file that fails is reported
   // there and the others go on. Files finished ahead of an unfinished earlier one wait, at most

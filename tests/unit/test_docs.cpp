@@ -49,7 +49,7 @@ TEST(Docs, ReadmeUsingItLeavesTheMeasurementSwitchesToDocsCuda) {
 TEST(Docs, EverySourceFileTheArchitecturePageNamesExists) {
   const std::string page = read_source_file("docs/architecture.md");
   const std::filesystem::path root = voxrt::test::test_data().parent_path().parent_path();
-  const std::regex file_named(R"re(\b((?:src|include|tests)/[A-Za-z0-9_/.-]+\.(?:h|cpp|cu|cuh)))re");
+  const std::regex file_named(R"re(\b((?:src|include|tests)/[A-Za-z0-9_/.-]+\.(?:cuh|cpp|cu|h)\b))re");
   int named = 0;
   for (std::sregex_iterator it(page.begin(), page.end(), file_named), end; it != end; ++it, ++named)
     EXPECT_TRUE(std::filesystem::exists(root / (*it)[1].str())) << (*it)[1].str() << " is named by docs/architecture.md";
