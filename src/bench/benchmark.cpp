@@ -201,12 +201,12 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
     // Every decoder pass reads all the weights. floor_s decodes one position a pass (as the
     // reference does); passes_floor_s is the floor of the passes this run made (draft rows).
     const double compute_s = flops / (ceil.matmul_tflops * 1e12);
-    const double floor_s = std::max(compute_s, run.steps * k.dec_pass_bytes / read_bps);
+    const double floor_s = std::max(compute_s, run.positions * k.dec_pass_bytes / read_bps);
     const double passes_floor_s = std::max(compute_s, run.decoder_passes * k.dec_pass_bytes / read_bps);
     r["offline"].push_back({{"audio_s", seconds}, {"wall_s", wall}, {"rtfx", seconds / wall},
-                            {"floor_s", floor_s}, {"rtfx_floor", seconds / floor_s}, {"steps", run.steps},
+                            {"floor_s", floor_s}, {"rtfx_floor", seconds / floor_s}, {"steps", run.positions},
                             {"decoder_passes", run.decoder_passes}, {"passes_floor_s", passes_floor_s},
-                            {"in_steps_s", run.step_seconds}, {"encoder_s", run.encoder_seconds}});
+                            {"in_steps_s", run.position_seconds}, {"encoder_s", run.encoder_seconds}});
   }
   r["memory_in_use_bytes"] = be.memory_in_use();
   r["recordings"] = bench_support::recordings_json(be);

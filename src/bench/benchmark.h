@@ -18,9 +18,9 @@ namespace voxrt {
 // steps (each decoder step and its share of the encoder batches, host launch and wait included;
 // the rest of the wall time is outside the model: log-mel, queues, the caller).
 struct OfflineRun {
-  int64_t steps = 0;
-  double step_seconds = 0;
-  int64_t decoder_passes = 0;  // decoder forward passes (each reads all the weights): steps / drafted rows kept
+  int64_t positions = 0;         // decoded (an output each)
+  double position_seconds = 0;   // the compute time attributed to them (PositionOutput::seconds)
+  int64_t decoder_passes = 0;  // decoder forward passes (each reads all the weights): positions / drafted rows kept
   double encoder_seconds = 0;  // in the encoder's passes (all of them: also positions never decoded)
 };
 

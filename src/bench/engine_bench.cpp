@@ -32,8 +32,8 @@ nlohmann::json benchmark_engine(BenchEngine& engine, std::span<const float> audi
   b.transcribe = [&device, &b](std::span<const float> audio) {
     OfflineRun run;
     const BenchDevice::AloneRun alone = device.transcribe_alone(audio, b.protocol, [&](int32_t, double seconds) {
-      ++run.steps;
-      run.step_seconds += seconds;
+      ++run.positions;
+      run.position_seconds += seconds;
     });
     run.decoder_passes = alone.decoder_passes;
     run.encoder_seconds = alone.encoder_seconds;

@@ -80,7 +80,7 @@ nlohmann::json run_offline_batch_benchmark(BenchEngine& engine, std::span<const 
         for (size_t at = 0; at < a.size(); at += piece)
           session->feed(std::span<const float>(a).subspan(at, std::min(piece, a.size() - at)));
         session->flush();
-        steps[i] = session->stats().steps;
+        steps[i] = session->stats().positions;
       } catch (const std::exception& e) {
         errors[i] = e.what();
       }
