@@ -19,16 +19,13 @@ struct KnownFamily {
 };
 constexpr std::array kKnownFamilies = {KnownFamily{kVoxtralModelType, ModelFamily::Voxtral}};
 
-// A config.json past this is not read here: the family's reading refuses it with its own limit.
-constexpr uintmax_t kMaxConfigBytes = 64u << 20;
-
 }  // namespace
 
 ModelFamily model_family_of(const std::filesystem::path& dir) {
   const std::filesystem::path config = dir / "config.json";
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(config, ec);
-  if (ec || size > kMaxConfigBytes) return ModelFamily::Voxtral;
+  if (ec || size > kMaxJsonFileBytes) return ModelFamily::Voxtral;  // refused by its reading
   std::ifstream in(config, std::ios::binary);
   const nlohmann::json root = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (!root.is_object()) return ModelFamily::Voxtral;

@@ -42,11 +42,9 @@ class ModelStream {
   virtual std::vector<PositionOutput> take_outputs() = 0;
   virtual bool has_work() const = 0;
   virtual bool stopped() const = 0;  // stop_at_eos and EOS seen, or failed
-  // Ends the stream's work for good: it puts nothing in any later pass, and failure() says why.
-  virtual void fail(const std::string& why) = 0;
+  // Why its work ended for good (its caches could not take its next positions, say); empty while
+  // it goes on.
   virtual const std::string& failure() const = 0;
-  virtual int64_t decoder_passes() const = 0;   // decoder passes it took part in
-  virtual double encoder_seconds() const = 0;   // in encoder passes
 };
 
 // A slot of a cache shaped as the family's StreamModel says. The cache must outlive the stream and

@@ -402,8 +402,6 @@ std::vector<PositionOutput> Scheduler::Stream::run(std::vector<float> frames, in
 void Scheduler::Stream::count_audio(double seconds) { owner_.counters_.audio(seconds); }
 
 bool Scheduler::Stream::stopped() const { return entry_->state->stopped(); }
-int64_t Scheduler::Stream::decoder_passes() const { return entry_->state->decoder_passes(); }
-double Scheduler::Stream::encoder_seconds() const { return entry_->state->encoder_seconds(); }
 
 Scheduler::Stream::~Stream() { owner_.close(entry_); }
 

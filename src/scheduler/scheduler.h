@@ -85,8 +85,6 @@ class Scheduler {
     void count_audio(double seconds);
     // Between run() calls:
     bool stopped() const override;
-    int64_t decoder_passes() const;
-    double encoder_seconds() const;
 
    private:
     friend class Scheduler;

@@ -25,6 +25,9 @@ namespace voxrt {
 // The model_type of a Hugging Face config.json of Voxtral Realtime (transformers'
 // VoxtralRealtimeConfig): how a directory says it is this family's.
 inline constexpr const char* kVoxtralModelType = "voxtral_realtime";
+// The largest JSON file of a model directory that is read: real configuration files are a few KB
+// (a shard index ~100 KB); a huge one is not worth reading.
+inline constexpr uintmax_t kMaxJsonFileBytes = 64u << 20;
 
 enum class CheckpointLayout { Mistral, HuggingFace };
 enum class LayoutPreference { Auto, Mistral, HuggingFace };

@@ -21,17 +21,14 @@ namespace {
 
 using nlohmann::json;
 
-// Real configuration files are a few KB (a shard index ~100 KB); a huge one is not worth reading.
-constexpr uintmax_t kMaxJsonBytes = 64u << 20;
-
 json read_json_file(const std::filesystem::path& path) {
   const std::string where = path.string();
   std::ifstream in(path, std::ios::binary);
   check(static_cast<bool>(in), where, "cannot open file");
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(path, ec);
-  check(ec || size <= kMaxJsonBytes, where,
-        "file is " + std::to_string(size) + " bytes, over the " + std::to_string(kMaxJsonBytes) + "-byte limit");
+  check(ec || size <= kMaxJsonFileBytes, where,
+        "file is " + std::to_string(size) + " bytes, over the " + std::to_string(kMaxJsonFileBytes) + "-byte limit");
   std::stringstream text;
   text << in.rdbuf();
   json root;

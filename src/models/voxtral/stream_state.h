@@ -109,7 +109,7 @@ class StreamState final : public PlannedStream, public ModelStream {
   bool has_work() const override;
   // Ends the stream's work for good (its caches could not take its next positions, say): it puts
   // nothing in any later pass, and failure() says why.
-  void fail(const std::string& why) override;
+  void fail(const std::string& why);
   const std::string& failure() const override { return failure_; }
 
   std::vector<PositionOutput> take_outputs() override;
@@ -120,8 +120,8 @@ class StreamState final : public PlannedStream, public ModelStream {
   const Options& options() const { return opts_; }
   bool stopped() const override { return stopped_; }  // stop_at_eos and EOS seen, or failed
   int64_t rebases() const { return rebases_; }
-  int64_t decoder_passes() const override { return decoder_passes_; }  // decoder passes it took part in, the prompt's included
-  double encoder_seconds() const override { return encoder_seconds_; }  // in encoder passes (conv stem to adapter)
+  int64_t decoder_passes() const { return decoder_passes_; }  // decoder passes it took part in, the prompt's included
+  double encoder_seconds() const { return encoder_seconds_; }  // in encoder passes (conv stem to adapter)
 
  private:
   int64_t queued() const { return queue_write_ - queue_read_; }
