@@ -26,6 +26,10 @@ struct CudaOptions {
   int attention_chunks_per_block = 0;  // VOXRT_CUDA_ATTN_CHUNKS_PER_BLOCK (1..16; 0 automatic): key chunks a tensor-core block takes, double-buffered (same bits)
   bool attention_combine_warp = false;  // VOXRT_CUDA_ATTN_COMBINE=warp: one warp a (row, head) combines plans of <= 32 chunks
   std::string repeat;                // VOXRT_CUDA_REPEAT: operations launched twice (op_repeat.h)
+  // VOXRT_CUDA_AS_GPU=A10G (a name of known_gpu, runtime/gpu_caps.h): the backend decides as on that
+  // GPU (its capability, SMs and shared memory pick the kernels, tiles and splits; one older than
+  // voxrt needs is refused), on the GPU it has. For tests of other GPUs' choices on one machine.
+  std::string as_gpu;
 };
 
 // The defaults, changed by whichever VOXRT_CUDA_* variables are set (values clamped to their ranges).

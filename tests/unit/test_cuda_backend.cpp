@@ -1090,6 +1090,8 @@ TEST_F(CudaBackendTest, WgmmaGemmIsTheDefaultOnHopper) {
   // Hopper GPU (sm_90, the build's 90a) that fallback would be a silent slowdown.
 #ifdef VOXRT_WITH_CUDA
   if (cuda::device_description(0).find("sm_90") == std::string::npos) GTEST_SKIP() << "not a Hopper GPU";
+  // A build whose code for this GPU is older than sm_90a (a compute_80 PTX variant) has no wgmma.
+  if (cuda::device_code_arch(0) != 900) GTEST_SKIP() << "this build's code for the GPU is not sm_90a";
   EXPECT_TRUE(cuda::gemm_wgmma_available()) << cuda::device_description(0);
 #endif
 }
@@ -1368,6 +1370,35 @@ TEST_F(CudaBackendTest, RecordingThatAllocatesRunsEagerlyAndForbiddenOpsThrow) {
     EXPECT_THROW(gpu().run_recorded("downloading recording", [&] { gpu().download(host.data(), a.data(), 16); }), Error);
   }
   EXPECT_TRUE(exact(get(gpu(), a.all()), std::vector<float>(16, 7.0f)));  // still usable
+}
+
+// A GPU older than voxrt needs gets its answer when the backend is made, naming the GPU and its
+// capability, before any kernel runs (CudaOptions::as_gpu hands the backend a T4's figures on the
+// GPU there is); a GPU the table does not know is named back with the ones it does.
+TEST(CudaBackendGpus, AGpuOlderThanAmpereIsRefusedWhenTheBackendIsMade) {
+#ifndef VOXRT_WITH_CUDA
+  GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
+#else
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device on this machine: GPU test skipped";
+  const auto refusal = [](const char* as_gpu) -> std::string {
+    CudaOptions o = cuda_options_from_environment();
+    o.as_gpu = as_gpu;
+    try {
+      make_cuda_backend(0, o);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return {};
+  };
+  const std::string t4 = refusal("T4");
+  EXPECT_NE(t4.find("Tesla T4 (sm_75"), std::string::npos) << t4;
+  EXPECT_NE(t4.find("8.0 or newer"), std::string::npos) << t4;
+  const std::string unknown = refusal("A10");
+  EXPECT_NE(unknown.find("VOXRT_CUDA_AS_GPU"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("A10G"), std::string::npos) << unknown;
+  EXPECT_EQ(refusal("A10G"), "");
+  EXPECT_EQ(refusal("L4"), "");
+#endif
 }
 
 }  // namespace

@@ -40,7 +40,8 @@ const char* const kAll[] = {"VOXRT_CUDA_GRAPHS",     "VOXRT_CUDA_PDL",        "V
                             "VOXRT_CUDA_GEMV_MAX_ROWS", "VOXRT_CUDA_GEMV_SPLIT", "VOXRT_CUDA_GEMV_MIN_CHUNKS", "VOXRT_CUDA_GEMM_MIN_ROWS",
                             "VOXRT_CUDA_GEMM_SPLIT_PERCENT",
                             "VOXRT_CUDA_KV",         "VOXRT_CUDA_ATTN_BLOCKS_PER_SM", "VOXRT_CUDA_ATTN_GROUP_ROWS",
-                            "VOXRT_CUDA_REPEAT",     "VOXRT_CUDA_GEMM",       "VOXRT_CUDA_ATTN"};
+                            "VOXRT_CUDA_REPEAT",     "VOXRT_CUDA_GEMM",       "VOXRT_CUDA_ATTN",
+                            "VOXRT_CUDA_AS_GPU"};
 #endif
 
 TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
@@ -68,6 +69,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
     EXPECT_EQ(o.attention_group_rows, defaults.attention_group_rows);
     EXPECT_EQ(o.tensor_core_attention, defaults.tensor_core_attention);
     EXPECT_EQ(o.repeat, defaults.repeat);
+    EXPECT_EQ(o.as_gpu, defaults.as_gpu);
   }
   ScopedEnv env;
   env.set("VOXRT_CUDA_GRAPHS", "0");
@@ -84,6 +86,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   env.set("VOXRT_CUDA_ATTN_GROUP_ROWS", "0");
   env.set("VOXRT_CUDA_ATTN", "simt");
   env.set("VOXRT_CUDA_REPEAT", "attention,product");
+  env.set("VOXRT_CUDA_AS_GPU", "A10G");
   const CudaOptions o = cuda_options_from_environment();
   EXPECT_FALSE(o.graphs);
   EXPECT_FALSE(o.programmatic_launch);
@@ -99,6 +102,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   EXPECT_FALSE(o.attention_group_rows);
   EXPECT_FALSE(o.tensor_core_attention);
   EXPECT_EQ(o.repeat, "attention,product");
+  EXPECT_EQ(o.as_gpu, "A10G");
 #endif
 }
 

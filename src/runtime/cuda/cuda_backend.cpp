@@ -58,7 +58,7 @@ namespace {
 class CudaBackend final : public Backend, public KernelSwitches {
  public:
   CudaBackend(int device, const CudaOptions& options)
-      : device_(device, options.programmatic_launch),
+      : device_(device, options.programmatic_launch, options.as_gpu),
         repeat_(cuda::parse_op_repeat(options.repeat.empty() ? nullptr : options.repeat.c_str())),
         recorder_(device_.stream(), options.graphs, [this](float* p) { memory_.release(p); }),
         memory_(device_, recorder_),

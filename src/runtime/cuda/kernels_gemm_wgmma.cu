@@ -38,11 +38,9 @@
 #include "runtime/cuda/launch.cuh"
 #include "runtime/cuda/tensor_core.cuh"
 
-// wgmma exists on sm_90a only: a plain sm_90 build is a mistake in the architecture list; other
-// targets compile a kernel that traps, and gemm_wgmma_available() tells the backend not to use it.
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ == 900 && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#error "kernels_gemm_wgmma.cu needs sm_90a: set CMAKE_CUDA_ARCHITECTURES to 90a (CMakePresets.json)"
-#endif
+// wgmma exists in sm_90a code only: every other target (a plain sm_90, compute_80 PTX the driver
+// compiles for a Hopper GPU, Ada, Ampere) compiles a kernel that traps, and gemm_wgmma_available()
+// tells the backend not to use it.
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define VOXRT_HAS_WGMMA 1
 #else
@@ -50,6 +48,10 @@
 #endif
 
 namespace voxrt::cuda::gemm {
+
+// 1 in the code the kernel's body was compiled into (read by gemm_wgmma_available()).
+__device__ int g_wgmma_compiled = VOXRT_HAS_WGMMA;
+
 namespace {
 
 using tc::kChunkK8;
@@ -279,14 +281,15 @@ void launch_gemm_wgmma(const Params& p, int nt, bool gated, Stream s) {
 namespace voxrt::cuda {
 
 bool gemm_wgmma_available() {
-  // The kernel's code for this device: sm_90a (a plain sm_90 build fails to compile, see the top),
-  // or another target's, where it traps.
-  cudaFuncAttributes a{};
-  if (cudaFuncGetAttributes(&a, gemm::gemm_wgmma_kernel<64, false>) != cudaSuccess) {
+  // Whether the code the driver loaded for the current device has the kernel's body: read from the
+  // device, because a compute_80 build JIT-compiled for a Hopper GPU reports that GPU's binary
+  // version while its kernel traps.
+  int compiled = 0;
+  if (cudaMemcpyFromSymbol(&compiled, gemm::g_wgmma_compiled, sizeof compiled) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
-  return a.binaryVersion == 90;
+  return compiled == 1;
 }
 
 }  // namespace voxrt::cuda

@@ -22,12 +22,13 @@ ProductDispatch::ProductDispatch(const DeviceStream& device, DeviceMemory& memor
     tuning_.tensor_cores = options_.tensor_core_gemv;
     tuning_.split_warps_per_sm = options_.gemv_split_warps_per_sm;
     tuning_.min_piece_chunks = options_.gemv_min_piece_chunks;
-    tuning_.sm_count = device_.sm_count();
-    VOXRT_CUDA_CHECK(
-        cudaDeviceGetAttribute(&tuning_.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device_.device()));
-    VOXRT_CUDA_CHECK(
-        cudaDeviceGetAttribute(&tuning_.smem_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device_.device()));
-    tuning_.wgmma_gemm = options_.wgmma_gemm && gemm_wgmma_available();
+    // The tiles and splits follow the GPU's SMs and shared memory, and wgmma is used where both
+    // the GPU (as the backend decides it: DeviceStream::caps) and the code have it.
+    const GpuCaps& caps = device_.caps();
+    tuning_.sm_count = caps.sms;
+    tuning_.smem_per_sm = caps.smem_per_sm;
+    tuning_.smem_per_block = caps.smem_per_block;
+    tuning_.wgmma_gemm = options_.wgmma_gemm && has_wgmma(caps) && gemm_wgmma_available();
     tuning_.gemm_split_percent = options_.gemm_split_percent;
   } catch (...) {
     if (cublas_) cublasDestroy(cublas_);
