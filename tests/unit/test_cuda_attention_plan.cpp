@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "runtime/gpu_caps.h"
 #ifdef VOXRT_WITH_CUDA
 #include "runtime/cuda/cuda_kernels.h"
 #endif
@@ -267,6 +269,53 @@ TEST(CudaAttentionPlan, OneWarpCombineForAtMost32ChunksWhenAsked) {
   EXPECT_FALSE(at33.combine_warp);
   // One chunk a row: no combine at all.
   EXPECT_FALSE(cuda::plan_attention(1, 32, 32, 64, 2, 50, 50, 1, kH200Sms, kBlocksPerSm, 1, false).combine_warp);
+#endif
+}
+
+// Every GPU since Ampere: a block's shared memory stays within what the GPU gives a block (99 KiB
+// on an A10G or L4, 163 KiB on an A100), for every shape, K/V element size, launch and chunk count,
+// and the tiled GEMM's blocks too (the mma.sync kernel's 128-row blocks take 128 KiB). On the H200
+// such a plan would still launch, so only the plans show it.
+TEST(CudaAttentionPlan, EveryBlockFitsTheSharedMemoryOfTheGpuItIsFor) {
+#ifndef VOXRT_WITH_CUDA
+  GTEST_SKIP() << "built without CUDA (cmake --preset cuda builds it)";
+#else
+  for (const char* name : {"A10G", "L4", "A100", "H200"}) {
+    const GpuCaps& gpu = *known_gpu(name);
+    const auto limit = static_cast<size_t>(gpu.smem_per_block);
+    for (const HeadShape& s : kTensorCoreShapes) {
+      for (const int kv_bytes : {1, 2, 4}) {
+        for (const bool tensor_cores : {false, true}) {
+          for (const int chunks : {0, 1, 8, 16}) {
+            for (const int rows : {1, 4, 64, 1500}) {
+              SCOPED_TRACE(std::string(name) + " " + describe(s, kv_bytes) + " rows=" + std::to_string(rows));
+              const bool aligned = cuda::attention_aligned(kv_bytes, s.head_dim, tensor_cores);
+              const int group = aligned ? (s.heads == s.kv_heads ? 8 : 2) : 1;
+              const cuda::AttentionPlan p =
+                  cuda::plan_attention(rows, s.heads, s.kv_heads, s.head_dim, kv_bytes, s.window, s.window,
+                                       s.rows_per_position, gpu.sms, kBlocksPerSm, rows % group == 0 ? group : 1,
+                                       tensor_cores, chunks, false, limit);
+              EXPECT_LE(p.smem_bytes, limit);
+            }
+          }
+        }
+      }
+    }
+    cuda::GemvTuning t;
+    t.sm_count = gpu.sms;
+    t.smem_per_sm = gpu.smem_per_sm;
+    t.smem_per_block = gpu.smem_per_block;
+    t.wgmma_gemm = has_wgmma(gpu);
+    // Voxtral's products: the encoder's and decoder's widths, a gated pair, from 2 rows to an offline pass's.
+    for (const auto& [K, n, gated] : {std::tuple{1280, 1280, false}, {1280, 5120, true}, {3072, 9216, true},
+                                      {3072, 3072, false}, {9216, 3072, false}}) {
+      cuda::GemvOut outs[2];  // a gated product: the gate's and the up projection's
+      outs[0].n = outs[1].n = n;
+      for (const int M : {2, 33, 65, 128, 129, 1024, 6000})
+        EXPECT_LE(cuda::gemm_block_smem_bytes(M, K, outs, gated ? 2 : 1, gated, t), limit)
+            << name << " K=" << K << " n=" << n << " M=" << M;
+    }
+  }
 #endif
 }
 

@@ -52,7 +52,8 @@ void AttentionDispatch::attention(const KvCache& cache, int layer, Mat q, std::s
   const AttentionPlan plan =
       plan_attention(q.rows, p.n_heads, p.n_kv_heads, p.head_dim, kv_bytes, p.window, p.window, p.rows_per_position,
                      device_.sm_count(), options_.attention_blocks_per_sm, rows_per_block, tensor_cores,
-                     options_.attention_chunks_per_block, options_.attention_combine_warp);
+                     options_.attention_chunks_per_block, options_.attention_combine_warp,
+                     static_cast<size_t>(device_.caps().smem_per_block));
   const auto d = memory_.upload_args({{rows.data(), q.rows * sizeof(RowRef)}});
   AttentionArgs a;
   a.kv = kv_layout(cache, layer);

@@ -111,7 +111,8 @@ struct AttentionPlan {
   // batch, so a row's bits do not depend on the rows launched with it.
   bool combine_warp = false;
 };
-// The most dynamic shared memory a chunk block may take (the H200 allows 227 KiB a block).
+// The most dynamic shared memory a chunk block may take (the H200 allows 227 KiB a block; Ampere's
+// 8.6 and Ada 99 KiB, which plan_attention's smem_per_block brings the cap down to).
 constexpr size_t kAttentionMaxSmemBytes = 200 * 1024;
 // The most chunks a tensor-core block takes (its chunks' row ranges sit in static shared memory).
 constexpr int kAttentionMaxChunksPerBlock = 16;
@@ -121,9 +122,12 @@ constexpr int kAttentionMaxChunksPerBlock = 16;
 // bf16 caches of the head sizes it takes go to the tensor-core kernel (kernels_attention_mma.cu).
 // chunks_per_block and combine_warp: CudaOptions::attention_chunks_per_block (0: chosen by the
 // launch's size; else clamped to 1 .. kAttentionMaxChunksPerBlock) and attention_combine_warp.
+// smem_per_block: the most shared memory the GPU gives a block (GpuCaps::smem_per_block); a block's
+// stages take at most that and kAttentionMaxSmemBytes, so the chunk is the GPU's (and the model's).
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
                              int window, int rows_per_position, int sm_count, double blocks_per_sm, int rows_per_block = 1,
-                             bool tensor_cores = false, int chunks_per_block = 1, bool combine_warp = true);
+                             bool tensor_cores = false, int chunks_per_block = 1, bool combine_warp = true,
+                             size_t smem_per_block = kAttentionMaxSmemBytes);
 // How many of a launch's rows a block may take together (their keys and values read once): more
 // than 1 when every group of that many consecutive rows holds consecutive positions of one slot
 // (an encoder step's frames, an offline pass's chunk) and the group's queries fit a block. Results
@@ -209,6 +213,8 @@ int gemv_mma_pieces(int n, int K, const GemvTuning& t);
 // set); on wgmma when t.wgmma_gemm (kernels_gemm_wgmma.cu), else on mma.sync (kernels_gemm_mma.cu).
 // Launches with few tiles are split across blocks through a workspace of gemm_workspace_floats().
 size_t gemm_workspace_floats(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t);
+// The shared memory a block of that launch takes (its rows a block, its kernel's stages).
+size_t gemm_block_smem_bytes(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t);
 void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
                  float* workspace, size_t workspace_floats, const GemvTuning& t, Stream s);
 

@@ -81,7 +81,10 @@ struct Cursor {
 // The main kernel of a planned launch (block_rows(nt) rows a block); kernels_gemm_launch.cu
 // launches gemm_fold_kernel after it when p.split. kernels_gemm_wgmma.cu, on wgmma (sm_90a):
 void launch_gemm_wgmma(const Params& p, int nt, bool gated, Stream s);
-// kernels_gemm_mma.cu, on mma.sync (any tensor-core GPU):
+size_t wgmma_smem_bytes(int nt);
+// kernels_gemm_mma.cu, on mma.sync (any tensor-core GPU), and the shared memory its blocks of
+// block_rows(nt) rows take:
 void launch_gemm_mma(const Params& p, int nt, bool gated, Stream s);
+size_t mma_smem_bytes(int nt);
 
 }  // namespace voxrt::cuda::gemm

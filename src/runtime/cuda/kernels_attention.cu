@@ -548,8 +548,9 @@ int attention_rows_per_block(const DevRowRef* rows, int n_rows, int n_heads, int
 
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
                              int window, int rows_per_position, int sm_count, double blocks_per_sm, int rows_per_block,
-                             bool tensor_cores, int chunks_per_block, bool combine_warp) {
+                             bool tensor_cores, int chunks_per_block, bool combine_warp, size_t smem_per_block) {
   AttentionPlan plan;
+  const size_t max_smem = std::min(kAttentionMaxSmemBytes, smem_per_block);
   const int group = n_heads / n_kv_heads;
   plan.aligned = attention_aligned(kv_bytes, head_dim, tensor_cores);
   auto smem_bytes = [&](int rows, int c) {
@@ -573,7 +574,7 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   // A block stages its chunk's keys and values in shared memory; the cap assumes the most rows a
   // block may group, so that the chunk does not depend on how a launch's rows are grouped.
   const int most_rows = max_rows_per_block(group, plan.aligned);
-  while (chunk > kMinChunk && smem_bytes(most_rows, chunk) > kAttentionMaxSmemBytes) chunk /= 2;
+  while (chunk > kMinChunk && smem_bytes(most_rows, chunk) > max_smem) chunk /= 2;
   check(rows_per_block == 1 || rows_per_block == most_rows || (plan.aligned && 2 * rows_per_block == most_rows),
         "cuda attention", "unsupported rows per block");
   plan.chunk = chunk;
@@ -598,7 +599,7 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
                                        cdiv(group, heads_per_block(group));
     const int automatic = one_chunk_blocks >= kAttentionManyBlocksPerSm * static_cast<long long>(sm_count) ? kAttentionManyBlocksChunks : 1;
     plan.chunks_per_block = std::clamp(chunks_per_block > 0 ? chunks_per_block : automatic, 1, kAttentionMaxChunksPerBlock);
-    if (smem_bytes(rows_per_block, chunk) > kAttentionMaxSmemBytes) plan.chunks_per_block = 1;
+    if (smem_bytes(rows_per_block, chunk) > max_smem) plan.chunks_per_block = 1;
   }
   plan.smem_bytes = smem_bytes(rows_per_block, chunk);
   if (plan.nsplit > 1)

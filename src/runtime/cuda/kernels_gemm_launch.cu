@@ -110,7 +110,10 @@ Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const Gem
   };
   const bool one_row_tile =
       M > block_rows(2) && M <= block_rows(4) && (splits(tiles(4)) || tiles(2) > t.sm_count);
-  nt = tiles(4) >= t.sm_count || one_row_tile ? 4 : 2;
+  // The mma.sync kernel's 128-row blocks stage 128 KiB, more than a block may have on Ampere's 8.6
+  // and Ada (99 KiB): there, 64 rows a block.
+  const bool fits4 = t.wgmma_gemm || gemm::mma_smem_bytes(4) <= static_cast<size_t>(t.smem_per_block);
+  nt = fits4 && (tiles(4) >= t.sm_count || one_row_tile) ? 4 : 2;
   p.row_tiles = row_tiles(nt);
   p.split = splits(tiles(nt));
   int blocks = 0;
@@ -133,6 +136,13 @@ size_t gemm_workspace_floats(int M, int K, const GemvOut* outs, int n_outs, bool
   size_t floats = 0;
   plan(M, K, outs, n_outs, gated, t, nt, floats);
   return floats;
+}
+
+size_t gemm_block_smem_bytes(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t) {
+  int nt = 0;
+  size_t floats = 0;
+  plan(M, K, outs, n_outs, gated, t, nt, floats);
+  return t.wgmma_gemm ? gemm::wgmma_smem_bytes(nt) : gemm::mma_smem_bytes(nt);
 }
 
 void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,

@@ -256,6 +256,8 @@ void launch_nt(const Params& p, bool gated, Stream s) {
 
 }  // namespace
 
+size_t mma_smem_bytes(int nt) { return nt == 4 ? smem_bytes(4) : smem_bytes(2); }
+
 void launch_gemm_mma(const Params& p, int nt, bool gated, Stream s) {
   check(nt == 2 || nt == 4, "cuda gemm (mma)", "64 or 128 rows a block");
   check(!gated || p.n_outs == 1, "cuda gemm (mma)", "a gated product is one output range");

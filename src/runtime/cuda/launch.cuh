@@ -12,6 +12,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -51,8 +52,10 @@ void launch_kernel(const char* name, void (*kernel)(KernelArgs...), dim3 grid, d
 }
 
 // Lets a kernel use `bytes` of dynamic shared memory (more than the default 48 KiB) on the current
-// device: once per (kernel, device), the first launch there being an eager one (a recorded step is
+// device: once per (kernel, device), the first launch there being an eager one (a recording is
 // captured after it has run once), so no capture sees the call.
+// At most what the device gives a block: a kernel whose plans stay within the GPU's limit (GpuCaps)
+// may name its own larger cap here.
 inline void allow_dynamic_smem(const void* kernel, size_t bytes, const char* what) {
   int device = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice", __FILE__, __LINE__);
@@ -60,8 +63,11 @@ inline void allow_dynamic_smem(const void* kernel, size_t bytes, const char* wha
   static std::set<std::pair<const void*, int>> done;
   const std::lock_guard<std::mutex> lock(mutex);
   if (done.count({kernel, device})) return;
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), what,
-             __FILE__, __LINE__);
+  int most = 0;
+  check_cuda(cudaDeviceGetAttribute(&most, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), what, __FILE__, __LINE__);
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(std::min(bytes, static_cast<size_t>(most)))),
+             what, __FILE__, __LINE__);
   done.insert({kernel, device});
 }
 
