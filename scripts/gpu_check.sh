@@ -7,13 +7,19 @@
 # machine with
 #   cmake --preset cuda && cmake --build build/cuda && scripts/carry_binaries.sh build/cuda
 # and run there (device tool, carry [".carry.tar.xz"]):  scripts/gpu_check.sh; scripts/gpu_sanitize.sh
+# A variant runs the same check on another carried build or with switches set (docs/cuda.md):
+#   scripts/gpu_check.sh cuda80                      voxrt_cuda80 and voxrt_tests_cuda80 (carry_variant.sh)
+#   scripts/gpu_check.sh main:VOXRT_CUDA_AS_GPU=L4   the main build deciding as on an L4
 set -uo pipefail
-cd "$(dirname "$0")/.."
-[ -d .carry ] || tar xJf .carry.tar.xz
-out=${OUT:-/tmp}
+source "$(dirname "$0")/gpu_machine.sh"
+parse_variant "${1:-main}"
+[ ${#variant_env[@]} -gt 0 ] && export "${variant_env[@]}"
+suffix=${variant_exe#voxrt}  # "" for main, _NAME for a carried variant
+tests=voxrt_tests$suffix
 nvidia-smi -L 2>&1 | head -2
+echo "== variant ${1:-main}: $tests ${variant_env[*]}"
 echo "== CUDA op tests and tiny parity"
-.carry/run voxrt_tests --gtest_filter='Cuda*:*DraftRows*:*SessionRows*:*StreamsTogether*:*PagedCache*:*ConvStems*' 2>&1 | tee "$out/gpu_tests.log" | grep -v "relative error\|mel max abs" | tail -40
+.carry/run "$tests" --gtest_filter='Cuda*:*DraftRows*:*SessionRows*:*StreamsTogether*:*PagedCache*:*ConvStems*' 2>&1 | tee "$out/gpu_tests.log" | grep -v "relative error\|mel max abs" | tail -40
 grep -E "relative error|argmax" "$out/gpu_tests.log" | sort | awk '!seen[$0]++' | tail -40
 if [ "${VOXRT_SANITIZE:-0}" = 1 ]; then
   echo "== the CUDA op tests under compute-sanitizer (scripts/gpu_sanitize.sh)"
@@ -21,5 +27,5 @@ if [ "${VOXRT_SANITIZE:-0}" = 1 ]; then
 fi
 echo "== many threads through one engine on the GPU (the scheduler batches their rows)"
 VOXRT_CONCURRENCY_DEVICE=cuda VOXRT_CONCURRENCY_THREADS=${VOXRT_CONCURRENCY_THREADS:-16} VOXRT_CONCURRENCY_JOBS=${VOXRT_CONCURRENCY_JOBS:-10} \
-  .carry/run voxrt_tests --gtest_filter='Concurrency*' 2>&1 | tee "$out/gpu_concurrency.log" | tail -4
-VOXRT_FULL_BACKENDS=${VOXRT_FULL_BACKENDS:-cuda} tools/reference/full_size_check.sh
+  .carry/run "$tests" --gtest_filter='Concurrency*' 2>&1 | tee "$out/gpu_concurrency.log" | tail -4
+VOXRT_CARRIED_SUFFIX=$suffix VOXRT_FULL_BACKENDS=${VOXRT_FULL_BACKENDS:-cuda} tools/reference/full_size_check.sh

@@ -5,13 +5,15 @@
 # scripts/carry_binaries.sh packs it into .carry/ (carry .carry.tar.xz in the device call).
 #   tools/reference/full_size_check.sh [AUDIO.wav] [DELAY_MS]
 # Environment: VOXRT_FULL_BACKENDS="cpu cuda" (which backends to check; default cpu),
-#              VOXRT_FULL_WORK (model directory, default /tmp/voxrt-full; reused when present).
+#              VOXRT_FULL_WORK (model directory, default /tmp/voxrt-full; reused when present),
+#              VOXRT_CARRIED_SUFFIX (_NAME: run the carried variant voxrt_NAME, voxrt_tests_NAME).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 audio=${1:-tests/data/audio/speech_short.wav}
 delay=${2:-480}
 full=${VOXRT_FULL_WORK:-/tmp/voxrt-full}
 backends=${VOXRT_FULL_BACKENDS:-cpu}
+suffix=${VOXRT_CARRIED_SUFFIX:-}
 log=${OUT:-/tmp}/full_size_check.log
 export PYTHONUNBUFFERED=1
 {
@@ -29,9 +31,9 @@ export PYTHONUNBUFFERED=1
       --audio "$audio" --delay-ms "$delay" --out "$full/golden/$name.safetensors" --device cuda --logit-steps 4
   for backend in $backends; do
     echo "== voxrt $backend backend vs reference"
-    time VOXRT_FULL_DIR="$full" VOXRT_FULL_DEVICE="$backend" .carry/run voxrt_tests --gtest_filter='FullSize*' || true
+    time VOXRT_FULL_DIR="$full" VOXRT_FULL_DEVICE="$backend" .carry/run "voxrt_tests$suffix" --gtest_filter='FullSize*' || true
     echo "== live session on the $backend backend: per-step compute time (jfk.wav, 11 s)"
-    .carry/run voxrt stream --device "$backend" --stats -q -f json --model "$full/mistral" tests/data/audio/jfk.wav \
+    .carry/run "voxrt$suffix" stream --device "$backend" --stats -q -f json --model "$full/mistral" tests/data/audio/jfk.wav \
         >/dev/null || true
   done
 } 2>&1 | tee "$log"
