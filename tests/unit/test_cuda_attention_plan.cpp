@@ -1,4 +1,5 @@
-// The CUDA backend's attention plan: host code, so these tests run without a GPU (in CI too).
+// The CUDA backend's attention plan: host code, so these tests need no GPU (they run with the CUDA
+// build's tests on the GPU machine; CI compiles them).
 // The plan's key chunk must depend on the model alone, never on the rows of a launch or the keys
 // they hold: a row's result then does not depend on the batch it is in, and a live session's step
 // computes exactly what an offline pass computes. And a chunk block's shared memory (its queries,
