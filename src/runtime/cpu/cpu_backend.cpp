@@ -1,6 +1,7 @@
 // The CPU backend: fp32 arithmetic on host memory. Matrix products go to OpenBLAS, one thread a call,
 // the backend's own team (common/thread_team.h) running calls over slices of the weight's rows side
-// by side; the rest are simple loops over rows or (row, head) pairs on the same team. One threading
+// by side; the rest are simple loops over rows or (row, head) pairs on the same team, written in
+// cpu_loops.cpp (compiled for several instruction sets, picked at run time). One threading
 // runtime for all of it: OpenBLAS's threads and OpenMP's, each spinning while the other ran, made a
 // step 15-25x slower on a machine where another process held a core.
 // Weights are converted to fp32 once at load, so the products run at the library's full speed.
@@ -22,6 +23,7 @@
 #include "common/thread_team.h"
 #include "common/usable_cores.h"
 #include "runtime/backend.h"
+#include "runtime/cpu/cpu_loops.h"
 #include "runtime/kv_cache.h"
 
 namespace voxrt {
@@ -122,38 +124,20 @@ class CpuBackend final : public Backend {
       } else {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, K, 1.0f, x.data, K, ws, K, beta, y.data + n0, N);
       }
-      if (b)
-        for (int r = 0; r < M; ++r) {
-          float* yr = y.data + static_cast<size_t>(r) * N;
-          for (size_t c = n0; c < n1; ++c) yr[c] += b[c];
-        }
+      if (b) cpu_loops::add_bias(y.data, M, N, b, n0, n1);
     });
   }
 
   void rms_norm(Mat x, const Weight& w, float eps, Mat y) override {
-    const float* g = weight_data(w);
-    const int D = x.cols;
     team_.parallel_for(x.rows, 4, [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) {
-        const float* xr = x.data + r * D;
-        float* yr = y.data + r * D;
-        // Accumulate the mean square in double: the reference sums in fp32 with a tree reduction,
-        // a double sum is at least as close to the exact value as that.
-        double ss = 0;
-        for (int c = 0; c < D; ++c) ss += static_cast<double>(xr[c]) * xr[c];
-        const float inv = 1.0f / std::sqrt(static_cast<float>(ss / D) + eps);
-        for (int c = 0; c < D; ++c) yr[c] = g[c] * (xr[c] * inv);
-      }
+      cpu_loops::rms_norm(x.data, weight_data(w), eps, x.cols, r0, r1, y.data);
     });
   }
 
   void scale_rows(Mat x, Mat scales, std::span<const int> scale_row) override {
     team_.parallel_for(x.rows, 4, [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) {
-        const float* s = scales.data + static_cast<size_t>(scale_row[r]) * scales.cols;
-        float* xr = x.data + r * x.cols;
-        for (int c = 0; c < x.cols; ++c) xr[c] *= s[c];
-      }
+      for (size_t r = r0; r < r1; ++r)
+        cpu_loops::scale_row(x.data + r * x.cols, scales.data + static_cast<size_t>(scale_row[r]) * scales.cols, x.cols);
     });
   }
 
@@ -176,33 +160,17 @@ class CpuBackend final : public Backend {
 
   void add(Mat y, Mat x) override {
     const size_t n = static_cast<size_t>(y.rows) * y.cols;
-    team_.parallel_for(n, kElementGrain, [&](size_t i0, size_t i1) {
-      for (size_t i = i0; i < i1; ++i) y.data[i] += x.data[i];
-    });
+    team_.parallel_for(n, kElementGrain,
+                       [&](size_t i0, size_t i1) { cpu_loops::add(y.data + i0, x.data + i0, i1 - i0); });
   }
 
   void rope(Mat x, int n_heads, int head_dim, std::span<const RowRef> rows,
             std::span<const float> inv_freq) override {
-    const int half = head_dim / 2;
     team_.parallel_for(x.rows, 4, [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) {
-        // As the reference: angle = float(pos) * inv_freq in fp32, then cos/sin in fp32.
-        const float pos = static_cast<float>(rows[r].pos);
-        std::vector<float> cs(half), sn(half);
-        for (int i = 0; i < half; ++i) {
-          const float a = pos * inv_freq[i];
-          cs[i] = std::cos(a);
-          sn[i] = std::sin(a);
-        }
-        for (int h = 0; h < n_heads; ++h) {
-          float* v = x.data + r * x.cols + static_cast<size_t>(h) * head_dim;
-          for (int i = 0; i < half; ++i) {
-            const float a = v[i], b = v[i + half];
-            v[i] = a * cs[i] - b * sn[i];
-            v[i + half] = b * cs[i] + a * sn[i];
-          }
-        }
-      }
+      std::vector<float> cs(head_dim / 2), sn(head_dim / 2);
+      for (size_t r = r0; r < r1; ++r)
+        cpu_loops::rope_row(x.data + r * x.cols, n_heads, head_dim, static_cast<float>(rows[r].pos), inv_freq.data(),
+                            cs.data(), sn.data());
     });
   }
 
@@ -226,45 +194,21 @@ class CpuBackend final : public Backend {
 
   void attention(const KvCache& cache, int layer, Mat q, std::span<const RowRef> rows,
                  const AttentionParams& p, Mat out) override {
-    const KvCacheShape& s = cache.shape();
     const int group = p.n_heads / p.n_kv_heads;
     const int hd = p.head_dim;
     const int n_tasks = q.rows * p.n_heads;
-    const float* keys = cache.keys();
-    const float* values = cache.values();
     team_.parallel_for(n_tasks, 1, [&](size_t t0, size_t t1) {
       std::vector<float> scores;
       std::vector<double> acc(hd);
       for (size_t task = t0; task < t1; ++task) {
-        const int r = static_cast<int>(task) / p.n_heads, h = static_cast<int>(task) % p.n_heads, kvh = h / group;
+        const int r = static_cast<int>(task) / p.n_heads, h = static_cast<int>(task) % p.n_heads;
         const int64_t pos = rows[r].pos;
         const int64_t first = std::max<int64_t>(0, pos - p.window + 1);
         const int n = static_cast<int>(pos - first + 1);
-        const float* qv = q.data + static_cast<size_t>(r) * q.cols + static_cast<size_t>(h) * hd;
         scores.resize(n);
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int j = 0; j < n; ++j) {
-          const float* kv = keys + cache.offset(rows[r].slot, layer, (first + j) % s.ring) +
-                            static_cast<size_t>(kvh) * hd;
-          float dot = 0;
-          for (int d = 0; d < hd; ++d) dot += qv[d] * kv[d];
-          scores[j] = dot * p.scale;
-          mx = std::max(mx, scores[j]);
-        }
-        double sum = 0;
-        for (int j = 0; j < n; ++j) {
-          scores[j] = std::exp(scores[j] - mx);
-          sum += scores[j];
-        }
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int j = 0; j < n; ++j) {
-          const float* vv = values + cache.offset(rows[r].slot, layer, (first + j) % s.ring) +
-                            static_cast<size_t>(kvh) * hd;
-          const double w = scores[j];
-          for (int d = 0; d < hd; ++d) acc[d] += w * vv[d];
-        }
-        float* o = out.data + static_cast<size_t>(r) * out.cols + static_cast<size_t>(h) * hd;
-        for (int d = 0; d < hd; ++d) o[d] = static_cast<float>(acc[d] / sum);
+        cpu_loops::attend(cache, layer, rows[r].slot, first, n, h / group, hd, p.scale,
+                          q.data + static_cast<size_t>(r) * q.cols + static_cast<size_t>(h) * hd, scores.data(),
+                          acc.data(), out.data + static_cast<size_t>(r) * out.cols + static_cast<size_t>(h) * hd);
       }
     });
   }
