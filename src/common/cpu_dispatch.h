@@ -14,12 +14,14 @@
 // inlined into its caller.
 //
 // Only on x86-64 with GCC (clang spells the clones' names differently); elsewhere the mark is empty
-// and the loops are compiled for the baseline (on arm64 that includes NEON).
+// and the loops are compiled for the baseline (on arm64 that includes NEON). Not under
+// ThreadSanitizer either: the loader runs the clones' resolver before TSan's runtime is set up and
+// the instrumented resolver crashes the program before main (GCC 12; the tsan preset).
 //
 // Numbers: the v3 and v4 clones contract a * b + c into fused multiply-adds, so their results may
 // differ from the baseline clone's in the last bits, as those of a build for another CPU would. One
 // process always runs the same clone.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define VOXRT_CPU_DISPATCH __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define VOXRT_CPU_DISPATCH
