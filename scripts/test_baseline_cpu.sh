@@ -4,7 +4,8 @@
 # CPU (core2duo by default: SSE2 to SSSE3, no SSE4, no AVX, an Intel CPU so that OpenBLAS picks a
 # kernel it has; QEMU's own qemu64 passes for an AMD and OpenBLAS then runs 3DNow! code, which QEMU
 # does not emulate). A build compiled for AVX2 dies here of SIGILL; a baseline build takes the
-# baseline clones of the dispatched loops (src/common/cpu_dispatch.h) and passes.
+# baseline clones of the dispatched loops (src/common/cpu_dispatch.h) and passes. First it checks
+# that libvoxrt.so exports none of the clones' resolvers.
 # Usage: scripts/test_baseline_cpu.sh [BUILD_DIR]   (default build/cpu, built already; about 3 minutes)
 #        VOXRT_QEMU_CPU=Nehalem scripts/test_baseline_cpu.sh   another CPU model (qemu-x86_64-static -cpu help)
 set -euo pipefail
@@ -23,6 +24,15 @@ if ! command -v qemu-x86_64-static >/dev/null; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends qemu-user-static >/dev/null
 fi
 emulate=(qemu-x86_64-static -cpu "$cpu")
+
+# The clones' resolvers stay inside the library: GCC exports that of a clone with external linkage
+# whatever its visibility (src/common/cpu_dispatch.h).
+library=$(ls "$build"/libvoxrt.so.*.*.* 2>/dev/null | head -n1)
+[ -n "$library" ] || { echo "test_baseline_cpu: $build/libvoxrt.so not built (cmake --build $build)" >&2; exit 2; }
+if nm -D --defined-only "$library" | grep -E ' i |clone\.resolver'; then
+  echo "test_baseline_cpu: $library exports the resolvers above (give the cloned functions internal linkage)" >&2
+  exit 1
+fi
 
 # The front end (log-mel), every stage of the tiny model against the reference's outputs, the
 # backend's attention over several streams at once, and the thread team's spin loop.

@@ -6,12 +6,14 @@
 // x86-64), so that one binary and one libvoxrt.so run on every CPU of the architecture; a build for
 // AVX2 dies of SIGILL on a CPU without it. Most of the arithmetic is OpenBLAS's, which picks its own
 // kernels at run time. The loops that are voxrt's own and gain from wider vectors (attention's dot
-// products and softmax, the norms, the elementwise ops, the log-mel DFT) are marked
-// VOXRT_CPU_DISPATCH: GCC then compiles each one three times, for x86-64-v4 (AVX-512), x86-64-v3
-// (AVX2 and FMA) and the baseline, and the dynamic loader binds the call to the best one this CPU
-// runs (an ifunc resolved once from cpuid), so a call costs what a call through the PLT costs.
+// products and softmax, the norms, the elementwise ops: runtime/cpu/cpu_backend.cpp; the log-mel
+// DFT: audio/log_mel.cpp) are marked VOXRT_CPU_DISPATCH: GCC then compiles each one three times,
+// for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 and FMA) and the baseline, and the dynamic loader binds
+// the call to the best one this CPU runs (an ifunc resolved once from cpuid), so a call costs what a
+// call through the PLT costs.
 // A marked function should hold a whole loop, not be called once an element: a clone is never
-// inlined into its caller.
+// inlined into its caller. Give it internal linkage (an anonymous namespace or static): GCC 12
+// exports the resolver of an external one from libvoxrt.so whatever its visibility.
 //
 // Only on x86-64 with GCC (clang spells the clones' names differently); elsewhere the mark is empty
 // and the loops are compiled for the baseline (on arm64 that includes NEON). Not under
