@@ -5,6 +5,7 @@
 #include <numbers>
 #include <string>
 
+#include "common/cpu_dispatch.h"
 #include "common/error.h"
 
 namespace voxrt {
@@ -93,8 +94,9 @@ void filter_support(const std::vector<float>& fb, int n_bins, int n_mels, std::v
 
 // acc[f] += sum over the rows r of coef[r] * table[r][f], rows taken four at a time. Each acc[f]
 // still sums its terms in row order (no reassociation: deterministic and identical for every
-// caller), while the inner loop is a vectorisable sweep over contiguous bins.
-void accumulate_rows(const double* coef, const double* table, size_t rows, size_t width, double* acc) {
+// caller), while the inner loop is a vectorisable sweep over contiguous bins. Most of the front end's
+// time is here, hence the clones for wider vectors.
+VOXRT_CPU_DISPATCH void accumulate_rows(const double* coef, const double* table, size_t rows, size_t width, double* acc) {
   size_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     const double k0 = coef[r], k1 = coef[r + 1], k2 = coef[r + 2], k3 = coef[r + 3];

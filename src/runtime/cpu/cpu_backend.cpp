@@ -1,6 +1,7 @@
 // The CPU backend: fp32 arithmetic on host memory. Matrix products go to OpenBLAS, one thread a call,
 // the backend's own team (common/thread_team.h) running calls over slices of the weight's rows side
-// by side; the rest are simple loops over rows or (row, head) pairs on the same team. One threading
+// by side; the rest are simple loops over rows or (row, head) pairs on the same team (`loops` below:
+// compiled for several instruction sets, picked at run time). One threading
 // runtime for all of it: OpenBLAS's threads and OpenMP's, each spinning while the other ran, made a
 // step 15-25x slower on a machine where another process held a core.
 // Weights are converted to fp32 once at load, so the products run at the library's full speed.
@@ -18,6 +19,7 @@
 #include <new>
 #include <vector>
 
+#include "common/cpu_dispatch.h"
 #include "common/error.h"
 #include "common/thread_team.h"
 #include "common/usable_cores.h"
@@ -26,6 +28,98 @@
 
 namespace voxrt {
 namespace {
+
+// The backend's own arithmetic, each function one loop over a range of rows or elements that the
+// team runs side by side, compiled for several instruction sets and picked at run time
+// (common/cpu_dispatch.h). Internal linkage on purpose: GCC exports a clone's resolver from
+// libvoxrt.so whatever the symbol's visibility.
+namespace loops {
+
+// y[r][c] += bias[c] for the rows r of y (row stride `stride`) and the columns c0..c1.
+VOXRT_CPU_DISPATCH void add_bias(float* y, size_t rows, size_t stride, const float* bias, size_t c0, size_t c1) {
+  for (size_t r = 0; r < rows; ++r) {
+    float* yr = y + r * stride;
+    for (size_t c = c0; c < c1; ++c) yr[c] += bias[c];
+  }
+}
+
+// Rows r0..r1 of y = g * x / sqrt(mean(x^2) + eps), rows of `cols` values.
+VOXRT_CPU_DISPATCH void rms_norm(const float* x, const float* g, float eps, int cols, size_t r0, size_t r1, float* y) {
+  for (size_t r = r0; r < r1; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    // Accumulate the mean square in double: the reference sums in fp32 with a tree reduction,
+    // a double sum is at least as close to the exact value as that.
+    double ss = 0;
+    for (int c = 0; c < cols; ++c) ss += static_cast<double>(xr[c]) * xr[c];
+    const float inv = 1.0f / std::sqrt(static_cast<float>(ss / cols) + eps);
+    for (int c = 0; c < cols; ++c) yr[c] = g[c] * (xr[c] * inv);
+  }
+}
+
+// x[c] *= s[c] for one row of `cols` values.
+VOXRT_CPU_DISPATCH void scale_row(float* x, const float* s, int cols) {
+  for (int c = 0; c < cols; ++c) x[c] *= s[c];
+}
+
+// y[i] += x[i], i in [0, n).
+VOXRT_CPU_DISPATCH void add(float* y, const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+// Rotates each of one row's n_heads heads by the angles pos * inv_freq (head_dim / 2 of them);
+// cs and sn are scratch of head_dim / 2 floats each.
+VOXRT_CPU_DISPATCH void rope_row(float* row, int n_heads, int head_dim, float pos, const float* inv_freq, float* cs,
+                                 float* sn) {
+  const int half = head_dim / 2;
+  // As the reference: angle = float(pos) * inv_freq in fp32, then cos/sin in fp32.
+  for (int i = 0; i < half; ++i) {
+    const float a = pos * inv_freq[i];
+    cs[i] = std::cos(a);
+    sn[i] = std::sin(a);
+  }
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = row + static_cast<size_t>(h) * head_dim;
+    for (int i = 0; i < half; ++i) {
+      const float a = v[i], b = v[i + half];
+      v[i] = a * cs[i] - b * sn[i];
+      v[i + half] = b * cs[i] + a * sn[i];
+    }
+  }
+}
+
+// One query row's head against the cache: softmax(scale * q . k_j) over the keys of positions
+// first..first + n - 1 of kv_head, times their values, into out (head_dim values). scores (n floats)
+// and acc (head_dim doubles) are scratch.
+VOXRT_CPU_DISPATCH void attend(const KvCache& cache, int layer, int slot, int64_t first, int n, int kv_head,
+                               int head_dim, float scale, const float* q, float* scores, double* acc, float* out) {
+  const int64_t ring = cache.shape().ring;
+  const size_t head_offset = static_cast<size_t>(kv_head) * head_dim;
+  const float* keys = cache.keys();
+  const float* values = cache.values();
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int j = 0; j < n; ++j) {
+    const float* kv = keys + cache.offset(slot, layer, (first + j) % ring) + head_offset;
+    float dot = 0;
+    for (int d = 0; d < head_dim; ++d) dot += q[d] * kv[d];
+    scores[j] = dot * scale;
+    mx = std::max(mx, scores[j]);
+  }
+  double sum = 0;
+  for (int j = 0; j < n; ++j) {
+    scores[j] = std::exp(scores[j] - mx);
+    sum += scores[j];
+  }
+  std::fill(acc, acc + head_dim, 0.0);
+  for (int j = 0; j < n; ++j) {
+    const float* vv = values + cache.offset(slot, layer, (first + j) % ring) + head_offset;
+    const double w = scores[j];
+    for (int d = 0; d < head_dim; ++d) acc[d] += w * vv[d];
+  }
+  for (int d = 0; d < head_dim; ++d) out[d] = static_cast<float>(acc[d] / sum);
+}
+
+}  // namespace loops
 
 const float* weight_data(const Weight& w) { return static_cast<const float*>(w.storage.get()); }
 
@@ -122,38 +216,20 @@ class CpuBackend final : public Backend {
       } else {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, K, 1.0f, x.data, K, ws, K, beta, y.data + n0, N);
       }
-      if (b)
-        for (int r = 0; r < M; ++r) {
-          float* yr = y.data + static_cast<size_t>(r) * N;
-          for (size_t c = n0; c < n1; ++c) yr[c] += b[c];
-        }
+      if (b) loops::add_bias(y.data, M, N, b, n0, n1);
     });
   }
 
   void rms_norm(Mat x, const Weight& w, float eps, Mat y) override {
-    const float* g = weight_data(w);
-    const int D = x.cols;
     team_.parallel_for(x.rows, 4, [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) {
-        const float* xr = x.data + r * D;
-        float* yr = y.data + r * D;
-        // Accumulate the mean square in double: the reference sums in fp32 with a tree reduction,
-        // a double sum is at least as close to the exact value as that.
-        double ss = 0;
-        for (int c = 0; c < D; ++c) ss += static_cast<double>(xr[c]) * xr[c];
-        const float inv = 1.0f / std::sqrt(static_cast<float>(ss / D) + eps);
-        for (int c = 0; c < D; ++c) yr[c] = g[c] * (xr[c] * inv);
-      }
+      loops::rms_norm(x.data, weight_data(w), eps, x.cols, r0, r1, y.data);
     });
   }
 
   void scale_rows(Mat x, Mat scales, std::span<const int> scale_row) override {
     team_.parallel_for(x.rows, 4, [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) {
-        const float* s = scales.data + static_cast<size_t>(scale_row[r]) * scales.cols;
-        float* xr = x.data + r * x.cols;
-        for (int c = 0; c < x.cols; ++c) xr[c] *= s[c];
-      }
+      for (size_t r = r0; r < r1; ++r)
+        loops::scale_row(x.data + r * x.cols, scales.data + static_cast<size_t>(scale_row[r]) * scales.cols, x.cols);
     });
   }
 
@@ -176,33 +252,17 @@ class CpuBackend final : public Backend {
 
   void add(Mat y, Mat x) override {
     const size_t n = static_cast<size_t>(y.rows) * y.cols;
-    team_.parallel_for(n, kElementGrain, [&](size_t i0, size_t i1) {
-      for (size_t i = i0; i < i1; ++i) y.data[i] += x.data[i];
-    });
+    team_.parallel_for(n, kElementGrain,
+                       [&](size_t i0, size_t i1) { loops::add(y.data + i0, x.data + i0, i1 - i0); });
   }
 
   void rope(Mat x, int n_heads, int head_dim, std::span<const RowRef> rows,
             std::span<const float> inv_freq) override {
-    const int half = head_dim / 2;
     team_.parallel_for(x.rows, 4, [&](size_t r0, size_t r1) {
-      for (size_t r = r0; r < r1; ++r) {
-        // As the reference: angle = float(pos) * inv_freq in fp32, then cos/sin in fp32.
-        const float pos = static_cast<float>(rows[r].pos);
-        std::vector<float> cs(half), sn(half);
-        for (int i = 0; i < half; ++i) {
-          const float a = pos * inv_freq[i];
-          cs[i] = std::cos(a);
-          sn[i] = std::sin(a);
-        }
-        for (int h = 0; h < n_heads; ++h) {
-          float* v = x.data + r * x.cols + static_cast<size_t>(h) * head_dim;
-          for (int i = 0; i < half; ++i) {
-            const float a = v[i], b = v[i + half];
-            v[i] = a * cs[i] - b * sn[i];
-            v[i + half] = b * cs[i] + a * sn[i];
-          }
-        }
-      }
+      std::vector<float> cs(head_dim / 2), sn(head_dim / 2);
+      for (size_t r = r0; r < r1; ++r)
+        loops::rope_row(x.data + r * x.cols, n_heads, head_dim, static_cast<float>(rows[r].pos), inv_freq.data(),
+                            cs.data(), sn.data());
     });
   }
 
@@ -226,45 +286,21 @@ class CpuBackend final : public Backend {
 
   void attention(const KvCache& cache, int layer, Mat q, std::span<const RowRef> rows,
                  const AttentionParams& p, Mat out) override {
-    const KvCacheShape& s = cache.shape();
     const int group = p.n_heads / p.n_kv_heads;
     const int hd = p.head_dim;
     const int n_tasks = q.rows * p.n_heads;
-    const float* keys = cache.keys();
-    const float* values = cache.values();
     team_.parallel_for(n_tasks, 1, [&](size_t t0, size_t t1) {
       std::vector<float> scores;
       std::vector<double> acc(hd);
       for (size_t task = t0; task < t1; ++task) {
-        const int r = static_cast<int>(task) / p.n_heads, h = static_cast<int>(task) % p.n_heads, kvh = h / group;
+        const int r = static_cast<int>(task) / p.n_heads, h = static_cast<int>(task) % p.n_heads;
         const int64_t pos = rows[r].pos;
         const int64_t first = std::max<int64_t>(0, pos - p.window + 1);
         const int n = static_cast<int>(pos - first + 1);
-        const float* qv = q.data + static_cast<size_t>(r) * q.cols + static_cast<size_t>(h) * hd;
         scores.resize(n);
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int j = 0; j < n; ++j) {
-          const float* kv = keys + cache.offset(rows[r].slot, layer, (first + j) % s.ring) +
-                            static_cast<size_t>(kvh) * hd;
-          float dot = 0;
-          for (int d = 0; d < hd; ++d) dot += qv[d] * kv[d];
-          scores[j] = dot * p.scale;
-          mx = std::max(mx, scores[j]);
-        }
-        double sum = 0;
-        for (int j = 0; j < n; ++j) {
-          scores[j] = std::exp(scores[j] - mx);
-          sum += scores[j];
-        }
-        std::fill(acc.begin(), acc.end(), 0.0);
-        for (int j = 0; j < n; ++j) {
-          const float* vv = values + cache.offset(rows[r].slot, layer, (first + j) % s.ring) +
-                            static_cast<size_t>(kvh) * hd;
-          const double w = scores[j];
-          for (int d = 0; d < hd; ++d) acc[d] += w * vv[d];
-        }
-        float* o = out.data + static_cast<size_t>(r) * out.cols + static_cast<size_t>(h) * hd;
-        for (int d = 0; d < hd; ++d) o[d] = static_cast<float>(acc[d] / sum);
+        loops::attend(cache, layer, rows[r].slot, first, n, h / group, hd, p.scale,
+                          q.data + static_cast<size_t>(r) * q.cols + static_cast<size_t>(h) * hd, scores.data(),
+                          acc.data(), out.data + static_cast<size_t>(r) * out.cols + static_cast<size_t>(h) * hd);
       }
     });
   }
