@@ -13,9 +13,9 @@ bool make_current(int device) {
 
 namespace {
 
-// The figures the backend decides by: the device's, or those of the GPU it is told to act as.
-GpuCaps deciding_caps(int device, const std::string& as_gpu) {
-  if (as_gpu.empty()) return device_caps(device);
+// The figures the backend decides by: the device's own, or those of the GPU it is told to act as.
+GpuCaps deciding_caps(const GpuCaps& own, const std::string& as_gpu) {
+  if (as_gpu.empty()) return own;
   const GpuCaps* known = known_gpu(as_gpu);
   if (!known) {
     std::string names;
@@ -34,12 +34,13 @@ DeviceStream::DeviceStream(int device, bool programmatic, const std::string& as_
   check(device_ >= 0 && device_ < n, "cuda backend",
         "device " + std::to_string(device_) + " out of range (" + std::to_string(n) + " devices)");
   VOXRT_CUDA_CHECK(cudaSetDevice(device_));
-  caps_ = deciding_caps(device_, as_gpu);
-  description_ = device_description(device_);
+  const GpuCaps own = device_caps(device_);
+  caps_ = deciding_caps(own, as_gpu);
+  description_ = describe(own);
   if (!as_gpu.empty()) description_ += ", deciding as " + describe(caps_);
   // Before anything runs on it: a GPU too old gets its answer here, not a kernel launch failure.
   check_gpu_supported(caps_);
-  check_gpu_supported(device_caps(device_));
+  check_gpu_supported(own);
   code_arch_ = device_code_arch(device_);
   VOXRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   // The kernels wait for their predecessor (launch.cuh) only in code compiled for 9.0 or later:

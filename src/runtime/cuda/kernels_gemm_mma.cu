@@ -256,7 +256,7 @@ void launch_nt(const Params& p, bool gated, Stream s) {
 
 }  // namespace
 
-size_t mma_smem_bytes(int nt) { return nt == 4 ? smem_bytes(4) : smem_bytes(2); }
+size_t mma_smem_bytes(int nt) { return smem_bytes(nt); }
 
 void launch_gemm_mma(const Params& p, int nt, bool gated, Stream s) {
   check(nt == 2 || nt == 4, "cuda gemm (mma)", "64 or 128 rows a block");

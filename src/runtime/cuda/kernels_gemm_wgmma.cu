@@ -263,7 +263,7 @@ void launch_rows(const Params& p, const TmaMaps& maps, bool gated, Stream s) {
 
 }  // namespace
 
-size_t wgmma_smem_bytes(int nt) { return nt == 4 ? smem_bytes(block_rows(4)) : smem_bytes(block_rows(2)); }
+size_t wgmma_smem_bytes(int nt) { return smem_bytes(block_rows(nt)); }
 
 void launch_gemm_wgmma(const Params& p, int nt, bool gated, Stream s) {
   check(nt == 2 || nt == 4, "cuda gemm (wgmma)", "64 or 128 rows a block");
