@@ -57,7 +57,11 @@ struct EngineOptions {
   // refused with a voxrt::Error (or waits: SessionOptions::wait_for_room), and a transcription
   // waits for room. Without max_memory the caches of N sessions of max_session_seconds are
   // allocated at load (a whole window: about 1.1 GB each for the full model on the GPU), so memory
-  // is known up front and never grows; with neither, the caches grow as sessions open.
+  // is known up front and never grows. With neither, the caches grow as sessions open, within what
+  // the device has free less the passes' working memory (2 GiB on a GPU): a session that would
+  // pass it is refused (or waits) as a full engine's. Growing copies the caches, so grown caches
+  // reach about half that memory: on a small GPU, max_memory_fraction 1 holds about twice the
+  // sessions. When not even one session fits, the load fails naming both sizes.
   int max_sessions = 0;
   // Memory for the sessions' key/value caches, in bytes, allocated at load (the weights and the
   // passes' working memory come on top). The caches are paged: a session reserves the pages of
@@ -65,8 +69,9 @@ struct EngineOptions {
   // that does not fit is refused at once (or waits), so none ever runs out of memory midway.
   // 0: as max_sessions says.
   size_t max_memory = 0;
-  // The same as a fraction (0 to 1) of the memory free once the weights are loaded (the device's,
-  // or the host's for the CPU). 0: not given. At most one of the two.
+  // The same as a fraction (0 to 1) of the memory free once the weights are loaded, less the
+  // passes' working memory (the device's, or the host's for the CPU): 1 gives the caches all the
+  // memory the engine may. 0: not given. At most one of the two.
   double max_memory_fraction = 0;
   // The length a session reserves when it does not say (seconds of audio, at most kMaxSessionSeconds;
   // 0: a whole window, the decoder's 8192 positions, about 11 minutes, after which it keeps

@@ -191,10 +191,17 @@ void run_bench(BenchArgs a) {
   // Their length is known: that is what each reserves (and what the caches are sized by).
   // Over several devices the sessions spread evenly (placement by the fewest sessions): each
   // device's share.
-  if (a.engine.max_sessions == 0 && !a.find_capacity && a.engine.max_memory == 0 && a.engine.max_memory_fraction == 0) {
+  const bool capacity_given = a.engine.max_sessions > 0 || a.engine.max_memory > 0 || a.engine.max_memory_fraction > 0;
+  if (!capacity_given && !a.find_capacity) {
     const int devices = std::max<int>(1, static_cast<int>(a.engine.gpus.size()));
     a.engine.max_sessions = (std::max(a.streams, a.offline_batch) + devices - 1) / devices;
   }
+  // The capacity search on a GPU: the caches get what the weights and the passes' working memory
+  // leave, at load (grown caches, copied as they double, would reach about half of it), so that
+  // its figure is the GPU's, whichever bound (memory or time) comes first. Not on the CPU, whose
+  // caches would take the host's memory.
+  const bool on_gpu = a.engine.device == "cuda" || (a.engine.device == "auto" && cuda_device_count() > 0);
+  if (!capacity_given && a.find_capacity && on_gpu) a.engine.max_memory_fraction = 0.95;
   if (a.engine.max_session_seconds == 0) {
     if (a.streams > 0) a.engine.max_session_seconds = a.stream_seconds;
     else if (a.offline_batch > 0 && !a.offline_seconds.empty()) a.engine.max_session_seconds = a.offline_seconds.front() + 1;

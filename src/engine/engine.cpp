@@ -134,8 +134,11 @@ class EngineImpl final : public Engine, public BenchDevice {
     SchedulerLimits limits;
     limits.max_streams = o.max_sessions;
     limits.max_cache_bytes = o.max_memory;
-    if (o.max_memory_fraction > 0)  // of what the weights left
-      limits.max_cache_bytes = static_cast<size_t>(o.max_memory_fraction * static_cast<double>(backend_->memory_available()));
+    if (o.max_memory_fraction > 0) {  // of what the weights and the passes' working memory leave
+      const size_t free = backend_->memory_available(), working = backend_->working_memory();
+      limits.max_cache_bytes = static_cast<size_t>(o.max_memory_fraction * static_cast<double>(free > working ? free - working : 0));
+      check(limits.max_cache_bytes > 0, "engine", "max_memory_fraction: the device has no memory free after the weights");
+    }
     limits.stream_seconds = o.max_session_seconds;
     limits.refuse_when_overloaded = o.refuse_when_overloaded;
     limits.overload_wait_ms = o.overload_wait_ms;

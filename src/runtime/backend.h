@@ -121,6 +121,12 @@ class Backend {
   virtual size_t weight_element_bytes() const = 0;  // how a weight element is stored (4: fp32, 2: bf16)
   virtual size_t memory_in_use() const = 0;         // device memory in use, or the process's peak RSS
   virtual size_t memory_available() const = 0;      // device memory free now, or the host's available memory
+  // What the passes need beside the weights and the caches (activations, workspaces, recorded
+  // graphs): the memory a cache budget leaves free, and that caches grown as sessions open never
+  // take. A planning figure, measured: 1.9 GB on the GPU with 100 and with 200 live streams
+  // (bench/results/2026-12-05T164543Z-cuda-streams100-issue34-close-main.json, memory.filled_bytes
+  // less memory.before_bytes; 2026-12-05T110730Z-cuda-streams200-issue34-main.json).
+  virtual size_t working_memory() const = 0;
   virtual size_t kv_element_bytes() const { return 4; }  // how a KvCache stores an element (4: fp32, 2: bf16, 1: fp8)
   // Whether every op's result for a row is bit for bit the same whatever other rows share its batch,
   // so that positions decoded together equal positions decoded one by one (draft verification,

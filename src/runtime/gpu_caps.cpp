@@ -19,18 +19,19 @@ struct KnownGpu {
 
 // From NVIDIA's data sheets and the CUDA programming guide's per-capability limits (shared memory
 // an SM: 164 KB on 8.0, 100 KB on 8.6 and 8.9, 228 KB on 9.0; a block may take 1 KB less).
-// Memory is what the board has; the driver leaves a little less free.
+// Memory is the total nvidia-smi reports for the board (what VOXRT_CUDA_AS_GPU's memory figures
+// start from); the driver and its context leave a little less free.
 const std::array<KnownGpu, 9>& table() {
   static const std::array<KnownGpu, 9> gpus{{
-      {"A100", {"NVIDIA A100-SXM4-80GB", 8, 0, 108, 164 * kKiB, 163 * kKiB, 40 * kMiB, 80 * kGiB}},
-      {"A10G", {"NVIDIA A10G", 8, 6, 80, 100 * kKiB, 99 * kKiB, 6 * kMiB, 24 * kGiB}},
-      {"L4", {"NVIDIA L4", 8, 9, 58, 100 * kKiB, 99 * kKiB, 48 * kMiB, 24 * kGiB}},
-      {"L40S", {"NVIDIA L40S", 8, 9, 142, 100 * kKiB, 99 * kKiB, 96 * kMiB, 48 * kGiB}},
-      {"RTX4090", {"NVIDIA GeForce RTX 4090", 8, 9, 128, 100 * kKiB, 99 * kKiB, 72 * kMiB, 24 * kGiB}},
-      {"H100", {"NVIDIA H100 80GB HBM3", 9, 0, 132, 228 * kKiB, 227 * kKiB, 50 * kMiB, 80 * kGiB}},
-      {"H200", {"NVIDIA H200", 9, 0, 132, 228 * kKiB, 227 * kKiB, 60 * kMiB, 141 * kGiB}},
-      {"T4", {"Tesla T4", 7, 5, 40, 64 * kKiB, 64 * kKiB, 4 * kMiB, 16 * kGiB}},
-      {"V100", {"Tesla V100-SXM2-32GB", 7, 0, 80, 96 * kKiB, 96 * kKiB, 6 * kMiB, 32 * kGiB}},
+      {"A100", {"NVIDIA A100-SXM4-80GB", 8, 0, 108, 164 * kKiB, 163 * kKiB, 40 * kMiB, size_t{81920} * kMiB}},
+      {"A10G", {"NVIDIA A10G", 8, 6, 80, 100 * kKiB, 99 * kKiB, 6 * kMiB, size_t{23028} * kMiB}},
+      {"L4", {"NVIDIA L4", 8, 9, 58, 100 * kKiB, 99 * kKiB, 48 * kMiB, size_t{23034} * kMiB}},
+      {"L40S", {"NVIDIA L40S", 8, 9, 142, 100 * kKiB, 99 * kKiB, 96 * kMiB, size_t{46068} * kMiB}},
+      {"RTX4090", {"NVIDIA GeForce RTX 4090", 8, 9, 128, 100 * kKiB, 99 * kKiB, 72 * kMiB, size_t{24564} * kMiB}},
+      {"H100", {"NVIDIA H100 80GB HBM3", 9, 0, 132, 228 * kKiB, 227 * kKiB, 50 * kMiB, size_t{81559} * kMiB}},
+      {"H200", {"NVIDIA H200", 9, 0, 132, 228 * kKiB, 227 * kKiB, 60 * kMiB, size_t{143771} * kMiB}},
+      {"T4", {"Tesla T4", 7, 5, 40, 64 * kKiB, 64 * kKiB, 4 * kMiB, size_t{15360} * kMiB}},
+      {"V100", {"Tesla V100-SXM2-32GB", 7, 0, 80, 96 * kKiB, 96 * kKiB, 6 * kMiB, size_t{32768} * kMiB}},
   }};
   return gpus;
 }

@@ -28,7 +28,7 @@ struct GpuCaps {
 // cp.async, which every product and attention kernel uses.
 inline constexpr int kMinCompute = 80;
 
-// "NVIDIA A10G (sm_86, 22.0 GiB)"
+// "NVIDIA A10G (sm_86, 22.5 GiB)"
 std::string describe(const GpuCaps& gpu);
 
 // Throws voxrt::Error when voxrt cannot run on `gpu`, naming the GPU, its capability and what

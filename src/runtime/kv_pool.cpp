@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "common/error.h"
@@ -31,7 +32,27 @@ void KvPool::grow_slots() {
   for (int slot = 2 * old - 1; slot >= old; --slot) free_slots_.push_back(slot);
 }
 
-int KvPool::acquire(int pages) {
+int KvPool::least_pages(int pages) const {
+  const KvCacheShape& s = cache_.shape();
+  if (fits(pages)) return this->pages();
+  if (!s.paged()) return 2 * this->pages();
+  return s.pages + (pages - std::max(0, cache_.unreserved_pages()));
+}
+
+int KvPool::grown_pages(int pages, size_t room) const {
+  if (fits(pages)) return this->pages();
+  const KvCacheShape& s = cache_.shape();
+  if (!grows_ || !s.paged()) return grows_ ? this->pages() : -1;  // unpaged: slots double, pages with them
+  const int least = least_pages(pages);
+  int more = s.pages;
+  while (more < least) more *= 2;
+  if (storage_bytes(more) <= room) return more;
+  // Near the ceiling: as many pages as the room holds, at least those the session needs.
+  const int most = static_cast<int>(std::min<size_t>(room / page_bytes(), static_cast<size_t>(std::numeric_limits<int>::max())));
+  return most >= least ? most : -1;
+}
+
+int KvPool::acquire(int pages, size_t room) {
   if (!fits(pages)) {
     const KvCacheShape s = cache_.shape();  // a copy: growing replaces the cache's
     check(grows_, "kv pool",
@@ -40,8 +61,10 @@ int KvPool::acquire(int pages) {
                           " are free"
                     : "all " + std::to_string(s.slots) + " slots are in use");
     if (s.paged()) {
-      int more = s.pages;
-      while (cache_.unreserved_pages() + (more - s.pages) < pages) more *= 2;
+      const int more = grown_pages(pages, room);
+      check(more > 0, "kv pool",
+            "a session needs " + std::to_string(pages) + " cache pages more than the " + std::to_string(s.pages) +
+                " there are, and growing by them passes the memory it may take");
       cache_.grow(s.slots, more);
     } else {
       grow_slots();  // unpaged: each slot's pages come with it

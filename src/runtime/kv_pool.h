@@ -5,12 +5,15 @@
 // positions reach them (KvCache::map, from StreamState), so its memory follows its length.
 //
 // A pool that grows doubles its pages (a new storage, the old copied into it, between passes under
-// the lock that serialises them) when a reservation does not fit; one that does not grow refuses.
+// the lock that serialises them) when a reservation does not fit, within the memory its caller says
+// may be taken (less than doubling near that ceiling, and never past it: the device's memory, less
+// what the passes need, is what a grown cache may hold); one that does not grow refuses.
 // Slots (page tables, a few bytes each) always grow. Whoever holds a reference to cache() keeps a
 // valid one. A released page is not cleared: a query never reads a ring entry its own session has
 // not written (positions start at 0 and a window never reaches before them).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -32,8 +35,19 @@ class KvPool {
   // Whether a session reserving `pages` would be taken now (without growing).
   bool fits(int pages) const;
   bool grows() const { return grows_; }
-  // A slot with `pages` reserved: grows when they do not fit, or throws voxrt::Error if it may not.
-  int acquire(int pages);
+  // The fewest pages the pool must have for a session reserving `pages` to fit: pages() when it
+  // fits now (paged pools; an unpaged one doubles its slots).
+  int least_pages(int pages) const;
+  // The page count this pool would grow to so that a session reserving `pages` fits, taking at
+  // most `room` bytes of new storage (the old is copied into it, so both are held at once):
+  // doubling, or less where doubling would pass `room`. pages() when they fit now; -1 when even
+  // the least growth that takes them passes `room` (or the pool does not grow).
+  int grown_pages(int pages, size_t room) const;
+  // The bytes a storage of `pages` pages takes.
+  size_t storage_bytes(int pages) const { return static_cast<size_t>(pages) * page_bytes(); }
+  // A slot with `pages` reserved: grows when they do not fit (within `room` bytes of new storage),
+  // or throws voxrt::Error if it may not.
+  int acquire(int pages, size_t room = SIZE_MAX);
   void release(int slot);  // its pages back to the pool
 
   KvCache& cache() { return cache_; }

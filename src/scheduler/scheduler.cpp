@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/error.h"
+#include "scheduler/cache_budget.h"
 
 namespace voxrt {
 
@@ -31,18 +32,6 @@ struct Scheduler::Entry {
   std::condition_variable done;
 };
 
-namespace {
-
-double gigabytes(double bytes) { return bytes / 1e9; }
-
-std::string format_gb(double bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GB", gigabytes(bytes));
-  return buf;
-}
-
-}  // namespace
-
 // The encoder's and decoder's pool shapes: max_cache_bytes split so that both run out together
 // for streams of stream_seconds, or max_streams such streams, or one to start with (growing).
 Scheduler::PoolShapes Scheduler::pool_shapes(const StreamModel& model, const StreamOptions& default_stream,
@@ -52,33 +41,19 @@ Scheduler::PoolShapes Scheduler::pool_shapes(const StreamModel& model, const Str
   const int enc = KvPool::pages_for(p.encoder, model.encoder_frames_for(default_stream, l.stream_seconds));
   const int dec = KvPool::pages_for(p.decoder, model.decoder_positions_for(default_stream, l.stream_seconds));
   const size_t kv_bytes = model.backend().kv_element_bytes();
-  const double enc_page = static_cast<double>(KvPool::page_bytes(p.encoder, kv_bytes));
-  const double dec_page = static_cast<double>(KvPool::page_bytes(p.decoder, kv_bytes));
-  const double one = enc * enc_page + dec * dec_page;  // a session's pages
-  const std::string seconds = l.stream_seconds > 0 ? std::to_string(static_cast<int>(std::ceil(l.stream_seconds))) + " s"
-                                                   : std::string("a whole window");
-  // Caches allocated at load must fit what the device has left once the weights are in (the
-  // passes' working memory comes on top): said at once, with what was asked, rather than as the
-  // allocator's failure of one piece.
-  const double free = static_cast<double>(model.backend().memory_available());
-  const std::string room = format_gb(free) + " the device has free after the weights";
-  if (l.max_cache_bytes > 0) {
-    const double budget = static_cast<double>(l.max_cache_bytes);
-    check(free <= 0 || budget <= free, "engine",
-          "a cache memory (max_memory) of " + format_gb(budget) + " is more than the " + room);
-    const double sessions = budget / one;
-    check(sessions >= 1, "engine",
-          "a cache memory of " + format_gb(budget) + " holds no session: one of " + seconds + " needs " + format_gb(one));
-    p.encoder.pages = std::max(enc, static_cast<int>(sessions * enc));
-    p.decoder.pages = static_cast<int>((budget - p.encoder.pages * enc_page) / dec_page);
-  } else {
-    check(l.max_streams == 0 || free <= 0 || slots * one <= free, "engine",
-          "the caches of " + std::to_string(slots) + " sessions (max_sessions) of " + seconds + " need " +
-              format_gb(slots * one) + ", more than the " + room + ": ask for fewer sessions, or set max_memory");
-    p.encoder.pages = slots * enc;
-    p.decoder.pages = slots * dec;
-    p.grows = l.max_streams == 0;
-  }
+  CacheFigures f;
+  f.encoder_pages = enc;
+  f.decoder_pages = dec;
+  f.encoder_page_bytes = static_cast<double>(KvPool::page_bytes(p.encoder, kv_bytes));
+  f.decoder_page_bytes = static_cast<double>(KvPool::page_bytes(p.decoder, kv_bytes));
+  f.free_bytes = static_cast<double>(model.backend().memory_available());
+  f.working_bytes = static_cast<double>(model.backend().working_memory());
+  f.seconds = l.stream_seconds > 0 ? std::to_string(static_cast<int>(std::ceil(l.stream_seconds))) + " s"
+                                   : std::string("a whole window");
+  const CacheBudget b = plan_cache_budget(f, l.max_cache_bytes, l.max_streams);
+  p.encoder.pages = b.encoder_pages;
+  p.decoder.pages = b.decoder_pages;
+  p.grows = b.grows;
   return p;
 }
 
@@ -119,10 +94,27 @@ int Scheduler::decoder_pages(const StreamOptions& o, double max_seconds) const {
   return decoder_pool_.pages_for(model_.decoder_positions_for(o, seconds));
 }
 
+size_t Scheduler::growth_room() const {
+  const size_t free = model_.backend().memory_available(), working = model_.backend().working_memory();
+  return free > working ? free - working : 0;
+}
+
+// The least new storage the growing pools need to take a stream of these pages (0: it fits now);
+// SIZE_MAX when they cannot grow to it within `room`. Both grow one after the other, each
+// holding its old storage while it copies: counting both new storages whole covers that.
+size_t Scheduler::growth_needed(int enc_pages, int dec_pages, size_t room) const {
+  const auto least = [](const KvPool& pool, int pages) -> size_t {
+    return pool.fits(pages) ? 0 : pool.storage_bytes(pool.least_pages(pages));
+  };
+  const size_t enc = least(encoder_pool_, enc_pages), dec = least(decoder_pool_, dec_pages);
+  if (enc > room || dec > room - enc) return SIZE_MAX;
+  return enc + dec;
+}
+
 bool Scheduler::room_for(int enc_pages, int dec_pages) const {
   if (limits_.max_streams > 0 && encoder_pool_.in_use() >= limits_.max_streams) return false;
-  return (encoder_pool_.grows() || encoder_pool_.fits(enc_pages)) &&
-         (decoder_pool_.grows() || decoder_pool_.fits(dec_pages));
+  if (encoder_pool_.grows()) return growth_needed(enc_pages, dec_pages, growth_room()) != SIZE_MAX;
+  return encoder_pool_.fits(enc_pages) && decoder_pool_.fits(dec_pages);
 }
 
 bool Scheduler::wait_for_room(std::unique_lock<std::mutex>& model_lock, int enc_pages, int dec_pages,
@@ -180,14 +172,25 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamOptions& opts, do
         throw BusyError("engine full: all " + std::to_string(limits_.max_streams) +
                         " sessions it was loaded for are in use (max_sessions)" + waited + "; close one, or wait for room");
       const CacheUse use = cache_use_locked();
+      if (encoder_pool_.grows())
+        throw BusyError("engine full: the session caches (" + format_gb(static_cast<double>(use.total_bytes)) + ", " +
+                        format_gb(static_cast<double>(use.used_bytes)) + " in use or kept for open sessions) cannot grow by " +
+                        format_gb(static_cast<double>(bytes)) + ": the device has " + format_gb(static_cast<double>(growth_room())) +
+                        " free beyond the passes' working memory" + waited +
+                        "; close one, wait for room, or open it for fewer seconds (max_memory allocates the caches at load, "
+                        "and holds more sessions than caches grown by copying)");
       throw BusyError("engine full: the session caches (" + format_gb(static_cast<double>(use.total_bytes)) + ", " +
                       format_gb(static_cast<double>(use.used_bytes)) + " in use or kept for open sessions) have no room for one of " +
                       format_gb(static_cast<double>(bytes)) + " more (max_memory)" + waited +
                       "; close one, wait for room, or open it for fewer seconds");
     }
-    enc = encoder_pool_.acquire(enc_pages);
+    // Growing pools: the encoder's may take what the decoder's least growth leaves, the decoder's
+    // what is free once the encoder's has grown.
+    const size_t dec_least = decoder_pool_.fits(dec_pages) ? 0 : decoder_pool_.storage_bytes(decoder_pool_.least_pages(dec_pages));
+    const size_t room = encoder_pool_.grows() ? growth_room() : SIZE_MAX;
+    enc = encoder_pool_.acquire(enc_pages, room > dec_least ? room - dec_least : 0);
     try {
-      dec = decoder_pool_.acquire(dec_pages);
+      dec = decoder_pool_.acquire(dec_pages, decoder_pool_.grows() ? growth_room() : SIZE_MAX);
       state = model_.open_stream(opts, CacheSlot{encoder_pool_.cache(), enc}, CacheSlot{decoder_pool_.cache(), dec});
       note_cache_use();
     } catch (...) {

@@ -30,7 +30,9 @@ namespace voxrt {
 
 // How much a scheduler takes on.
 struct SchedulerLimits {
-  // 0: the caches grow as streams open (doubling). N: the caches of N streams are allocated up
+  // 0: the caches grow as streams open (doubling, within what the device has free less the
+  // passes' working memory, Backend::working_memory; a stream that would pass it is refused or
+  // waits, as with max_cache_bytes). N: the caches of N streams are allocated up
   // front and a stream more is refused (or waits): memory is known at load and never grows with
   // the streams.
   int max_streams = 0;
@@ -142,6 +144,9 @@ class Scheduler {
   int encoder_pages(const StreamOptions& o, double max_seconds) const;
   int decoder_pages(const StreamOptions& o, double max_seconds) const;
   bool room_for(int enc_pages, int dec_pages) const;
+  // What growing pools may take of the device now: its free memory less the passes' working memory.
+  size_t growth_room() const;
+  size_t growth_needed(int enc_pages, int dec_pages, size_t room) const;
   // Waits (model_lock held) until room_for, at most until `deadline` (none: for ever); false when
   // the time ran out.
   using Clock = std::chrono::steady_clock;

@@ -81,7 +81,7 @@ TEST(GpuCaps, TheTableHoldsTheLimitsTheKernelsAreSizedBy) {
     EXPECT_GT(gpu->memory_bytes, size_t{0}) << name;
   }
   EXPECT_EQ(known_gpu("A10"), nullptr);  // names are exact
-  EXPECT_EQ(describe(*known_gpu("A10G")), "NVIDIA A10G (sm_86, 24.0 GiB)");
+  EXPECT_EQ(describe(*known_gpu("A10G")), "NVIDIA A10G (sm_86, 22.5 GiB)");
 }
 
 }  // namespace

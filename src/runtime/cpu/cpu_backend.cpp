@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -173,10 +174,24 @@ class CpuBackend final : public Backend {
     return static_cast<size_t>(u.ru_maxrss) * 1024;  // peak resident set, kB on Linux
   }
 
+  // MemAvailable (free pages and the page cache the kernel would give back: the checkpoint just
+  // read sits there), where /proc/meminfo says; else the free pages.
   size_t memory_available() const override {
+    if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+      char line[128];
+      unsigned long long kb = 0;
+      bool found = false;
+      while (!found && std::fgets(line, sizeof line, f)) found = std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+      std::fclose(f);
+      if (found) return static_cast<size_t>(kb) * 1024;
+    }
     const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
   }
+
+  // The CPU's passes allocate what one pass of the widest batch needs (tens of MB for the full
+  // model); 1 GiB leaves room for the rest of the process too.
+  size_t working_memory() const override { return size_t{1} << 30; }
 
   float* allocate(size_t floats) override {
     void* p = std::aligned_alloc(64, std::max<size_t>(64, (floats * sizeof(float) + 63) / 64 * 64));

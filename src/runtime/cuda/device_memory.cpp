@@ -121,6 +121,13 @@ size_t DeviceMemory::in_use() const {
 size_t DeviceMemory::available() const {
   size_t free = 0, total = 0;
   if (!device_memory(free, total)) return 0;
+  // Deciding as a smaller GPU (CudaOptions::as_gpu): free as on that GPU's memory, with what this
+  // device has in use, so that the cache budgets and the load's checks are that GPU's.
+  const size_t as_total = device_.caps().memory_bytes;
+  if (as_total > 0 && as_total < total) {
+    const size_t used = total - free;
+    return as_total > used ? std::min(free, as_total - used) : 0;
+  }
   return free;
 }
 
