@@ -35,29 +35,47 @@ tensor rate, all from the data sheets below):
   mma.sync instead of Hopper's wgmma and launches without programmatic dependent launch
   (docs/cuda.md), which neither estimate sees.
 
-  Live five-minute streams = min(memory bound, time bound):
+  Live five-minute streams = min(memory bound, time bound), each end of the time bound's range:
     memory bound = floor((GPU memory - CUDA context 0.5 GB - the rest 11.74 GB) / cache a stream)
                    cache a stream: 0.640 GB bf16, 0.333 GB fp8 (reserved for 300 s); the rest: the
                    weights (8.84 GB) and the passes' working memory, as measured beside the caches
                    on the H200 and the H100 (memory.filled_bytes - memory.cache_total_bytes)
-    time bound   = the largest n with  e x max((W + n x s) / BW, n x f / R) <= 80 ms
-                   W: the weights a step reads (8.84 GB), s: the caches a stream's step reads
-                   (0.596 GB bf16: the bench's floor counts five minutes of keys), f: a stream's FLOPs a step (14.6 GFLOP): the bench's
-                   rounds.floor_bytes and floor_flops of its streams runs
-                   e = 80 ms / floor_H200(200) = 3.0: the H200's 200 measured bf16 streams keep
-                   within the 80 ms step with its loop busy the whole step, so e is the H200's time
-                   for a step's work against that step's floor; it is assumed to carry over
-                   fp8: the same, with s replaced by the bytes whose reads at that efficiency take
-                   an fp8 stream's time, such that the H200 holds the 128 fp8 streams measured to
-                   hold (on 2026-12-03's tree; 176 did not on 2026-12-04's): 0.93 GB against its 0.298 GB of caches, because fp8
-                   attention runs no faster than bf16 (its kernel is bound by instructions, not
-                   bytes: bench/results/2026-12-04-issue13-closing.txt)
-  The H100 check: its time bound by this model is 135 bf16 streams; its own rounds' fit gave
-  130-133 (streams_per_step_at_full), and 100 streams (what 70 GB of caches held) kept real time
-  with lag max 44 ms (bench/results/2026-12-05-issue34-closing.txt). Where bandwidth is far lower
-  (L4, A10G) the carried efficiency is likely pessimistic, as at batch 1; --details prints the time
-  bound at the floor itself (e = 1), which no engine passes. sm_80 and sm_86 (A100, A10G) convert
-  fp8 in software (the same values, more instructions): their fp8 figures are the least certain.
+    time bound   = the largest n with  step(n) = step_1 + (n - 1) x per_stream <= 80 ms
+                   step_1: the GPU's batch-1 step, both ends of its range (two-part and proportional)
+                   per_stream_H200 = (busy_H200 - 4.97 ms) / (n_H200 - 1): the H200's marginal time
+                   of a stream, from its loop's busy time per 80 ms step (busy_ms_per_step) at the
+                   count measured to hold: bf16 (79.65 - 4.97) / 199 = 0.375 ms (200 streams,
+                   2026-12-04T130802Z), fp8 (79.70 - 4.97) / 127 = 0.588 ms (128 streams,
+                   2026-12-03T193023Z; 176 did not hold). fp8's step_1 is taken as bf16's (a batch-1
+                   step reads the weights and little else), and its larger per_stream is measured,
+                   not derived: fp8 attention is bound by its instructions, not its bytes
+                   (bench/results/2026-12-04-issue13-closing.txt).
+                   per_stream_GPU = per_stream_H200 x stream_floor_GPU / stream_floor_H200, with
+                   stream_floor = max(s / BW, f / R): the floor of a stream's marginal work, split
+                   into bytes and FLOPs by the records (s: the caches a stream's step reads, 0.596
+                   GB bf16 / 0.298 GB fp8, from rounds.floor_bytes at 200 and 100 streams; f: its
+                   FLOPs, 14.6 GFLOP, rounds.floor_flops / streams). That is bandwidth-bound on every
+                   GPU here, so the ratio is BW_H200 / BW_GPU; the cruder max(BW ratio, R ratio)
+                   would charge the A10G its tensor ratio (14.1 against 8.0) for work it does not
+                   do at that rate.
+                   The busy time is saturation, not the work of a step (src/bench/streams_bench.cpp:
+                   with arrivals spread over the step, rounds run back to back and busy nears 80 ms
+                   at any load that keeps the loop running: the H200 read 79.7 at 128 bf16 too), so
+                   per_stream_H200 is an upper figure: the H200's own rounds' fit, fixed + n x
+                   ms_per_stream a round, gives 0.317-0.335 ms a stream. The H200's row is 200 by
+                   construction; its fit puts it at 239-252 (memory: 216).
+  The H100 check (same tree, 2026-12-05T16{4543,5104}Z ...streams100-issue34-close-main.json):
+  the model gives its step of 100 streams 59.1-60.4 ms (per_stream 0.538 ms) and a time bound of
+  136-138. Its measured busy time, 79.6-79.7 ms a step, is saturation (7.5 rounds a step of 13
+  streams each), not that work; its rounds' fit gives one round of 100 streams 62.7-63.9 ms
+  (2.45-2.66 + 100 x 0.600-0.614), so the model is 4-8 % low there, and its rounds' fit puts the
+  time bound at 130-133 (80 ms / ms_per_stream) against the model's 136-138. The 100 streams
+  measured (what 70 GB of caches held) kept real time with lag max 37-43 ms in these two runs (44
+  ms over the eight runs of three trees in bench/results/2026-12-05-issue34-closing.txt). The per-stream time scaled 1.81x from the H200
+  to the H100 by the two fits on the same tree (0.335 -> 0.607 ms) against the bandwidth ratio's
+  1.43x: the model may be optimistic where bandwidth is much lower. sm_80 and sm_86 (A100, A10G)
+  convert fp8 in software (the same values, more instructions): their fp8 figures are the least
+  certain.
 """
 
 import argparse
@@ -93,18 +111,21 @@ GPUS = [
 CONTEXT_BYTES = 0.5e9  # the CUDA context and the runtime's own allocations: an assumption
 
 # The measured records (bench/results/): the H200's batch-1 passes, its 200 bf16 five-minute
-# streams, its fp8 200 run (the fp8 bytes; it did not keep real time), the H100's 100 bf16 streams
-# (with the H200's 200, the weights and a stream's bytes of the floor model).
+# streams, its fp8 200 run (the fp8 bytes; it did not keep real time), the fp8 128 that held (its
+# busy time; 176 did not: T132410Z-cuda-streams176-300s-fp8-closing.json), the H100's 100 bf16
+# streams (with the H200's 200, the weights and a stream's bytes of the floor model) and, for the
+# H100 check, its second run of the same tree; the H200's 200 on that tree (2026-12-05) as a
+# cross-check of the busy time.
 H200_PASSES = "2026-12-04T172220Z-cuda-steps-issue15.json"
 H200_BF16_STREAMS = "2026-12-04T130802Z-cuda-streams200-300s-bf16-closing.json"
 H200_FP8_STREAMS = "2026-12-04T131131Z-cuda-streams200-300s-fp8-closing.json"
+H200_FP8_HELD = "2026-12-03T193023Z-cuda-streams128-300s-fp8-one-chain.json"
 H100_BF16_STREAMS = "2026-12-05T164543Z-cuda-streams100-issue34-close-main.json"
-# Not in JSON: the H100's batch-1 passes (main, three runs: 2026-12-05-issue34-closing.txt, point 1)
-# and the fp8 count that held on the H200 (2026-12-03-capacity-5min-one-chain.txt; 176 did not,
-# T132410Z-cuda-streams176-300s-fp8-closing.json).
+H100_BF16_STREAMS_2 = "2026-12-05T165104Z-cuda-streams100-issue34-close-main.json"
+H200_BF16_STREAMS_1205 = "2026-12-05T110730Z-cuda-streams200-issue34-main.json"
+# Not in JSON: the H100's batch-1 passes (main, three runs: 2026-12-05-issue34-closing.txt, point 1).
 H100_ENCODER_MS = (2.249 + 2.213 + 2.269) / 3
 H100_DECODER_MS = (3.611 + 3.608 + 3.636) / 3
-H200_FP8_STREAMS_HELD = 128
 
 
 def load(name):
@@ -121,8 +142,12 @@ def inputs():
     enc = pass_figure(passes, "encoder_pass", "encoder_step")
     dec = pass_figure(passes, "decoder_pass", "decoder_step")
     s200, s100, f200 = load(H200_BF16_STREAMS), load(H100_BF16_STREAMS), load(H200_FP8_STREAMS)
-    for r in (s200, s100, f200):
+    f128, h100s, s200b = load(H200_FP8_HELD), [s100, load(H100_BF16_STREAMS_2)], load(H200_BF16_STREAMS_1205)
+    for r in (s100, f200, f128, h100s[1], s200b):
         assert r["stream_seconds"] == s200["stream_seconds"], "streams records of different lengths"
+    for r in (s200, f128, s200b, *h100s):
+        assert r["within_real_time"], "a record of streams that did not hold"
+    assert f128["memory"]["cache_bytes_per_stream"] == f200["memory"]["cache_bytes_per_stream"], "not fp8"
     # The step's floor bytes are W + n x s (weights once, each stream's caches once): two counts give both.
     n2, n1 = s200["streams"], s100["streams"]
     b2, b1 = s200["rounds"]["floor_bytes"], s100["rounds"]["floor_bytes"]
@@ -139,24 +164,24 @@ def inputs():
         "cache_bf16": s200["memory"]["cache_bytes_per_stream"],
         "cache_fp8": f200["memory"]["cache_bytes_per_stream"],
         "rest_bytes": max(rest),
-        "h200_bf16_held": n2 if s200["within_real_time"] else None,
+        "h200_bf16_held": n2, "h200_bf16_busy": s200["busy_ms_per_step"],
         "h200_bf16_lag_max": s200["lag_ms"]["max"],
-        "h100_bf16_measured": n1 if s100["within_real_time"] else None,
-        "h100_fit_full": s100["rounds"]["fit"]["streams_per_step_at_full"],
+        "h200_bf16_fit": s200["rounds"]["fit"], "h200_bf16_1205": s200b,
+        "h200_fp8_held": f128["streams"], "h200_fp8_busy": f128["busy_ms_per_step"],
+        "h100": h100s,
+        "h100_bf16_measured": n1,
         "stream_seconds": s200["stream_seconds"],
     }
 
 
-def step_floor_ms(n, per_stream, x, bw, tf):
-    return max((x["weights"] + n * per_stream) / (bw * 1e9), n * x["flops_per_stream"] / (tf * 1e12)) * 1e3
+def stream_floor_ms(s_bytes, x, bw, tf):
+    """The floor of a stream's marginal work in a step: its caches' bytes or its FLOPs."""
+    return max(s_bytes / (bw * 1e9), x["flops_per_stream"] / (tf * 1e12)) * 1e3
 
 
-def time_bound(per_stream, e, x, bw, tf):
-    """The largest n with e x floor(n) <= 80 ms (0 when one stream does not fit)."""
-    n = 0
-    while e * step_floor_ms(n + 1, per_stream, x, bw, tf) <= STEP_MS:
-        n += 1
-    return n
+def time_bound(step_1, per_stream):
+    """The largest n with step_1 + (n - 1) x per_stream <= 80 ms (0 when one stream does not fit)."""
+    return 0 if step_1 > STEP_MS else 1 + math.floor((STEP_MS - step_1) / per_stream + 1e-9)
 
 
 def memory_bound(mib, cache_per_stream, x):
@@ -173,25 +198,55 @@ def estimates(x):
     t100 = H100_ENCODER_MS + H100_DECODER_MS
     b = (t100 - t0) / (floor1(h100[3], h100[4]) - floor1(bw0, tf0))
     a = t0 - b * floor1(bw0, tf0)
-    e_bf16 = STEP_MS / step_floor_ms(x["h200_bf16_held"], x["s_bf16"], x, bw0, tf0)
-    # An fp8 stream's time: the bytes whose reads would take it at the bf16 efficiency, such that
-    # the H200 holds the fp8 count measured (its attention is bound by instructions, not bytes).
-    s_fp8_time = (STEP_MS / e_bf16 * 1e-3 * bw0 * 1e9 - x["weights"]) / H200_FP8_STREAMS_HELD
+    # The H200's marginal time of a stream: its loop's busy time a step at the count that held,
+    # less its batch-1 step, over the streams beyond the first (fp8: bf16's batch-1 step).
+    ps0_bf16 = (x["h200_bf16_busy"] - t0) / (x["h200_bf16_held"] - 1)
+    ps0_fp8 = (x["h200_fp8_busy"] - t0) / (x["h200_fp8_held"] - 1)
+    sf0_bf16, sf0_fp8 = stream_floor_ms(x["s_bf16"], x, bw0, tf0), stream_floor_ms(x["s_fp8"], x, bw0, tf0)
     rows = []
     for name, sm, gb, bw, tf, mib in GPUS:
         f1 = floor1(bw, tf)
-        rows.append({
-            "name": name, "sm": sm, "gb": gb, "bw": bw, "tf": tf, "mib": mib,
-            "floor1_ms": f1, "prop_ms": t0 * f1 / floor1(bw0, tf0), "twopart_ms": a + b * f1,
-            "mem_bf16": memory_bound(mib, x["cache_bf16"], x), "time_bf16": time_bound(x["s_bf16"], e_bf16, x, bw, tf),
-            "mem_fp8": memory_bound(mib, x["cache_fp8"], x), "time_fp8": time_bound(s_fp8_time, e_bf16, x, bw, tf),
-            "floor_time_bf16": time_bound(x["s_bf16"], 1.0, x, bw, tf),
-        })
-    return rows, {"t0": t0, "t100": t100, "a": a, "b": b, "e_bf16": e_bf16, "s_fp8_time": s_fp8_time}
+        r = {"name": name, "sm": sm, "gb": gb, "bw": bw, "tf": tf, "mib": mib,
+             "floor1_ms": f1, "prop_ms": t0 * f1 / floor1(bw0, tf0), "twopart_ms": a + b * f1,
+             "mem_bf16": memory_bound(mib, x["cache_bf16"], x), "mem_fp8": memory_bound(mib, x["cache_fp8"], x),
+             "ps_bf16": ps0_bf16 * stream_floor_ms(x["s_bf16"], x, bw, tf) / sf0_bf16,
+             "ps_fp8": ps0_fp8 * stream_floor_ms(x["s_fp8"], x, bw, tf) / sf0_fp8,
+             "bw_bound": x["s_bf16"] / bw > x["flops_per_stream"] / (tf * 1e3)}
+        ends = (r["twopart_ms"], r["prop_ms"])  # the step_1 range's ends: more streams at the lower
+        for kind in ("bf16", "fp8"):
+            r[f"time_{kind}"] = sorted(time_bound(t, r[f"ps_{kind}"]) for t in ends)
+            r[f"n_{kind}"] = [min(r[f"mem_{kind}"], n) for n in r[f"time_{kind}"]]
+        rows.append(r)
+    return rows, {"t0": t0, "t100": t100, "a": a, "b": b, "ps0_bf16": ps0_bf16, "ps0_fp8": ps0_fp8}
+
+
+def h100_check(rows, k, x):
+    """The model's step of 100 streams on the H100 against what its two records of that load say."""
+    r = next(r for r in rows if r["name"].startswith("H100"))
+    n = x["h100_bf16_measured"]
+    model = sorted(t + (n - 1) * r["ps_bf16"] for t in (r["twopart_ms"], r["prop_ms"]))
+    rec = x["h100"]
+    fit = [j["rounds"]["fit"] for j in rec]
+    return {
+        "n": n, "per_stream": r["ps_bf16"], "model_step": model, "model_bound": r["time_bf16"],
+        "busy": sorted(j["busy_ms_per_step"] for j in rec),
+        "fit_round": sorted(f["fixed_ms"] + n * f["ms_per_stream"] for f in fit),
+        "fit_slope": sorted(f["ms_per_stream"] for f in fit),
+        "fit_fixed": sorted(f["fixed_ms"] for f in fit),
+        "fit_full": sorted(f["streams_per_step_at_full"] for f in fit),
+        "rounds_per_step": sorted(j["rounds"]["count"] / (j["measure_seconds"] * 1e3 / j["step_ms"]) for j in rec),
+        "round_streams_p50": sorted(j["rounds"]["streams"]["p50"] for j in rec),
+        "round_ms_p50": sorted(j["rounds"]["ms"]["p50"] for j in rec),
+        "lag_max": sorted(j["lag_ms"]["max"] for j in rec),
+    }
 
 
 def ms(v):
     return f"{v:.1f}" if v < 10 else f"{v:.0f}"
+
+
+def span(lo, hi):
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
 
 
 def table(rows, k, x):
@@ -202,16 +257,16 @@ def table(rows, k, x):
         if r["name"] == "H200":
             out.append(head + f" **{k['t0']:.2f} ms measured** (encoder {x['h200_encoder_ms']:.2f} + decoder {x['h200_decoder_ms']:.2f})"
                        f" | **{x['h200_bf16_held']} measured** (memory {r['mem_bf16']})"
-                       f" | **{H200_FP8_STREAMS_HELD} measured** (176 not; memory {r['mem_fp8']}) |")
+                       f" | **{x['h200_fp8_held']} measured** (176 not; memory {r['mem_fp8']}) |")
             continue
         lo, hi = sorted((r["twopart_ms"], r["prop_ms"]))
         step = f"{ms(lo)}-{ms(hi)} ms"
         if r["name"].startswith("H100"):
             step += f" (measured {k['t100']:.2f})"
-        bf16 = f"{min(r['mem_bf16'], r['time_bf16'])} ({r['mem_bf16']} / {r['time_bf16']})"
+        bf16 = f"{span(*r['n_bf16'])} ({r['mem_bf16']} / {span(*r['time_bf16'])})"
         if r["name"].startswith("H100"):
             bf16 += f"; measured: {x['h100_bf16_measured']} held (70 GB of caches)"
-        fp8 = f"{min(r['mem_fp8'], r['time_fp8'])} ({r['mem_fp8']} / {r['time_fp8']})"
+        fp8 = f"{span(*r['n_fp8'])} ({r['mem_fp8']} / {span(*r['time_fp8'])})"
         if r["sm"] in (80, 86):
             fp8 += ", fp8 emulated"
         out.append(head + f" {step} | {bf16} | {fp8} |")
@@ -219,6 +274,9 @@ def table(rows, k, x):
 
 
 def details(rows, k, x):
+    c = h100_check(rows, k, x)
+    f0, b2 = x["h200_bf16_fit"], x["h200_bf16_1205"]
+    rng = lambda v, fmt="{:.1f}": "-".join(dict.fromkeys(fmt.format(e) for e in (v[0], v[-1])))
     lines = [
         "",
         "Inputs (bench/results/):",
@@ -229,17 +287,34 @@ def details(rows, k, x):
         f" {x['s_fp8'] / 1e9:.4f} GB fp8 at {x['stream_seconds']:.0f} s; f = {x['flops_per_stream'] / 1e9:.2f} GFLOP a stream a step",
         f"  caches reserved a stream: {x['cache_bf16'] / 1e9:.3f} GB bf16, {x['cache_fp8'] / 1e9:.3f} GB fp8;"
         f" the rest (weights + working memory) {x['rest_bytes'] / 1e9:.2f} GB; context {CONTEXT_BYTES / 1e9:.1f} GB (assumed)",
-        f"  H200 streams: {x['h200_bf16_held']} bf16 held (lag max {x['h200_bf16_lag_max']:.1f} ms), {H200_FP8_STREAMS_HELD} fp8 held;"
-        f" H100: {x['h100_bf16_measured']} bf16 held, its rounds' fit {x['h100_fit_full']:.0f} at full",
+        f"  H200 streams: {x['h200_bf16_held']} bf16 held (lag max {x['h200_bf16_lag_max']:.1f} ms), busy {x['h200_bf16_busy']:.2f} ms a step"
+        f" ({H200_BF16_STREAMS}; 2026-12-05's tree: busy {b2['busy_ms_per_step']:.2f}, {H200_BF16_STREAMS_1205});"
+        f" {x['h200_fp8_held']} fp8 held, busy {x['h200_fp8_busy']:.2f} ms ({H200_FP8_HELD})",
+        f"  H200 rounds' fit at 200 bf16: {f0['fixed_ms']:.2f} + n x {f0['ms_per_stream']:.3f} ms a round"
+        f" (2026-12-05's tree: {b2['rounds']['fit']['fixed_ms']:.2f} + n x {b2['rounds']['fit']['ms_per_stream']:.3f});"
+        f" 80 ms / ms_per_stream {f0['streams_per_step_at_full']:.0f} ({b2['rounds']['fit']['streams_per_step_at_full']:.0f})",
         f"  H200 copy rate measured by the bench: {x['h200_copy_GBps']:.0f} GB/s (data sheet 4800; the estimates use data-sheet rates throughout)",
         "Derived:",
-        f"  two-part batch-1: a = {k['a']:.3f} ms, b = {k['b']:.3f}; e (step time / step floor) {k['e_bf16']:.2f};"
-        f" an fp8 stream's time as {k['s_fp8_time'] / 1e9:.3f} GB of reads (its caches: {x['s_fp8'] / 1e9:.3f} GB)",
-        "GPU              floor1 ms  prop ms  2-part ms  mem bf16  time bf16  at floor  mem fp8  time fp8",
+        f"  two-part batch-1: a = {k['a']:.3f} ms, b = {k['b']:.3f}",
+        f"  per_stream_H200 = (busy - {k['t0']:.3f}) / (n - 1): bf16 {k['ps0_bf16']:.4f} ms, fp8 {k['ps0_fp8']:.4f} ms;"
+        f" per_stream_GPU = per_stream_H200 x stream_floor_GPU / stream_floor_H200",
+        "GPU              floor1 ms  prop ms  2-part ms  stream ms bf16 / fp8  mem bf16  time bf16  mem fp8  time fp8",
     ]
     for r in rows:
         lines.append(f"  {r['name']:<15}{r['floor1_ms']:9.2f}{r['prop_ms']:9.2f}{r['twopart_ms']:11.2f}"
-                     f"{r['mem_bf16']:10d}{r['time_bf16']:11d}{r['floor_time_bf16']:10d}{r['mem_fp8']:9d}{r['time_fp8']:10d}")
+                     f"{r['ps_bf16']:12.3f} / {r['ps_fp8']:6.3f}{'' if r['bw_bound'] else ' (R)':4}"
+                     f"{r['mem_bf16']:8d}{span(*r['time_bf16']):>11}{r['mem_fp8']:9d}{span(*r['time_fp8']):>10}")
+    lines += [
+        f"H100 check ({c['n']} bf16 streams; {H100_BF16_STREAMS}, {H100_BF16_STREAMS_2}):",
+        f"  model: step({c['n']}) = step_1 + {c['n'] - 1} x {c['per_stream']:.4f} ms = {rng(c['model_step'])} ms; time bound {span(*c['model_bound'])}",
+        f"  measured: busy {rng(c['busy'], '{:.2f}')} ms a step (saturation: {rng(c['rounds_per_step'])} rounds a step,"
+        f" {rng(c['round_streams_p50'], '{:.0f}')} streams and {rng(c['round_ms_p50'], '{:.2f}')} ms a round p50), lag max {rng(c['lag_max'])} ms",
+        f"  rounds' fit: {rng(c['fit_fixed'], '{:.2f}')} + n x {rng(c['fit_slope'], '{:.3f}')} ms a round;"
+        f" one round of {c['n']}: {rng(c['fit_round'])} ms; 80 ms / ms_per_stream: {rng(c['fit_full'], '{:.0f}')}",
+        f"  model / fit at {c['n']}: {rng(sorted(m / f for m in c['model_step'] for f in c['fit_round']), '{:.3f}')};"
+        f" the per-stream time H100 / H200 by the fits on 2026-12-05's tree: {sum(c['fit_slope']) / 2 / b2['rounds']['fit']['ms_per_stream']:.2f}x,"
+        f" by the model: {c['per_stream'] / k['ps0_bf16']:.2f}x",
+    ]
     return "\n".join(lines)
 
 
