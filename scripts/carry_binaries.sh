@@ -33,5 +33,5 @@ exec "$here/lib/ld-linux-x86-64.so.2" --library-path "$path" "$here/bin/$exe" "$
 RUN
 chmod +x .carry/run
 strip .carry/bin/*
-tar cf - .carry | xz -T0 -6 > .carry.tar.xz
+tar cf - .carry | xz -T0 -9e > .carry.tar.xz
 du -sh .carry .carry.tar.xz

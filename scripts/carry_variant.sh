@@ -14,5 +14,5 @@ build=${2:-build/cuda}
 [ -d .carry/bin ] || { echo "carry_variant: no .carry/ here: run scripts/carry_binaries.sh first" >&2; exit 2; }
 strip -o ".carry/bin/voxrt_$name" "$build/voxrt"
 strip -o ".carry/bin/voxrt_tests_$name" "$build/voxrt_tests"
-tar cf - .carry | xz -T0 -6 > .carry.tar.xz
+tar cf - .carry | xz -T0 -9e > .carry.tar.xz
 ls .carry/bin
