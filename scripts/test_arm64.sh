@@ -35,7 +35,7 @@ if ((${#missing[@]})); then
 fi
 
 cmake -S . -B "$build" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/toolchains/aarch64-linux-gnu.cmake \
-  -DCMAKE_BUILD_TYPE=Release -DVOXRT_CUDA=OFF >/dev/null
+  -DCMAKE_BUILD_TYPE=Release -DVOXRT_CUDA=OFF -DVOXRT_TEST_TIMEOUT=3600 >/dev/null
 cmake --build "$build" -j"$(nproc)" --target voxrt voxrt_tests
 file "$build/voxrt" | grep -q 'ARM aarch64' || { echo "test_arm64: $build/voxrt is not an arm64 program" >&2; exit 1; }
 

@@ -56,7 +56,12 @@ TEST(TestPaths, NotFoundSaysWhereItLookedAndWhatToSet) {
 TEST(TestPaths, TheBinaryWithoutItsDataFailsCleanly) {
   testutil::TempDir tmp;
   const fs::path self = fs::read_symlink("/proc/self/exe");
-  const std::string run = "VOXRT_TEST_DATA='" + (tmp / "missing").string() + "' '" + self.string() +
+#ifdef VOXRT_TEST_EMULATOR
+  const std::string emulator = VOXRT_TEST_EMULATOR " ";  // a cross build's tests run emulated
+#else
+  const std::string emulator;
+#endif
+  const std::string run = "VOXRT_TEST_DATA='" + (tmp / "missing").string() + "' " + emulator + "'" + self.string() +
                           "' --gtest_filter=TestPaths.DataDirectoryIsFound >'" + (tmp / "out").string() + "' 2>&1";
   const int raw = std::system(run.c_str());
   std::ifstream f(tmp / "out");
