@@ -59,9 +59,10 @@ struct EngineOptions {
   // allocated at load (a whole window: about 1.1 GB each for the full model on the GPU), so memory
   // is known up front and never grows. With neither, the caches grow as sessions open, within what
   // the device has free less the passes' working memory (2 GiB on a GPU): a session that would
-  // pass it is refused (or waits) as a full engine's. Growing copies the caches, so grown caches
-  // reach about half that memory: on a small GPU, max_memory_fraction 1 holds about twice the
-  // sessions. When not even one session fits, the load fails naming both sizes.
+  // pass it is refused (or waits) as a full engine's. Growing copies the caches (doubling, and
+  // the last growth takes what is left), so grown caches reach about four fifths of that memory;
+  // max_memory_fraction 1 holds all of it. When not even one session fits, the load fails naming
+  // both sizes.
   int max_sessions = 0;
   // Memory for the sessions' key/value caches, in bytes, allocated at load (the weights and the
   // passes' working memory come on top). The caches are paged: a session reserves the pages of

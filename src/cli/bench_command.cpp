@@ -197,7 +197,7 @@ void run_bench(BenchArgs a) {
     a.engine.max_sessions = (std::max(a.streams, a.offline_batch) + devices - 1) / devices;
   }
   // The capacity search on a GPU: the caches get what the weights and the passes' working memory
-  // leave, at load (grown caches, copied as they double, would reach about half of it), so that
+  // leave, at load (grown caches, copied as they grow, would reach about four fifths of it), so that
   // its figure is the GPU's, whichever bound (memory or time) comes first. Not on the CPU, whose
   // caches would take the host's memory.
   const bool on_gpu = a.engine.device == "cuda" || (a.engine.device == "auto" && cuda_device_count() > 0);

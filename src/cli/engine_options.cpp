@@ -154,7 +154,7 @@ void add_capacity_options(CLI::App* cmd, EngineArgs& a, const std::string& sessi
       "--max-memory", [&a](const std::string& v) { parse_max_memory(v, a); },
       "Memory for the sessions' caches (e.g. 40GB, or 0.9 of what the weights and the passes' working memory leave "
       "free), allocated at load; a session that does not fit is refused (default: what --max-sessions sessions need, "
-      "or grown as sessions open within the free memory; on a small GPU 1 holds about twice the sessions of grown caches)");
+      "or grown as sessions open within the free memory; 1 holds about a quarter more sessions than grown caches reach)");
   cmd->add_option_function<double>(
       "--max-session-seconds",
       [&a](const double& v) { a.max_session_seconds = v; },

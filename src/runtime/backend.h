@@ -103,6 +103,11 @@ class Backend {
 
   // Waits for all queued work (timing needs it; results never do: download() waits already).
   virtual void synchronize() {}
+  // Gives memory the backend keeps cached for reuse, and that nothing holds now, back to the
+  // device, after the work queued so far (a grown cache's old storage: without this the CUDA
+  // backend's pool would keep it, and the device's free memory, which caches grow within, would
+  // not see it again).
+  virtual void release_unused_memory() {}
 
   // Runs `ops` as a recording: a sequence of ops that recurs with the same shapes, buffers and
   // parameters (a decoder pass, an encoder pass), so that the backend may record it once and replay

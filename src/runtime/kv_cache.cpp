@@ -172,6 +172,7 @@ void KvCache::grow(int slots, int pages) {
     bigger.upload_table(0, shape_.slots);
   }
   *this = std::move(bigger);
+  backend_->release_unused_memory();  // the old storage back to the device, where the next growth may take it
 }
 
 float* KvCache::keys() const {

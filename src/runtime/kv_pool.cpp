@@ -46,8 +46,13 @@ int KvPool::grown_pages(int pages, size_t room) const {
   const int least = least_pages(pages);
   int more = s.pages;
   while (more < least) more *= 2;
-  if (storage_bytes(more) <= room) return more;
-  // Near the ceiling: as many pages as the room holds, at least those the session needs.
+  // The next doubling would copy this storage into one twice its size, holding both, within the
+  // room this growth leaves (room + the old storage, given back, - this one): where it could not,
+  // this growth is the last, and takes what the room holds now, so that grown caches end near the
+  // room rather than at the last doubling that fit (a half to a third of it).
+  const size_t held = storage_bytes(s.pages);
+  const bool next_fits = room > SIZE_MAX - held || 3 * storage_bytes(more) <= room + held;  // SIZE_MAX: no limit
+  if (storage_bytes(more) <= room && next_fits) return more;
   const int most = static_cast<int>(std::min<size_t>(room / page_bytes(), static_cast<size_t>(std::numeric_limits<int>::max())));
   return most >= least ? most : -1;
 }

@@ -40,9 +40,12 @@ class KvPool {
   int least_pages(int pages) const;
   // The page count this pool would grow to so that a session reserving `pages` fits, taking at
   // most `room` bytes of new storage (the old is copied into it, so both are held at once):
-  // doubling, or less where doubling would pass `room`. pages() when they fit now; -1 when even
-  // the least growth that takes them passes `room` (or the pool does not grow).
+  // doubling, or, where doubling would pass `room` or the next doubling could not be copied, all
+  // that `room` holds. pages() when they fit now; -1 when even the least growth that takes them
+  // passes `room` (or the pool does not grow).
   int grown_pages(int pages, size_t room) const;
+  // The new storage the least growth that takes a session reserving `pages` allocates (0: it fits now).
+  size_t least_growth_bytes(int pages) const { return fits(pages) ? 0 : storage_bytes(least_pages(pages)); }
   // The bytes a storage of `pages` pages takes.
   size_t storage_bytes(int pages) const { return static_cast<size_t>(pages) * page_bytes(); }
   // A slot with `pages` reserved: grows when they do not fit (within `room` bytes of new storage),

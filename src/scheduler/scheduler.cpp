@@ -103,10 +103,7 @@ size_t Scheduler::growth_room() const {
 // SIZE_MAX when they cannot grow to it within `room`. Both grow one after the other, each
 // holding its old storage while it copies: counting both new storages whole covers that.
 size_t Scheduler::growth_needed(int enc_pages, int dec_pages, size_t room) const {
-  const auto least = [](const KvPool& pool, int pages) -> size_t {
-    return pool.fits(pages) ? 0 : pool.storage_bytes(pool.least_pages(pages));
-  };
-  const size_t enc = least(encoder_pool_, enc_pages), dec = least(decoder_pool_, dec_pages);
+  const size_t enc = encoder_pool_.least_growth_bytes(enc_pages), dec = decoder_pool_.least_growth_bytes(dec_pages);
   if (enc > room || dec > room - enc) return SIZE_MAX;
   return enc + dec;
 }
@@ -178,17 +175,25 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamOptions& opts, do
                         format_gb(static_cast<double>(bytes)) + ": the device has " + format_gb(static_cast<double>(growth_room())) +
                         " free beyond the passes' working memory" + waited +
                         "; close one, wait for room, or open it for fewer seconds (max_memory allocates the caches at load, "
-                        "and holds more sessions than caches grown by copying)");
+                        "where caches grown by copying reach about four fifths of the memory)");
       throw BusyError("engine full: the session caches (" + format_gb(static_cast<double>(use.total_bytes)) + ", " +
                       format_gb(static_cast<double>(use.used_bytes)) + " in use or kept for open sessions) have no room for one of " +
                       format_gb(static_cast<double>(bytes)) + " more (max_memory)" + waited +
                       "; close one, wait for room, or open it for fewer seconds");
     }
-    // Growing pools: the encoder's may take what the decoder's least growth leaves, the decoder's
-    // what is free once the encoder's has grown.
-    const size_t dec_least = decoder_pool_.fits(dec_pages) ? 0 : decoder_pool_.storage_bytes(decoder_pool_.least_pages(dec_pages));
-    const size_t room = encoder_pool_.grows() ? growth_room() : SIZE_MAX;
-    enc = encoder_pool_.acquire(enc_pages, room > dec_least ? room - dec_least : 0);
+    // Growing pools: the encoder's may take its share of the room (as a default stream's pages
+    // are split between the two, so that both grow toward it together; at least its own least
+    // growth, at most what the decoder's least leaves), the decoder's what is free once the
+    // encoder's has grown.
+    size_t enc_room = SIZE_MAX;
+    if (encoder_pool_.grows()) {
+      const size_t room = growth_room(), dec_least = decoder_pool_.least_growth_bytes(dec_pages);
+      const double share = static_cast<double>(bytes_of(encoder_pages(default_stream_, -1), 0)) /
+                           static_cast<double>(std::max<size_t>(1, cache_bytes_locked(-1)));
+      enc_room = std::max(encoder_pool_.least_growth_bytes(enc_pages), static_cast<size_t>(share * static_cast<double>(room)));
+      enc_room = std::min(enc_room, room > dec_least ? room - dec_least : 0);
+    }
+    enc = encoder_pool_.acquire(enc_pages, enc_room);
     try {
       dec = decoder_pool_.acquire(dec_pages, decoder_pool_.grows() ? growth_room() : SIZE_MAX);
       state = model_.open_stream(opts, CacheSlot{encoder_pool_.cache(), enc}, CacheSlot{decoder_pool_.cache(), dec});
@@ -223,6 +228,10 @@ size_t Scheduler::bytes_of(int enc_pages, int dec_pages) const {
 
 size_t Scheduler::cache_bytes_for(double max_seconds) const {
   std::lock_guard<std::mutex> model_lock(model_mutex_);  // the pools' shapes change as they grow
+  return cache_bytes_locked(max_seconds);
+}
+
+size_t Scheduler::cache_bytes_locked(double max_seconds) const {
   return bytes_of(encoder_pages(default_stream_, max_seconds), decoder_pages(default_stream_, max_seconds));
 }
 

@@ -155,6 +155,7 @@ class Scheduler {
   CacheUse cache_use_locked() const;  // with model_mutex_ held
   void note_cache_use();              // with model_mutex_ held (not mu_): updates cache_seen_
   size_t bytes_of(int enc_pages, int dec_pages) const;  // K and V (and scales) of that many pages
+  size_t cache_bytes_locked(double max_seconds) const;  // cache_bytes_for, with model_mutex_ held
   struct PoolShapes {
     KvCacheShape encoder, decoder;
     bool grows = false;

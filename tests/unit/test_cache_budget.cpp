@@ -127,6 +127,10 @@ TEST(CacheBudget, AGrowingPoolStaysWithinItsRoom) {
   EXPECT_EQ(pool.grown_pages(4, 7 * page), 7) << "near the room: what it holds";
   EXPECT_EQ(pool.grown_pages(4, 6 * page), 6);
   EXPECT_EQ(pool.grown_pages(4, 5 * page), -1) << "the least growth passes the room";
+  // The next doubling (16 pages, holding these 8) would need 24 pages of room after this growth
+  // gives the old 4 back: with 20 of room it fits, with 19 it does not, and this growth takes all 19.
+  EXPECT_EQ(pool.grown_pages(4, 20 * page), 8);
+  EXPECT_EQ(pool.grown_pages(4, 19 * page), 19) << "the last growth takes what the room holds";
   EXPECT_THROW(pool.acquire(4, 5 * page), Error);
   EXPECT_EQ(pool.pages(), 4) << "a refused growth changes nothing";
   EXPECT_EQ(pool.in_use(), 1);

@@ -106,6 +106,7 @@ class CudaBackend final : public Backend, public KernelSwitches {
   }
 
   size_t memory_in_use() const override { return memory_.in_use(); }
+  void release_unused_memory() override { memory_.release_unused(); }
   size_t memory_available() const override { return memory_.available(); }
   size_t working_memory() const override { return size_t{2} << 30; }  // 2 GiB: the 1.9 GB measured, and a margin
 

@@ -140,6 +140,13 @@ void DeviceMemory::sync() {
   staging_used_ = 0;  // every copy out of the staging buffer has completed
 }
 
+void DeviceMemory::release_unused() {
+  sync();  // the frees queued so far have happened: their memory is the pool's to give back
+  // Not fatal: the memory stays the pool's (the caches then grow within less), nothing is lost.
+  const cudaError_t e = cudaMemPoolTrimTo(pool_, 0);
+  if (e != cudaSuccess) std::fprintf(stderr, "voxrt: cuda: cudaMemPoolTrimTo failed: %s\n", cudaGetErrorString(e));
+}
+
 void* DeviceMemory::stage(size_t bytes) {
   bytes = (bytes + 255) / 256 * 256;
   if (staging_used_ + bytes > staging_cap_) {

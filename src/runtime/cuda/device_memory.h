@@ -56,6 +56,8 @@ class DeviceMemory {
 
   // Waits for the stream; every copy out of the staging buffer has then completed.
   void sync();
+  // After the stream's work, the pool's memory no allocation holds goes back to the device.
+  void release_unused();
 
   // Host staging space for an asynchronous host -> device copy. Regions are handed out in order and
   // only reused after a stream synchronisation, when every copy out of them has completed.
