@@ -135,8 +135,7 @@ class EngineImpl final : public Engine, public BenchDevice {
     limits.max_streams = o.max_sessions;
     limits.max_cache_bytes = o.max_memory;
     if (o.max_memory_fraction > 0) {  // of what the weights and the passes' working memory leave
-      const size_t free = backend_->memory_available(), working = backend_->working_memory();
-      limits.max_cache_bytes = static_cast<size_t>(o.max_memory_fraction * static_cast<double>(free > working ? free - working : 0));
+      limits.max_cache_bytes = static_cast<size_t>(o.max_memory_fraction * static_cast<double>(backend_->memory_for_caches()));
       check(limits.max_cache_bytes > 0, "engine", "max_memory_fraction: the device has no memory free after the weights");
     }
     limits.stream_seconds = o.max_session_seconds;

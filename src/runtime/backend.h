@@ -132,6 +132,11 @@ class Backend {
   // (bench/results/2026-12-05T164543Z-cuda-streams100-issue34-close-main.json, memory.filled_bytes
   // less memory.before_bytes; 2026-12-05T110730Z-cuda-streams200-issue34-main.json).
   virtual size_t working_memory() const = 0;
+  // What caches may take of the device now: its free memory less the passes' working memory.
+  size_t memory_for_caches() const {
+    const size_t free = memory_available(), working = working_memory();
+    return free > working ? free - working : 0;
+  }
   virtual size_t kv_element_bytes() const { return 4; }  // how a KvCache stores an element (4: fp32, 2: bf16, 1: fp8)
   // Whether every op's result for a row is bit for bit the same whatever other rows share its batch,
   // so that positions decoded together equal positions decoded one by one (draft verification,

@@ -94,11 +94,6 @@ int Scheduler::decoder_pages(const StreamOptions& o, double max_seconds) const {
   return decoder_pool_.pages_for(model_.decoder_positions_for(o, seconds));
 }
 
-size_t Scheduler::growth_room() const {
-  const size_t free = model_.backend().memory_available(), working = model_.backend().working_memory();
-  return free > working ? free - working : 0;
-}
-
 // The least new storage the growing pools need to take a stream of these pages (0: it fits now);
 // SIZE_MAX when they cannot grow to it within `room`. Both grow one after the other, each
 // holding its old storage while it copies: counting both new storages whole covers that.
@@ -110,7 +105,7 @@ size_t Scheduler::growth_needed(int enc_pages, int dec_pages, size_t room) const
 
 bool Scheduler::room_for(int enc_pages, int dec_pages) const {
   if (limits_.max_streams > 0 && encoder_pool_.in_use() >= limits_.max_streams) return false;
-  if (encoder_pool_.grows()) return growth_needed(enc_pages, dec_pages, growth_room()) != SIZE_MAX;
+  if (encoder_pool_.grows()) return growth_needed(enc_pages, dec_pages, model_.backend().memory_for_caches()) != SIZE_MAX;
   return encoder_pool_.fits(enc_pages) && decoder_pool_.fits(dec_pages);
 }
 
@@ -172,7 +167,7 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamOptions& opts, do
       if (encoder_pool_.grows())
         throw BusyError("engine full: the session caches (" + format_gb(static_cast<double>(use.total_bytes)) + ", " +
                         format_gb(static_cast<double>(use.used_bytes)) + " in use or kept for open sessions) cannot grow by " +
-                        format_gb(static_cast<double>(bytes)) + ": the device has " + format_gb(static_cast<double>(growth_room())) +
+                        format_gb(static_cast<double>(bytes)) + ": the device has " + format_gb(static_cast<double>(model_.backend().memory_for_caches())) +
                         " free beyond the passes' working memory" + waited +
                         "; close one, wait for room, or open it for fewer seconds (max_memory allocates the caches at load, "
                         "where caches grown by copying reach about four fifths of the memory)");
@@ -187,7 +182,7 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamOptions& opts, do
     // encoder's has grown.
     size_t enc_room = SIZE_MAX;
     if (encoder_pool_.grows()) {
-      const size_t room = growth_room(), dec_least = decoder_pool_.least_growth_bytes(dec_pages);
+      const size_t room = model_.backend().memory_for_caches(), dec_least = decoder_pool_.least_growth_bytes(dec_pages);
       const double share = static_cast<double>(bytes_of(encoder_pages(default_stream_, -1), 0)) /
                            static_cast<double>(std::max<size_t>(1, cache_bytes_locked(-1)));
       enc_room = std::max(encoder_pool_.least_growth_bytes(enc_pages), static_cast<size_t>(share * static_cast<double>(room)));
@@ -195,7 +190,7 @@ std::unique_ptr<Scheduler::Stream> Scheduler::open(const StreamOptions& opts, do
     }
     enc = encoder_pool_.acquire(enc_pages, enc_room);
     try {
-      dec = decoder_pool_.acquire(dec_pages, decoder_pool_.grows() ? growth_room() : SIZE_MAX);
+      dec = decoder_pool_.acquire(dec_pages, decoder_pool_.grows() ? model_.backend().memory_for_caches() : SIZE_MAX);
       state = model_.open_stream(opts, CacheSlot{encoder_pool_.cache(), enc}, CacheSlot{decoder_pool_.cache(), dec});
       note_cache_use();
     } catch (...) {

@@ -144,8 +144,6 @@ class Scheduler {
   int encoder_pages(const StreamOptions& o, double max_seconds) const;
   int decoder_pages(const StreamOptions& o, double max_seconds) const;
   bool room_for(int enc_pages, int dec_pages) const;
-  // What growing pools may take of the device now: its free memory less the passes' working memory.
-  size_t growth_room() const;
   size_t growth_needed(int enc_pages, int dec_pages, size_t room) const;
   // Waits (model_lock held) until room_for, at most until `deadline` (none: for ever); false when
   // the time ran out.
