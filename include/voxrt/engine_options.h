@@ -21,17 +21,47 @@ enum class Layout { Auto, Mistral, Hf };
 // with a float scale per cached head (half the memory a session takes, with the error README.md
 // states). The CPU keeps them in fp32 (Auto only).
 enum class KvCacheFormat { Auto, Bf16, Fp8 };
+// How weights are stored (README.md, "Quantized weights"), named as ExecuTorch's export options
+// name them: None keeps the checkpoint's bf16; W4 is 4-bit integers with a bf16 scale and bias a
+// group of 32, 64 or 128 along the input (W4A16); W8 is 8-bit integers with a bf16 scale an output
+// channel or a group (W8A16, symmetric).
+enum class WeightScheme { None, W4, W8 };
+// How a group's scale and bias are chosen: Search (the default) minimizes the group's error over
+// clipped ranges and least-squares fits; Rtn rounds over the group's whole range.
+enum class QuantizationMethod { Search, Rtn };
+
+// Which weights are quantized, and how, when a model loads (or `voxrt quantize` writes one). A
+// model directory already quantized by `voxrt quantize` loads as it was written; asking for another
+// scheme on it is an error.
+struct WeightQuantization {
+  WeightScheme linear = WeightScheme::None;  // the decoder's linear layers (--qlinear)
+  int linear_group_size = 0;                 // 0: 32 for W4, an output channel for W8
+  WeightScheme encoder = WeightScheme::None;  // the encoder's linear layers and the adapter (--qlinear-encoder)
+  int encoder_group_size = 0;
+  // The token embedding, which is also the LM head (--qembedding, 8w as ExecuTorch's). The checkpoint ties the
+  // two, and voxrt's lookup and product read the same quantized matrix, so it is stored once.
+  WeightScheme embedding = WeightScheme::None;
+  int embedding_group_size = 0;  // 0: 128
+  QuantizationMethod method = QuantizationMethod::Search;
+  bool any() const {
+    return linear != WeightScheme::None || encoder != WeightScheme::None || embedding != WeightScheme::None;
+  }
+};
 
 // The names the command line and the docs use: "auto", "cuda", "cpu"; "auto", "mistral", "hf";
 // "auto", "bf16", "fp8".
 VOXRT_API std::string_view to_string(Device device);
 VOXRT_API std::string_view to_string(Layout layout);
 VOXRT_API std::string_view to_string(KvCacheFormat format);
+VOXRT_API std::string_view to_string(WeightScheme scheme);         // "none", "4w", "8w"
+VOXRT_API std::string_view to_string(QuantizationMethod method);   // "search", "rtn"
 // The reverse, exactly those names; anything else throws an OptionError naming the field and the
 // names it takes ("device tpu: expected auto, cuda or cpu").
 VOXRT_API Device parse_device(std::string_view name);
 VOXRT_API Layout parse_layout(std::string_view name);
 VOXRT_API KvCacheFormat parse_kv_cache_format(std::string_view name);
+VOXRT_API WeightScheme parse_weight_scheme(std::string_view name, const char* field);
+VOXRT_API QuantizationMethod parse_quantization_method(std::string_view name);
 
 struct EngineOptions {
   Device device = Device::Auto;
@@ -81,6 +111,8 @@ struct EngineOptions {
   static constexpr double kMaxSessionSeconds = 1e7;
   // The key/value caches' format (KvCacheFormat): a GPU option.
   KvCacheFormat kv_cache = KvCacheFormat::Auto;
+  // Quantize the weights while loading (WeightQuantization).
+  WeightQuantization quantization;
   // Fairness under load: while the sessions fed at real time wait longer for their steps than the
   // 80 ms of audio a step brings (90th percentile over the last 2 s), a new session is refused with
   // a voxrt::Error saying so (or waits: SessionOptions::wait_for_room), so that those already open
@@ -95,5 +127,7 @@ struct EngineOptions {
 // calls it first; a front end calls it to check its flags before anything loads. (Whether a CUDA
 // device is there to run on is found by Engine::load, which says so with an OptionError too.)
 VOXRT_API void validate(const EngineOptions& options);
+// The rules of a WeightQuantization alone (the group sizes each scheme takes).
+VOXRT_API void validate_quantization(const WeightQuantization& quantization);
 
 }  // namespace voxrt

@@ -99,6 +99,9 @@ struct ModelInfo {
   std::string layout;   // "mistral" or "hf"
   std::string backend;  // "cpu" or "cuda"
   std::string device_note;  // e.g. why "auto" chose the CPU
+  // How the weights are stored: "bf16" (as the checkpoint), or the quantized formats of the encoder,
+  // decoder and embedding ("encoder 4w/32, decoder 4w/32, embedding 8w/128").
+  std::string weights = "bf16";
   int encoder_layers = 0, decoder_layers = 0, vocab_size = 0;
   DelayRange delays;          // the delays the model accepts (TranscribeOptions::delay_ms, SessionOptions::delay_ms)
   int default_delay_ms = 480;  // the one a transcription or session that gives none gets
@@ -195,5 +198,23 @@ class VOXRT_API Engine {
   // Counters since load; cheap enough to read a few times a second, from any thread.
   virtual EngineStats stats() const = 0;
 };
+
+// What quantize_model wrote (README.md, "Quantized weights").
+struct QuantizeResult {
+  std::string weights;                      // the formats: "encoder 4w/32, decoder 4w/32, embedding 8w/128"
+  size_t tensors = 0, quantized = 0;        // tensors written, of them quantized
+  size_t bytes_before = 0, bytes_after = 0;  // the weights as bf16, and as written
+  // Each component's quantized weights against the original values: sqrt(squared error / energy).
+  double encoder_error = 0, decoder_error = 0, embedding_error = 0;
+  double seconds = 0;
+};
+
+// Writes `model_dir`'s model, in either layout, to `out_dir` (created; an existing one must be
+// empty) with its weights quantized as `quantization` says: a Mistral-layout directory (params.json,
+// consolidated.safetensors holding the packed weights, scales and biases with the formats in its
+// metadata, tekken.json) that Engine::load takes like any model. Throws OptionError for options
+// that break a rule, Error for a directory that cannot be read or written or is quantized already.
+VOXRT_API QuantizeResult quantize_model(const std::filesystem::path& model_dir, const std::filesystem::path& out_dir,
+                                        const WeightQuantization& quantization, Layout layout = Layout::Auto);
 
 }  // namespace voxrt

@@ -14,6 +14,7 @@ void add_decode_audio_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_stream_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
 
 // The directory `voxrt pull` writes to for the default repository; used when --model is omitted.
 std::filesystem::path resolve_model_dir(const std::string& model_option);

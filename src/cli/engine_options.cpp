@@ -22,14 +22,22 @@ std::string option_of(const std::string& field) {
       {"layout", "--layout"},         {"draft_rows", "--draft-rows"},
       {"kv_cache", "--kv"},           {"max_sessions", "--max-sessions"},
       {"max_memory", "--max-memory"}, {"max_memory_fraction", "--max-memory"},
-      {"max_session_seconds", "--max-session-seconds"}, {"delay_ms", "--delay-ms"}};
+      {"max_session_seconds", "--max-session-seconds"}, {"delay_ms", "--delay-ms"},
+      {"qlinear", "--qlinear"},       {"qlinear_group_size", "--qlinear-group-size"},
+      {"qlinear_encoder", "--qlinear-encoder"}, {"qlinear_encoder_group_size", "--qlinear-encoder-group-size"},
+      {"qembedding", "--qembedding"}, {"qembedding_group_size", "--qembedding-group-size"},
+      {"quantization_method", "--quantize-method"}};
   for (const auto& [name, option] : kOptions)
     if (field == name) return option;
   return field;
 }
 
+}  // namespace
+
 // The library's message about a field, saying the option instead.
 std::string as_option(const OptionError& e) { return e.renamed(option_of(e.field())); }
+
+namespace {
 
 // The EngineOptions the shared options describe; OptionError for a device, layout or --kv name.
 EngineOptions engine_options(const EngineArgs& a) {
@@ -46,6 +54,7 @@ EngineOptions engine_options(const EngineArgs& a) {
   eo.kv_cache = parse_kv_cache_format(a.kv_cache);
   eo.max_session_seconds = a.max_session_seconds;
   eo.refuse_when_overloaded = a.refuse_when_overloaded;
+  eo.quantization = weight_quantization(a.quantize);
   return eo;
 }
 
@@ -71,6 +80,7 @@ void add_engine_options(CLI::App* cmd, EngineArgs& a) {
   cmd->add_option("--kv", a.kv_cache, "Key/value cache storage on the GPU: auto (bf16), bf16 or fp8 (half the memory)")
       ->capture_default_str();
   cmd->add_flag("--quiet,-q", a.quiet, "No messages on standard error (errors excepted)");
+  add_quantize_options(cmd, a.quantize);
 }
 
 void parse_max_memory(const std::string& text, EngineArgs& args) {
@@ -214,8 +224,9 @@ void load_engine_with(const EngineArgs& a, const EngineLoader& load) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.2f", info.load_seconds);
     const std::string devices = a.gpus.size() > 1 ? " on " + std::to_string(a.gpus.size()) + " devices" : "";
+    const std::string weights = info.weights == "bf16" ? "" : ", weights " + info.weights;
     std::cerr << "voxrt: loaded " << dir.string() << " (" << info.layout << " layout, " << info.backend << devices
-              << ") in " << seconds << " s\n";
+              << weights << ") in " << seconds << " s\n";
   }
 }
 

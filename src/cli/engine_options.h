@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/quantize_options.h"
 #include "voxrt/voxrt.h"
 
 namespace voxrt::cli {
@@ -23,6 +24,7 @@ struct EngineArgs {
   int threads = 0;  // 0: not given (all cores)
   int draft_rows = 0;
   std::string kv_cache = "auto";
+  QuantizeArgs quantize;  // --qlinear and the others (cli/quantize_options.h)
   // Set by the commands that offer them (add_capacity_options):
   int max_sessions = 0;
   size_t max_memory = 0;  // bytes
@@ -34,6 +36,8 @@ struct EngineArgs {
 };
 
 void add_engine_options(CLI::App* cmd, EngineArgs& args);
+// The library's OptionError about a field, its message naming the command-line option instead.
+std::string as_option(const OptionError& e);
 // --max-sessions, --max-memory and --max-session-seconds: how many sessions the engine holds at
 // once (EngineOptions's fields of those names).
 void add_capacity_options(CLI::App* cmd, EngineArgs& args, const std::string& sessions_help);

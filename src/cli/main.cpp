@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   voxrt::cli::add_stream_command(app);
   voxrt::cli::add_serve_command(app);
   voxrt::cli::add_pull_command(app);
+  voxrt::cli::add_quantize_command(app);
   voxrt::cli::add_decode_audio_command(app);
   voxrt::cli::add_bench_command(app);
   voxrt::cli::add_help_command(app);

@@ -22,6 +22,11 @@ constexpr Names<Layout, 3> kLayouts{{{Layout::Auto, "auto"}, {Layout::Mistral, "
 constexpr Names<KvCacheFormat, 3> kKvCacheFormats{
     {{KvCacheFormat::Auto, "auto"}, {KvCacheFormat::Bf16, "bf16"}, {KvCacheFormat::Fp8, "fp8"}}};
 
+constexpr Names<WeightScheme, 3> kWeightSchemes{
+    {{WeightScheme::None, "none"}, {WeightScheme::W4, "4w"}, {WeightScheme::W8, "8w"}}};
+constexpr Names<QuantizationMethod, 2> kQuantizationMethods{
+    {{QuantizationMethod::Search, "search"}, {QuantizationMethod::Rtn, "rtn"}}};
+
 // "auto, cuda or cpu"
 template <typename Enum, size_t N>
 std::string choices(const Names<Enum, N>& names) {
@@ -78,11 +83,37 @@ void check_memory(const EngineOptions& o) {
     throw OptionError("max_memory", " and max_memory_fraction both given: give one");
 }
 
+// A scheme's group size: 0 (its default) or what the scheme takes.
+void check_group(WeightScheme scheme, int group, const char* field) {
+  if (group == 0) return;
+  if (scheme == WeightScheme::W4 && group != 32 && group != 64 && group != 128)
+    throw OptionError(field, " " + std::to_string(group) + ": 4w takes 32, 64 or 128");
+  if (group < 0 || group % 32 != 0)
+    throw OptionError(field, " " + std::to_string(group) + ": expected a multiple of 32 (0: the scheme's default)");
+}
+
 }  // namespace
 
 std::string_view to_string(Device device) { return name_of(kDevices, device); }
 std::string_view to_string(Layout layout) { return name_of(kLayouts, layout); }
 std::string_view to_string(KvCacheFormat format) { return name_of(kKvCacheFormats, format); }
+
+std::string_view to_string(WeightScheme scheme) { return name_of(kWeightSchemes, scheme); }
+std::string_view to_string(QuantizationMethod method) { return name_of(kQuantizationMethods, method); }
+WeightScheme parse_weight_scheme(std::string_view name, const char* field) { return parse(kWeightSchemes, field, name); }
+QuantizationMethod parse_quantization_method(std::string_view name) {
+  return parse(kQuantizationMethods, "quantization_method", name);
+}
+
+void validate_quantization(const WeightQuantization& q) {
+  check_named(kWeightSchemes, "qlinear", q.linear);
+  check_named(kWeightSchemes, "qlinear_encoder", q.encoder);
+  check_named(kWeightSchemes, "qembedding", q.embedding);
+  check_named(kQuantizationMethods, "quantization_method", q.method);
+  check_group(q.linear, q.linear_group_size, "qlinear_group_size");
+  check_group(q.encoder, q.encoder_group_size, "qlinear_encoder_group_size");
+  check_group(q.embedding, q.embedding_group_size, "qembedding_group_size");
+}
 
 Device parse_device(std::string_view name) { return parse(kDevices, "device", name); }
 Layout parse_layout(std::string_view name) { return parse(kLayouts, "layout", name); }
@@ -107,6 +138,7 @@ void validate(const EngineOptions& o) {
   if (!(o.max_session_seconds >= 0 && o.max_session_seconds <= EngineOptions::kMaxSessionSeconds))
     throw OptionError("max_session_seconds", " " + number(o.max_session_seconds) + ": expected 0 (no limit) to " +
                                                  std::to_string(static_cast<long>(EngineOptions::kMaxSessionSeconds)));
+  validate_quantization(o.quantization);
   if (!(o.overload_wait_ms > 0))
     throw OptionError("overload_wait_ms", " " + number(o.overload_wait_ms) + ": expected more than 0");
 }

@@ -42,6 +42,11 @@ Weight Backend::upload_weight_bf16(std::vector<uint16_t>&& bits, int rows, int c
   return upload_weight(std::move(values), rows, cols);
 }
 
+Weight Backend::upload_quantized(QuantizedMatrix&& m) {
+  throw Error(name() + ": no kernels for " + format_name(m.format) + " weights [" + std::to_string(m.rows) + ", " +
+              std::to_string(m.cols) + "] on this backend");
+}
+
 void Backend::check_gather_rows(Mat x, std::span<const int32_t> rows, Mat y, const char* op) {
   check(y.cols == x.cols && rows.size() >= static_cast<size_t>(y.rows), op, "shape mismatch");
   for (int r = 0; r < y.rows; ++r)

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "quant/weight_format.h"
 #include "runtime/cuda_options.h"
 
 namespace voxrt {
@@ -52,10 +53,13 @@ class Buffer {
 using Mat = Buffer::View;
 
 // A weight matrix [out_features, in_features] (or a vector when in_features == 1), uploaded once in
-// the backend's preferred storage format. Opaque to the model.
+// the backend's preferred storage format. Opaque to the model, but for its format: bf16 values
+// (None), or a quantized matrix (upload_quantized) whose products and lookups the backend computes
+// over the values quant/weight_format.h defines.
 struct Weight {
   std::shared_ptr<void> storage;
   int rows = 0, cols = 0;
+  WeightFormat format{};
   bool empty() const { return storage == nullptr; }
 };
 
@@ -157,6 +161,10 @@ class Backend {
   // A weight given as bf16 bits (a BF16 checkpoint's own values): a backend storing bf16 takes
   // them as they are; the default widens them to fp32 (exact) for upload_weight.
   virtual Weight upload_weight_bf16(std::vector<uint16_t>&& bits, int rows, int cols);
+  // A quantized matrix (quant/weight_format.h), kept quantized: linear, linears, gated_linear and
+  // embed take it like any weight. A backend without kernels for the format throws an Error naming
+  // it; none of them is used for the convolutions.
+  virtual Weight upload_quantized(QuantizedMatrix&& m);
 
   // y = x W^T (+ bias) (+ y if accumulate). x [M, K], W [N, K], y [M, N].
   virtual void linear(Mat x, const Weight& w, const Weight* bias, Mat y, bool accumulate = false) = 0;

@@ -10,15 +10,16 @@
 
 #include "common/error.h"
 #include "common/thread_team.h"
+#include "models/voxtral/tensor_names.h"
 
 namespace voxrt {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kEmbedding = "mm_streams_embeddings.embedding_module.";
-const std::string kEncoder = kEmbedding + "whisper_encoder.";
-const std::string kTokEmbeddings = kEmbedding + "tok_embeddings.weight";
+using tensor_names::kEmbedding;
+using tensor_names::kEncoder;
+using tensor_names::kTokEmbeddings;
 
 constexpr const char* kParamsJson = "params.json";
 constexpr const char* kConsolidated = "consolidated.safetensors";
@@ -114,16 +115,22 @@ std::optional<RopeRows> rope_rows(const std::string& name, const ModelConfig& c)
 
 // Mistral interleaved pairs (2i, 2i+1) -> Hugging Face halves (i, i + hd/2), per head: new row
 // h*hd + j*hd/2 + i = old row h*hd + 2i + j (transformers' permute_for_rope).
+// Moves the rows of each head between Mistral's interleaved RoPE order (pairs 2i, 2i + 1) and the
+// rotate-half order of Hugging Face files (pairs i, i + head_dim / 2): row 2i + j of a head is row
+// j * half + i the other way round (transformers' permute_for_rope). `cols` elements a row.
 template <typename T>
-void interleaved_to_rotate_half(T* data, int n_heads, int head_dim, size_t cols) {
+void permute_rope_rows(T* data, int n_heads, int head_dim, size_t cols, bool to_rotate_half) {
   const size_t hd = static_cast<size_t>(head_dim), half = hd / 2;
   std::vector<T> head(hd * cols);
   for (int h = 0; h < n_heads; ++h) {
     T* base = data + static_cast<size_t>(h) * hd * cols;
     std::copy(base, base + hd * cols, head.begin());
     for (size_t i = 0; i < half; ++i)
-      for (size_t j = 0; j < 2; ++j)
-        std::copy_n(head.begin() + (2 * i + j) * cols, cols, base + (j * half + i) * cols);
+      for (size_t j = 0; j < 2; ++j) {
+        const size_t interleaved = 2 * i + j, rotate_half = j * half + i;
+        const size_t from = to_rotate_half ? interleaved : rotate_half, to = to_rotate_half ? rotate_half : interleaved;
+        std::copy_n(head.begin() + from * cols, cols, base + to * cols);
+      }
   }
 }
 
@@ -277,8 +284,20 @@ Checkpoint Checkpoint::open(const fs::path& dir, LayoutPreference pref) {
       ck.open_shards();
     }
   }
+  ck.read_stored_plan();
   ck.validate(config_file);
   return ck;
+}
+
+// A quantized directory says so in its safetensors metadata (every file of it, as `voxrt quantize`
+// writes one; the first that has the key is read).
+void Checkpoint::read_stored_plan() {
+  for (const auto& f : files_) {
+    auto it = f->metadata().find(kQuantMetadataKey);
+    if (it == f->metadata().end()) continue;
+    stored_plan_ = QuantPlan::from_metadata(it->second, f->path().string());
+    return;
+  }
 }
 
 // Registers a file's tensor under its canonical name; "" means voxrt does not use it.
@@ -320,11 +339,74 @@ void Checkpoint::validate(const std::string& config_file) const {
     const TensorInfo& t = *it->second.info;
     const std::string where = files_[it->second.file]->path().string();
     const std::string what = "tensor '" + t.name + "'" + (t.name == name ? "" : " ('" + name + "')");
+    if (shape.size() == 2) {
+      const WeightFormat f = stored_plan_.format_for(name, shape[1]);
+      if (f.quantized()) return validate_quantized(name, shape, f);
+    }
     check(is_float_dtype(t.dtype), where,
           what + " has dtype " + dtype_name(t.dtype) + ", expected BF16, F16 or F32");
     check(t.shape == shape, where,
           what + " has shape " + shape_str(t.shape) + ", expected " + shape_str(shape) + " (from " + config_file + ")");
   });
+}
+
+void Checkpoint::validate_quantized(const std::string& name, const std::vector<int64_t>& shape,
+                                    const WeightFormat& f) const {
+  const int64_t N = shape[0], K = shape[1], groups = K / f.group_size;
+  // One quantized tensor: present, of the dtype and shape the format gives.
+  auto expect = [&](const std::string& tensor_name, DType dtype, const std::vector<int64_t>& want, const char* role) {
+    auto it = by_canonical_.find(tensor_name);
+    check(it != by_canonical_.end(), files_[0]->path().string(),
+          std::string("missing ") + role + " tensor '" + tensor_name + "' of the " + format_name(f) + " weight '" + name + "'");
+    const TensorInfo& t = *it->second.info;
+    const std::string where = files_[it->second.file]->path().string();
+    check(t.dtype == dtype, where,
+          "tensor '" + tensor_name + "' has dtype " + dtype_name(t.dtype) + ", expected " + dtype_name(dtype) + " (" +
+              format_name(f) + " " + role + ")");
+    check(t.shape == want, where,
+          "tensor '" + tensor_name + "' has shape " + shape_str(t.shape) + ", expected " + shape_str(want) + " (" +
+              format_name(f) + " " + role + " of a [" + std::to_string(N) + ", " + std::to_string(K) + "] weight)");
+  };
+  expect(name, f.kind == QuantKind::Int4 ? DType::U8 : DType::I8,
+         {N, static_cast<int64_t>(packed_row_bytes(f.kind, static_cast<int>(K)))}, "packed");
+  expect(quant_scales_name(name), DType::BF16, {N, groups}, "scales");
+  if (has_biases(f.kind)) expect(quant_biases_name(name), DType::BF16, {N, groups}, "biases");
+}
+
+WeightFormat Checkpoint::stored_format(const std::string& canonical) const {
+  const TensorInfo& t = tensor(canonical);
+  if (!stored_plan_.any() || t.shape.size() != 2) return {};
+  const WeightFormat f = stored_plan_.format_for(canonical, t.dtype == DType::U8 ? t.shape[1] * 2 : t.shape[1]);
+  return f;
+}
+
+template <typename T>
+std::vector<T> Checkpoint::copy_raw(const std::string& canonical) const {
+  const TensorInfo& t = tensor(canonical);
+  check(dtype_size(t.dtype) == sizeof(T), file_of(canonical).string(), "tensor '" + t.name + "' has an unexpected dtype");
+  std::vector<T> out(static_cast<size_t>(t.numel()));
+  copy_out(canonical, [&](size_t first, size_t n) { std::memcpy(out.data() + first, t.data + first * sizeof(T), n * sizeof(T)); });
+  return out;
+}
+
+QuantizedMatrix Checkpoint::load_quantized(const std::string& canonical) const {
+  const WeightFormat f = stored_format(canonical);
+  check(f.quantized(), file_of(canonical).string(), "tensor '" + canonical + "' is not stored quantized");
+  const TensorInfo& t = tensor(canonical);
+  QuantizedMatrix m;
+  m.format = f;
+  m.rows = static_cast<int>(t.shape[0]);
+  m.cols = static_cast<int>(f.kind == QuantKind::Int4 ? t.shape[1] * 2 : t.shape[1]);
+  m.packed = copy_raw<uint8_t>(canonical);
+  m.scales = copy_raw<uint16_t>(quant_scales_name(canonical));
+  if (has_biases(f.kind)) m.biases = copy_raw<uint16_t>(quant_biases_name(canonical));
+  // Rows move whole: the RoPE permutation of a Mistral file's q/k rows applies to each row's
+  // packed values, scales and biases alike.
+  to_internal_rows(canonical, m.packed.data(), m.packed.size());
+  to_internal_rows(canonical, m.scales.data(), m.scales.size());
+  if (!m.biases.empty()) to_internal_rows(canonical, m.biases.data(), m.biases.size());
+  m.check_consistent(file_of(canonical).string() + ": tensor '" + t.name + "'");
+  return m;
 }
 
 bool Checkpoint::has(const std::string& canonical) const { return by_canonical_.count(canonical) != 0; }
@@ -391,8 +473,20 @@ void Checkpoint::to_internal_rows(const std::string& canonical, T* data, size_t 
     check(!t.shape.empty() && t.shape[0] == rows, file_of(canonical).string(),
           "tensor '" + t.name + "' has " + (t.shape.empty() ? "no" : std::to_string(t.shape[0])) +
               " rows, expected " + std::to_string(rows) + " for the RoPE permutation");
-    interleaved_to_rotate_half(data, rope->n_heads, rope->head_dim, n / static_cast<size_t>(rows));
+    permute_rope_rows(data, rope->n_heads, rope->head_dim, n / static_cast<size_t>(rows), /*to_rotate_half=*/true);
   }
 }
+
+template <typename T>
+void Checkpoint::to_mistral_rows(const std::string& canonical, T* data, size_t n) const {
+  if (auto rope = rope_rows(canonical, config_)) {
+    const size_t rows = static_cast<size_t>(rope->n_heads) * rope->head_dim;
+    check(n % rows == 0, canonical, "not whole rows for the RoPE permutation");
+    permute_rope_rows(data, rope->n_heads, rope->head_dim, n / rows, /*to_rotate_half=*/false);
+  }
+}
+template void Checkpoint::to_mistral_rows(const std::string&, uint8_t*, size_t) const;
+template void Checkpoint::to_mistral_rows(const std::string&, uint16_t*, size_t) const;
+template void Checkpoint::to_mistral_rows(const std::string&, float*, size_t) const;
 
 }  // namespace voxrt

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "models/voxtral/config.h"
+#include "models/voxtral/quant_plan.h"
+#include "quant/weight_format.h"
 #include "safetensors/safetensors.h"
 
 namespace voxrt {
@@ -76,6 +78,18 @@ class Checkpoint {
   // rows permuted the same way); bits << 16 is exactly load_f32's value. Throws for other dtypes.
   std::vector<uint16_t> load_bf16(const std::string& canonical) const;
 
+  // Quantized weights (a directory `voxrt quantize` wrote): the plan its metadata holds (nothing
+  // quantized for an official checkpoint), the format a tensor is stored in, and a quantized
+  // tensor with its scales and biases, rows in the internal order as load_f32's.
+  const QuantPlan& stored_quantization() const { return stored_plan_; }
+  WeightFormat stored_format(const std::string& canonical) const;
+  QuantizedMatrix load_quantized(const std::string& canonical) const;
+  // Rows of a tensor in the internal order (n elements, whole rows) put back in the Mistral
+  // layout's order (the q/k projections' interleaved RoPE pairs; other tensors are left alone), for
+  // writing a Mistral-layout file. T: uint8_t, uint16_t or float.
+  template <typename T>
+  void to_mistral_rows(const std::string& canonical, T* data, size_t n) const;
+
  private:
   void add_tensor(const std::string& canonical, const TensorInfo* info, size_t file);
   // Calls copy(first, count) over the tensor's elements in slices of kCopySliceBytes, releasing
@@ -88,6 +102,11 @@ class Checkpoint {
   void to_internal_rows(const std::string& canonical, T* data, size_t n) const;
   void open_shards();
   void validate(const std::string& config_file) const;
+  // A quantized tensor's packed values, scales and biases against the expected shape [N, K].
+  void validate_quantized(const std::string& name, const std::vector<int64_t>& shape, const WeightFormat& f) const;
+  void read_stored_plan();
+  template <typename T>
+  std::vector<T> copy_raw(const std::string& canonical) const;
 
   std::filesystem::path dir_;
   ModelConfig config_;
@@ -95,6 +114,7 @@ class Checkpoint {
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   struct Entry { const TensorInfo* info; size_t file; };
   std::unordered_map<std::string, Entry> by_canonical_;
+  QuantPlan stored_plan_;
 };
 
 }  // namespace voxrt

@@ -43,8 +43,8 @@ std::vector<float> ada_scale(const LayerWeights& l, int dim, int t_cond_dim, flo
   return out;
 }
 
-VoxtralModel::VoxtralModel(const Checkpoint& ckpt, Backend& backend)
-    : cfg_(ckpt.config()), backend_(backend), w_(load_weights(ckpt, backend)) {
+VoxtralModel::VoxtralModel(const Checkpoint& ckpt, Backend& backend, const QuantPlan& quantize)
+    : cfg_(ckpt.config()), backend_(backend), w_(load_weights(ckpt, backend, quantize)) {
   enc_inv_freq_ = rope_inv_freq(cfg_.encoder.rope_theta, cfg_.encoder.head_dim);
   dec_inv_freq_ = rope_inv_freq(cfg_.decoder.rope_theta, cfg_.decoder.head_dim);
   const EncoderConfig& e = cfg_.encoder;

@@ -18,7 +18,9 @@ namespace voxrt {
 
 class VoxtralModel {
  public:
-  VoxtralModel(const Checkpoint& ckpt, Backend& backend);
+  // quantize: weights to quantize while loading (models/voxtral/quant_plan.h); none by default. A
+  // checkpoint already quantized loads as it is stored.
+  VoxtralModel(const Checkpoint& ckpt, Backend& backend, const QuantPlan& quantize = {});
 
   const ModelConfig& config() const { return cfg_; }
   Backend& backend() const { return backend_; }

@@ -2,21 +2,35 @@
 
 #include <string>
 
+#include "common/error.h"
+#include "models/voxtral/tensor_names.h"
+#include "quant/quantizer.h"
+
 namespace voxrt {
 namespace {
 
-const std::string kEmbed = "mm_streams_embeddings.embedding_module.";
-const std::string kEnc = kEmbed + "whisper_encoder.";
+const std::string& kEmbed = tensor_names::kEmbedding;
+const std::string& kEnc = tensor_names::kEncoder;
 
 class Loader {
  public:
-  Loader(const Checkpoint& ckpt, Backend& backend) : ckpt_(ckpt), backend_(backend) {}
+  Loader(const Checkpoint& ckpt, Backend& backend, const QuantPlan& quantize)
+      : ckpt_(ckpt), backend_(backend), quantize_(quantize) {}
 
-  // A matrix [rows, cols] (or a vector, uploaded as [n, 1]).
+  // A matrix [rows, cols] (or a vector, uploaded as [n, 1]); quantized as stored, or as the plan
+  // asks.
   Weight get(const std::string& name) {
+    if (ckpt_.stored_format(name).quantized()) return backend_.upload_quantized(ckpt_.load_quantized(name));
     const TensorInfo& t = ckpt_.tensor(name);
     const int rows = static_cast<int>(t.shape[0]);
     const int cols = t.shape.size() > 1 ? static_cast<int>(t.numel() / rows) : 1;
+    if (t.shape.size() == 2) {
+      const WeightFormat f = quantize_.format_for(name, cols);
+      if (f.quantized()) {
+        const std::vector<float> values = ckpt_.load_f32(name);
+        return backend_.upload_quantized(quantize(values.data(), rows, cols, f, quantize_.method));
+      }
+    }
     // A backend that stores bf16 matrices takes a BF16 checkpoint's bits as they are: no fp32
     // round trip (twice the bytes, written and read again) on the way to the device.
     if (cols > 1 && backend_.weight_element_bytes() == 2 && ckpt_.stored_as_bf16(name))
@@ -42,6 +56,7 @@ class Loader {
  private:
   const Checkpoint& ckpt_;
   Backend& backend_;
+  const QuantPlan& quantize_;
 };
 
 // Both stacks use the same tensor names under their prefix; the encoder adds biases on q, v, o and
@@ -71,9 +86,12 @@ LayerWeights load_layer(Loader& L, const std::string& p, bool encoder) {
 
 }  // namespace
 
-ModelWeights load_weights(const Checkpoint& ckpt, Backend& backend) {
+ModelWeights load_weights(const Checkpoint& ckpt, Backend& backend, const QuantPlan& quantize) {
   const ModelConfig& cfg = ckpt.config();
-  Loader L(ckpt, backend);
+  check(!(quantize.any() && ckpt.stored_quantization().any()), ckpt.dir().string(),
+        "already quantized (" + ckpt.stored_quantization().describe() + "); it cannot be quantized again (" +
+            quantize.describe() + "): load it without the quantization options, or quantize the original");
+  Loader L(ckpt, backend, quantize);
   ModelWeights w;
   w.conv1_w = L.conv(kEnc + "conv_layers.0.conv.weight");
   w.conv1_b = L.get(kEnc + "conv_layers.0.conv.bias");

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "models/voxtral/checkpoint.h"
+#include "models/voxtral/quant_plan.h"
 #include "runtime/backend.h"
 
 namespace voxrt {
@@ -28,6 +29,8 @@ struct ModelWeights {
   Weight norm;
 };
 
-ModelWeights load_weights(const Checkpoint& ckpt, Backend& backend);
+// quantize: the weights to quantize on the way (none by default). A checkpoint stored quantized
+// loads as it is; asking to quantize it again is an Error naming both.
+ModelWeights load_weights(const Checkpoint& ckpt, Backend& backend, const QuantPlan& quantize = {});
 
 }  // namespace voxrt
