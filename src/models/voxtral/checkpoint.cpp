@@ -385,7 +385,12 @@ std::vector<T> Checkpoint::copy_raw(const std::string& canonical) const {
   const TensorInfo& t = tensor(canonical);
   check(dtype_size(t.dtype) == sizeof(T), file_of(canonical).string(), "tensor '" + t.name + "' has an unexpected dtype");
   std::vector<T> out(static_cast<size_t>(t.numel()));
-  copy_out(canonical, [&](size_t first, size_t n) { std::memcpy(out.data() + first, t.data + first * sizeof(T), n * sizeof(T)); });
+  copy_out(canonical, [&](size_t first, size_t n) {
+    // Large slices are copied by all cores: the copy is what touches the mapped file's pages.
+    ThreadTeam::shared().parallel_for(n, size_t{1} << 20, [&](size_t i0, size_t i1) {
+      std::memcpy(out.data() + first + i0, t.data + (first + i0) * sizeof(T), (i1 - i0) * sizeof(T));
+    });
+  });
   return out;
 }
 
@@ -440,13 +445,7 @@ std::vector<uint16_t> Checkpoint::load_bf16(const std::string& canonical) const 
   const TensorInfo& t = tensor(canonical);
   check(t.dtype == DType::BF16, file_of(canonical).string(),
         "tensor '" + t.name + "' has dtype " + dtype_name(t.dtype) + ", not BF16");
-  std::vector<uint16_t> out(static_cast<size_t>(t.numel()));
-  copy_out(canonical, [&](size_t first, size_t n) {
-    // Large slices are copied by all cores: the copy is what touches the mapped file's pages.
-    ThreadTeam::shared().parallel_for(n, size_t{1} << 20, [&](size_t i0, size_t i1) {
-      std::memcpy(out.data() + first + i0, t.data + (first + i0) * 2, (i1 - i0) * 2);
-    });
-  });
+  std::vector<uint16_t> out = copy_raw<uint16_t>(canonical);
   to_internal_rows(canonical, out.data(), out.size());
   return out;
 }
