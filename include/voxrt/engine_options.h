@@ -38,8 +38,9 @@ struct WeightQuantization {
   int linear_group_size = 0;                 // 0: 32 for W4, an output channel for W8
   WeightScheme encoder = WeightScheme::None;  // the encoder's linear layers and the adapter (--qlinear-encoder)
   int encoder_group_size = 0;
-  // The token embedding, which is also the LM head (--qembedding, 8w as ExecuTorch's). The checkpoint ties the
-  // two, and voxrt's lookup and product read the same quantized matrix, so it is stored once.
+  // The token embedding (--qembedding, 8w as ExecuTorch's). The checkpoint ties the LM head to it: with the
+  // decoder's linears quantized, the head is quantized apart in their format (ExecuTorch unties it too: it is
+  // the largest product of a step); otherwise the head is the embedding, stored once.
   WeightScheme embedding = WeightScheme::None;
   int embedding_group_size = 0;  // 0: 128
   QuantizationMethod method = QuantizationMethod::Search;

@@ -205,7 +205,7 @@ struct QuantizeResult {
   size_t tensors = 0, quantized = 0;        // tensors written, of them quantized
   size_t bytes_before = 0, bytes_after = 0;  // the weights as bf16, and as written
   // Each component's quantized weights against the original values: sqrt(squared error / energy).
-  double encoder_error = 0, decoder_error = 0, embedding_error = 0;
+  double encoder_error = 0, decoder_error = 0, embedding_error = 0, head_error = 0;  // head: 0 when tied
   double seconds = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "bench/benchmark.h"
+#include "quant/quantizer.h"
 #include "runtime/kernel_switches.h"
 
 namespace voxrt {
@@ -12,8 +13,11 @@ namespace {
 
 using Kernels = KernelSwitches::ProductKernels;
 
+enum class Part { Encoder, Decoder, Head };  // whose weight format a product takes (the adapter: the encoder's)
+
 struct Product {
   std::string name;
+  Part part;
   int M, K;            // M: the rows a live pass has
   std::vector<int> n;  // outputs over the same x (q, k, v), or the gate and up widths when gated
   bool gated = false, accumulate = false;
@@ -27,13 +31,16 @@ struct Prepared {
   double weight_bytes = 0;
 };
 
-Prepared prepare(Backend& b, const Product& p, int max_rows) {
+Prepared prepare(Backend& b, const Product& p, int max_rows, WeightFormat f) {
   Prepared d;
+  if (f.kind == QuantKind::Int8 && f.group_size == 0) f.group_size = p.K;  // one scale an output channel
   for (size_t i = 0; i < p.n.size(); ++i) {
-    d.w.push_back(b.upload_weight(random_rows(p.n[i], p.K, static_cast<unsigned>(i + 1)), p.n[i], p.K));
+    std::vector<float> values = random_rows(p.n[i], p.K, static_cast<unsigned>(i + 1));
+    if (f.quantized()) d.w.push_back(b.upload_quantized(quantize(values.data(), p.n[i], p.K, f, QuantMethod::Rtn)));
+    else d.w.push_back(b.upload_weight(std::move(values), p.n[i], p.K));
     d.y.emplace_back(&b, max_rows, p.n[i]);
     b.fill(d.y.back().data(), 0.0f, d.y.back().size());
-    d.weight_bytes += static_cast<double>(p.n[i]) * p.K * b.weight_element_bytes();
+    d.weight_bytes += static_cast<double>(p.n[i]) * p.K * bytes_per_element(f, static_cast<double>(b.weight_element_bytes()));
   }
   d.x = Buffer(&b, max_rows, p.K);
   b.fill(d.x.data(), 0.5f, d.x.size());
@@ -62,17 +69,17 @@ std::vector<Product> pass_products(const ModelConfig& c) {
   const DecoderConfig& d = c.decoder;
   const int frames = c.downsample_factor;
   return {
-      {"encoder q/k/v", frames, e.dim, {e.n_heads * e.head_dim, e.n_kv_heads * e.head_dim, e.n_kv_heads * e.head_dim}},
-      {"encoder wo", frames, e.n_heads * e.head_dim, {e.dim}, false, true},
-      {"encoder gate+up", frames, e.dim, {e.hidden_dim, e.hidden_dim}, true},
-      {"encoder w2", frames, e.hidden_dim, {e.dim}, false, true},
-      {"adapter w1", 1, e.dim * frames, {d.dim}},
-      {"adapter w2", 1, d.dim, {d.dim}},
-      {"decoder q/k/v", 1, d.dim, {d.n_heads * d.head_dim, d.n_kv_heads * d.head_dim, d.n_kv_heads * d.head_dim}},
-      {"decoder wo", 1, d.n_heads * d.head_dim, {d.dim}, false, true},
-      {"decoder gate+up", 1, d.dim, {d.hidden_dim, d.hidden_dim}, true},
-      {"decoder w2", 1, d.hidden_dim, {d.dim}, false, true},
-      {"lm head", 1, d.dim, {d.vocab_size}},
+      {"encoder q/k/v", Part::Encoder, frames, e.dim, {e.n_heads * e.head_dim, e.n_kv_heads * e.head_dim, e.n_kv_heads * e.head_dim}},
+      {"encoder wo", Part::Encoder, frames, e.n_heads * e.head_dim, {e.dim}, false, true},
+      {"encoder gate+up", Part::Encoder, frames, e.dim, {e.hidden_dim, e.hidden_dim}, true},
+      {"encoder w2", Part::Encoder, frames, e.hidden_dim, {e.dim}, false, true},
+      {"adapter w1", Part::Encoder, 1, e.dim * frames, {d.dim}},
+      {"adapter w2", Part::Encoder, 1, d.dim, {d.dim}},
+      {"decoder q/k/v", Part::Decoder, 1, d.dim, {d.n_heads * d.head_dim, d.n_kv_heads * d.head_dim, d.n_kv_heads * d.head_dim}},
+      {"decoder wo", Part::Decoder, 1, d.n_heads * d.head_dim, {d.dim}, false, true},
+      {"decoder gate+up", Part::Decoder, 1, d.dim, {d.hidden_dim, d.hidden_dim}, true},
+      {"decoder w2", Part::Decoder, 1, d.hidden_dim, {d.dim}, false, true},
+      {"lm head", Part::Head, 1, d.dim, {d.vocab_size}},
   };
 }
 
@@ -96,20 +103,30 @@ nlohmann::json time_products(Backend& b, const ModelConfig& c, const ProductTimi
   nlohmann::json out = nlohmann::json::array();
   for (const Product& p : pass_products(c)) {
     const std::vector<int> rows = t.rows.empty() ? std::vector<int>{p.M} : t.rows;
-    Prepared d = prepare(b, p, *std::max_element(rows.begin(), rows.end()));
-    for (const int M : rows) {
-      double flops = 0;
-      for (const int n : p.n) flops += 2.0 * M * n * p.K;
-      const double floor_s = std::max(d.weight_bytes / t.read_bytes_per_s, flops / t.matmul_flops_per_s);
-      nlohmann::json e = {{"name", p.name},   {"rows", M}, {"weight_bytes", d.weight_bytes},
-                          {"flops", flops},   {"floor_us", floor_s * 1e6}};
-      for (const auto& [name, k] : paths) {
-        use(k);
-        const double us = time_us(b, p, d, M, "bench product " + p.name + " " + name + " x" + std::to_string(M));
-        e["kernels"][name] = {{"p50_us", us}, {"TFLOPs", flops / (us * 1e-6) / 1e12}};
+    const WeightFormat quantized = p.part == Part::Encoder ? t.encoder : p.part == Part::Decoder ? t.decoder : t.head;
+    std::vector<WeightFormat> formats = {WeightFormat{}};
+    if (quantized.quantized()) formats.push_back(quantized);
+    for (const WeightFormat& f : formats) {
+      Prepared d = prepare(b, p, *std::max_element(rows.begin(), rows.end()), f);
+      // A quantized weight takes the backend's own path (the GEMV dequantizes it); bf16, each path.
+      const std::vector<std::pair<const char*, Kernels>> through =
+          f.quantized() ? std::vector<std::pair<const char*, Kernels>>{{"auto", Kernels::Automatic}} : paths;
+      for (const int M : rows) {
+        double flops = 0;
+        for (const int n : p.n) flops += 2.0 * M * n * p.K;
+        const double floor_s = std::max(d.weight_bytes / t.read_bytes_per_s, flops / t.matmul_flops_per_s);
+        const std::string format = f.quantized() ? format_name(f) : "bf16";
+        nlohmann::json e = {{"name", p.name}, {"format", format}, {"rows", M}, {"weight_bytes", d.weight_bytes},
+                            {"flops", flops}, {"floor_us", floor_s * 1e6}};
+        for (const auto& [name, k] : through) {
+          use(k);
+          const double us =
+              time_us(b, p, d, M, "bench product " + p.name + " " + format + " " + name + " x" + std::to_string(M));
+          e["kernels"][name] = {{"p50_us", us}, {"TFLOPs", flops / (us * 1e-6) / 1e12}};
+        }
+        use(Kernels::Automatic);
+        out.push_back(e);
       }
-      use(Kernels::Automatic);
-      out.push_back(e);
     }
   }
   return out;
@@ -122,7 +139,7 @@ std::string format_products(const nlohmann::json& products) {
   // The library last: the GEMM's rate is given as a share of it.
   std::stable_partition(paths.begin(), paths.end(), [](const std::string& p) { return p != "library"; });
   char buf[256];
-  std::string out = "product (alone, back to back)   rows  weight MB  floor us";
+  std::string out = "product (alone, back to back)  weights  rows  weight MB  floor us";
   for (const std::string& p : paths) {
     std::snprintf(buf, sizeof buf, " %10s us %7s TF/s", p.c_str(), p.c_str());
     out += buf;
@@ -130,17 +147,20 @@ std::string format_products(const nlohmann::json& products) {
   const bool versus = std::count(paths.begin(), paths.end(), "gemm") && std::count(paths.begin(), paths.end(), "library");
   out += versus ? "  gemm/library rate\n" : "\n";
   for (const auto& e : products) {
-    std::snprintf(buf, sizeof buf, "%-30s %5d %10.1f %9.1f", e["name"].get<std::string>().c_str(), e["rows"].get<int>(),
+    std::snprintf(buf, sizeof buf, "%-30s %7s %5d %10.1f %9.1f", e["name"].get<std::string>().c_str(),
+                  e.value("format", std::string("bf16")).c_str(), e["rows"].get<int>(),
                   e["weight_bytes"].get<double>() / 1e6, e["floor_us"].get<double>());
     out += buf;
+    const nlohmann::json& k = e["kernels"];
     for (const std::string& p : paths) {
-      std::snprintf(buf, sizeof buf, " %13.1f %12.1f", e["kernels"][p]["p50_us"].get<double>(),
-                    e["kernels"][p]["TFLOPs"].get<double>());
+      // A quantized product's own path is the GEMV: its time stands in that column.
+      const std::string from = k.contains(p) ? p : p == "gemv" && k.contains("auto") ? "auto" : "";
+      if (from.empty()) std::snprintf(buf, sizeof buf, " %13s %12s", "-", "-");
+      else std::snprintf(buf, sizeof buf, " %13.1f %12.1f", k[from]["p50_us"].get<double>(), k[from]["TFLOPs"].get<double>());
       out += buf;
     }
-    if (versus) {
-      std::snprintf(buf, sizeof buf, " %12.0f %%",
-                    100.0 * e["kernels"]["library"]["p50_us"].get<double>() / e["kernels"]["gemm"]["p50_us"].get<double>());
+    if (versus && k.contains("gemm") && k.contains("library")) {
+      std::snprintf(buf, sizeof buf, " %12.0f %%", 100.0 * k["library"]["p50_us"].get<double>() / k["gemm"]["p50_us"].get<double>());
       out += buf;
     }
     out += "\n";

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models/voxtral/config.h"
+#include "quant/weight_format.h"
 #include "runtime/backend.h"
 
 namespace voxrt {
@@ -18,10 +19,15 @@ namespace voxrt {
 struct ProductTiming {
   double read_bytes_per_s = 0, matmul_flops_per_s = 0;  // the measured ceilings
   std::vector<int> rows;  // empty: each product at its live pass's rows, with the backend's own kernels
+  // The model's weight formats (the encoder's with the adapter, the decoder's, the LM head's): a
+  // product whose part is quantized is timed in that format too, beside bf16, on the same random
+  // values quantized (round to nearest), through the backend's own kernels.
+  WeightFormat encoder, decoder, head;
 };
 
-// One entry per product and row count: name, rows, weight_bytes, flops, floor_us, and per kernel
-// path ("auto", or "gemv", "gemm", "library"): p50_us and TFLOPs.
+// One entry per product, weight format and row count: name, format ("bf16", "4w/32", ...), rows,
+// weight_bytes, flops, floor_us, and per kernel path ("auto", or "gemv", "gemm", "library"; a
+// quantized format: "auto", which is the GEMV): p50_us and TFLOPs.
 nlohmann::json time_products(Backend& backend, const ModelConfig& config, const ProductTiming& timing);
 
 // The table for people.

@@ -50,7 +50,14 @@ nlohmann::json ceilings_json(const Ceilings& c) {
   return {{"copy_GBps", c.copy_gbps}, {"matmul_TFLOPs", c.matmul_tflops}, {"matmul", c.matmul_what}};
 }
 
-PassCosts pass_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes) {
+WeightElementBytes weight_element_bytes(const VoxtralModel& m) {
+  const double stored = static_cast<double>(m.backend().weight_element_bytes());
+  const ModelWeights& w = m.weights();
+  return {bytes_per_element(w.encoder.at(0).wq.format, stored), bytes_per_element(w.decoder.at(0).wq.format, stored),
+          bytes_per_element(w.lm_head.format, stored)};
+}
+
+PassCosts pass_costs(const ModelConfig& c, const WeightElementBytes& weights, size_t kv_bytes) {
   const EncoderConfig& e = c.encoder;
   const DecoderConfig& d = c.decoder;
   const double enc_w = e.n_layers * layer_params(e.dim, e.n_heads, e.n_kv_heads, e.head_dim, e.hidden_dim);
@@ -59,10 +66,11 @@ PassCosts pass_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes)
   const double head_w = static_cast<double>(d.vocab_size) * d.dim;
   const double enc_kv = 2.0 * e.n_layers * e.sliding_window * e.n_kv_heads * e.head_dim * kv_bytes;
   const double dec_kv_per_key = 2.0 * d.n_layers * d.n_kv_heads * d.head_dim * kv_bytes;
-  const double dec_weights = (dec_w + head_w) * weight_bytes;
-  return {(enc_w + adapter_w) * weight_bytes + enc_kv,
+  const double dec_weights = dec_w * weights.decoder + head_w * weights.head;
+  const double enc_weights = (enc_w + adapter_w) * weights.encoder;
+  return {enc_weights + enc_kv,
           dec_weights + dec_kv_per_key * d.sliding_window,
-          (enc_w + adapter_w) * weight_bytes,
+          enc_weights,
           enc_kv,
           dec_weights,
           dec_kv_per_key,
@@ -144,7 +152,7 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
   r["backend"] = be.name();
   const Ceilings ceil = be.measure_ceilings();
   r["ceilings"] = ceilings_json(ceil);
-  const PassCosts k = pass_costs(c, be.weight_element_bytes(), be.kv_element_bytes());
+  const PassCosts k = pass_costs(c, weight_element_bytes(m), be.kv_element_bytes());
   // Reads only: a copy moves each byte twice (read + write), a pass reads its bytes once.
   const double read_bps = ceil.copy_gbps * 1e9;
 
@@ -182,7 +190,14 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
   // backend's pool keeps reserved after they are freed.)
   if (o.encoder_passes || o.decoder_passes) r["memory_after_pass_figures_bytes"] = be.memory_in_use();
   if (o.products) {
-    const ProductTiming timing{read_bps, ceil.matmul_tflops * 1e12, o.product_rows};
+    ProductTiming timing;
+    timing.read_bytes_per_s = read_bps;
+    timing.matmul_flops_per_s = ceil.matmul_tflops * 1e12;
+    timing.rows = o.product_rows;
+    const ModelWeights& w = m.weights();
+    timing.encoder = w.encoder.at(0).wq.format;
+    timing.decoder = w.decoder.at(0).wq.format;
+    timing.head = w.lm_head.format;
     r["products"] = time_products(be, c, timing);
   }
   if (!o.attention_streams.empty()) r["attention"] = time_attention(be, c, AttentionTiming{read_bps, o.attention_streams});

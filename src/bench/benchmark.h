@@ -44,7 +44,13 @@ struct PassCosts {
   double dec_weight_bytes, dec_kv_bytes_per_key;
   double enc_flops_per_frame, dec_flops_per_position;
 };
-PassCosts pass_costs(const ModelConfig& c, size_t weight_bytes, size_t kv_bytes);
+// Bytes an element of each part's weights takes as loaded (bf16, or a quantized format's packed
+// values with their scales): the encoder's linears with the adapter, the decoder's, the LM head.
+struct WeightElementBytes {
+  double encoder, decoder, head;
+};
+WeightElementBytes weight_element_bytes(const VoxtralModel& m);
+PassCosts pass_costs(const ModelConfig& c, const WeightElementBytes& weights, size_t kv_bytes);
 
 // The measured ceilings as every benchmark result records them.
 nlohmann::json ceilings_json(const Ceilings& c);

@@ -106,7 +106,7 @@ nlohmann::json run_offline_batch_benchmark(BenchEngine& engine, std::span<const 
   for (BenchDevice* d : devices) memory += d->model().backend().memory_in_use();
   // Every position of every input through the encoder and the decoder at the matrix rate, the
   // devices sharing the work evenly.
-  const PassCosts k = pass_costs(c, be.weight_element_bytes(), be.kv_element_bytes());
+  const PassCosts k = pass_costs(c, weight_element_bytes(model), be.kv_element_bytes());
   const double step_s = static_cast<double>(c.samples_per_position()) / rate;
   const double positions = o.batch * (o.seconds / step_s);
   const double floor_s = positions * (k.dec_flops_per_position + k.enc_flops_per_frame * c.downsample_factor) /

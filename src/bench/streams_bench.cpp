@@ -142,7 +142,7 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
   // The floor of one step of n streams: every weight read once, and each stream's caches once at
   // this length (decoder keys up to its window, the encoder's full window), or its FLOPs at the
   // matrix rate, whichever takes longer.
-  const PassCosts k = pass_costs(c, be.weight_element_bytes(), be.kv_element_bytes());
+  const PassCosts k = pass_costs(c, weight_element_bytes(model), be.kv_element_bytes());
   const double keys = std::min<double>(o.stream_seconds / step_s, c.decoder.sliding_window);
   auto step_bytes = [&](double n) {
     return k.dec_weight_bytes + k.enc_weight_bytes + n * (k.dec_kv_bytes_per_key * keys + k.enc_kv_bytes);

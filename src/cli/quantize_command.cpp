@@ -44,8 +44,9 @@ void run(const QuantizeCommandArgs& a) {
                 gigabytes(r.bytes_after).c_str());
   std::cerr << line;
   std::snprintf(line, sizeof line,
-                "voxrt: relative error of the quantized weights: encoder %.4f, decoder %.4f, embedding %.4f (0: not quantized)\n",
-                r.encoder_error, r.decoder_error, r.embedding_error);
+                "voxrt: relative error of the quantized weights: encoder %.4f, decoder %.4f, embedding %.4f, LM head %.4f "
+                "(0: not quantized, or the head tied to the embedding)\n",
+                r.encoder_error, r.decoder_error, r.embedding_error, r.head_error);
   std::cerr << line << "voxrt: wrote " << a.out << " (load it with --model " << a.out << ")\n";
 }
 

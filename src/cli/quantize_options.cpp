@@ -15,7 +15,7 @@ void add_quantize_options(CLI::App* cmd, QuantizeArgs& a) {
       ->group(group);
   cmd->add_option("--qlinear-encoder-group-size", a.encoder_group_size, "As --qlinear-group-size, for the encoder")
       ->group(group);
-  cmd->add_option("--qembedding", a.embedding, "Token embedding, also the LM head: none, 8w (or 4w)")
+  cmd->add_option("--qembedding", a.embedding, "Token embedding: none, 8w (or 4w); the LM head follows --qlinear when given, else the embedding")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--qembedding-group-size", a.embedding_group_size, "Elements a scale of the embedding (0: 128)")

@@ -1,6 +1,6 @@
 // The quantization options, spelled as ExecuTorch's export spells them: --qlinear (the decoder's
-// linear layers), --qlinear-encoder (the encoder's and the adapter), --qembedding (the token
-// embedding, also the LM head), each with its --*-group-size, and --quantize-method. Every
+// linear layers, and the LM head apart from the embedding), --qlinear-encoder (the encoder's and the
+// adapter), --qembedding (the token embedding), each with its --*-group-size, and --quantize-method. Every
 // model-running command takes them (quantizing while loading), and `voxrt quantize` (writing a
 // quantized model directory).
 #pragma once

@@ -119,10 +119,6 @@ class EngineImpl final : public Engine, public BenchDevice {
             tekken.string(), "vocabulary smaller than the model's");
       const QuantPlan quantize = QuantPlan::from_options(o.quantization);
       const QuantPlan& weights = ckpt.stored_quantization().any() ? ckpt.stored_quantization() : quantize;
-      // The quantized formats' CUDA kernels are not written yet (README.md, "Quantized weights").
-      if (weights.any() && backend_->name() != "cpu")
-        throw Error(dir.string() + ": quantized weights (" + weights.describe() + ") run on the CPU backend for now: " +
-                    "give --device cpu (the " + backend_->name() + " backend's kernels for them are not written yet)");
       model_ = std::make_unique<VoxtralModel>(ckpt, *backend_, quantize);
       info_.weights = weights.any() ? weights.describe() : "bf16";
       family_ = std::make_unique<VoxtralStreamModel>(
@@ -486,6 +482,7 @@ QuantizeResult quantize_model(const std::filesystem::path& model_dir, const std:
   out.encoder_error = r.encoder_error;
   out.decoder_error = r.decoder_error;
   out.embedding_error = r.embedding_error;
+  out.head_error = r.head_error;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

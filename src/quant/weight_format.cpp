@@ -46,6 +46,12 @@ size_t packed_row_bytes(QuantKind kind, int cols) {
   return 0;
 }
 
+double bytes_per_element(const WeightFormat& format, double unquantized) {
+  if (!format.quantized()) return unquantized;
+  const double per_group = 2.0 * (has_biases(format.kind) ? 2 : 1);  // bf16 scale (and bias)
+  return (format.kind == QuantKind::Int4 ? 0.5 : 1.0) + per_group / format.group_size;
+}
+
 bool has_biases(QuantKind kind) { return kind == QuantKind::Int4; }
 
 size_t QuantizedMatrix::packed_row_bytes() const { return voxrt::packed_row_bytes(format.kind, cols); }

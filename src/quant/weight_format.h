@@ -62,6 +62,9 @@ struct QuantizedMatrix {
 
 // Bytes a packed row of `cols` elements takes in this format.
 size_t packed_row_bytes(QuantKind kind, int cols);
+// Bytes an element of a weight takes in this format, scales and biases included (the floor of
+// reading it); `unquantized` for None (the backend's storage).
+double bytes_per_element(const WeightFormat& format, double unquantized);
 // Whether the format has a bias a group (4w) or is symmetric (8w).
 bool has_biases(QuantKind kind);
 

@@ -19,6 +19,8 @@
 #include "audio/audio_file.h"
 #include "models/voxtral/checkpoint.h"
 #include "models/voxtral/quantized_writer.h"
+#include "models/voxtral/tensor_names.h"
+#include "gpu_here.h"
 #include "offline_reference.h"
 #include "parity_check.h"
 #include "safetensors/safetensors.h"
@@ -36,6 +38,7 @@ QuantPlan plan(QuantKind linear, int group, QuantKind embedding = QuantKind::Int
   QuantPlan p;
   p.encoder = p.decoder = {linear, linear == QuantKind::Int8 && group == 0 ? 0 : group};
   p.embedding = {embedding, embedding == QuantKind::None ? 0 : embedding_group};
+  p.head = p.decoder.quantized() ? p.decoder : p.embedding;  // as QuantPlan::from_options
   return p;
 }
 
@@ -44,7 +47,7 @@ QuantPlan plan(QuantKind linear, int group, QuantKind embedding = QuantKind::Int
 void write_dequantized(const fs::path& quantized, const fs::path& out) {
   const Checkpoint ck = Checkpoint::open(quantized);
   std::vector<TensorToWrite> tensors;
-  for_each_expected_tensor(ck.config(), [&](const std::string& name, const std::vector<int64_t>& shape) {
+  auto dequantized = [&](const std::string& name, const std::vector<int64_t>& shape) {
     std::vector<uint16_t> bits;
     if (ck.stored_format(name).quantized()) bits = dequantize_bf16(ck.load_quantized(name));
     else bits = ck.load_bf16(name);
@@ -52,7 +55,11 @@ void write_dequantized(const fs::path& quantized, const fs::path& out) {
     std::vector<uint8_t> bytes(bits.size() * 2);
     std::memcpy(bytes.data(), bits.data(), bytes.size());
     tensors.push_back({name, DType::BF16, shape, std::move(bytes)});
-  });
+  };
+  for_each_expected_tensor(ck.config(), dequantized);
+  // The LM head quantized apart from the embedding: a bf16 head of its own (tensor_names.h).
+  if (ck.has(tensor_names::kLmHead))
+    dequantized(tensor_names::kLmHead, {ck.config().decoder.vocab_size, ck.config().decoder.dim});
   fs::create_directories(out);
   write_safetensors(out / "consolidated.safetensors", tensors);
   fs::copy_file(quantized / "params.json", out / "params.json");
@@ -66,10 +73,9 @@ struct ModelRun {
 
 // The tiny model in `dir` (quantized while loading as `at_load` says) over jfk_480's audio, teacher
 // forced with its reference tokens.
-ModelRun run(const fs::path& dir, const QuantPlan& at_load = {}) {
+ModelRun run(const fs::path& dir, const QuantPlan& at_load = {}, std::unique_ptr<Backend> backend = make_cpu_backend(0)) {
   const Golden g(test_data() / "tiny" / "golden" / "jfk_480.safetensors");
   const std::vector<float> audio = load_audio_mono(test_data() / "audio" / "jfk.wav");
-  auto backend = make_cpu_backend(0);
   const Checkpoint ck = Checkpoint::open(dir);
   VoxtralModel model(ck, *backend, at_load);
   const Tokenizer tok = Tokenizer::load(dir / "tekken.json");
@@ -102,7 +108,9 @@ TEST_P(QuantizedModel, ComputesWhatTheDequantizedWeightsGiveAndSaysWhatItCosts) 
   testutil::TempDir tmp;
   const QuantPlan p = plan(kind, group);
   const QuantizeReport report = write_quantized_model(Checkpoint::open(tiny("mistral")), p, tmp / "q");
-  EXPECT_EQ(report.quantized, 2u * 7 * 2 + 2 + 1);  // 7 linear layers in each of 2 encoder and 2 decoder layers, the adapter's 2, the embedding
+  // 7 linear layers in each of 2 encoder and 2 decoder layers, the adapter's 2, the embedding, and the
+  // LM head apart from it (in the decoder's format)
+  EXPECT_EQ(report.quantized, 2u * 7 * 2 + 2 + 1 + 1);
   EXPECT_LT(report.weight_bytes_after, report.weight_bytes_before);
   write_dequantized(tmp / "q", tmp / "dq");
 
@@ -149,6 +157,30 @@ TEST(QuantizedFiles, QuantizingWhileLoadingGivesTheWrittenDirectorysBitsFromEith
   EXPECT_EQ(written.trace.encoder, from_hf.trace.encoder);
   // And the written model says what it is.
   EXPECT_EQ(Checkpoint::open(tmp / "from_hf").stored_quantization().describe(), p.describe());
+}
+
+// The GPU's quantized kernels against the CPU's, on the same quantized model: within the bf16
+// tolerances of the bf16 path (the GPU rounds activations to bf16 for its products).
+TEST(QuantizedModelOnTheGpu, AgreesWithTheCpuWithinTheBf16Tolerances) {
+  REQUIRE_GPU();
+#ifdef VOXRT_WITH_CUDA
+  for (const QuantPlan& p : {plan(QuantKind::Int4, 32), plan(QuantKind::Int8, 0)}) {
+    const ModelRun cpu = run(tiny("mistral"), p), gpu = run(tiny("mistral"), p, make_cuda_backend(0));
+    const std::string label = "[quantized on the GPU " + p.describe() + "]";
+    for (const auto& [name, ours, ref] : {std::tuple{"encoder", &gpu.trace.encoder, &cpu.trace.encoder},
+                                          std::tuple{"adapter", &gpu.trace.adapter, &cpu.trace.adapter},
+                                          std::tuple{"logits", &gpu.trace.logits, &cpu.trace.logits}}) {
+      const double e = rel_error(*ours, *ref);
+      std::printf("%s %s relative error against the CPU %.3g\n", label.c_str(), name, e);
+      EXPECT_LT(e, bf16_tolerances().stage_rel) << name;
+    }
+    const int vocab = Checkpoint::open(tiny("mistral")).config().decoder.vocab_size;
+    int steps = 0;
+    const int agree = argmax_agreement(gpu, cpu, vocab, &steps);
+    std::printf("%s teacher-forced argmax agrees with the CPU at %d of %d steps\n", label.c_str(), agree, steps);
+    EXPECT_GE(agree, steps * 9 / 10);
+  }
+#endif
 }
 
 // Rewrites consolidated.safetensors of `dir` with `edit` applied to its tensors and metadata.
@@ -219,6 +251,15 @@ TEST(QuantizedFiles, ABrokenQuantizedFileIsRefusedNamingTheTensorAndField) {
     });
     const std::string e = load_error(tmp / "shape");
     EXPECT_NE(e.find("tensor '" + scales + "' has shape"), std::string::npos) << e;
+  }
+  {
+    // The plan quantizes the LM head apart (4w linears): its tensor must be there.
+    fs::copy(tmp / "q", tmp / "head");
+    rewrite(tmp / "head", [&](auto& tensors, auto&) {
+      std::erase_if(tensors, [&](const TensorToWrite& t) { return t.name.rfind("output.", 0) == 0; });
+    });
+    const std::string e = load_error(tmp / "head");
+    EXPECT_NE(e.find("missing tensor 'output.weight'"), std::string::npos) << e;
   }
   {
     fs::copy(tmp / "q", tmp / "truncated");

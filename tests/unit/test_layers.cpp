@@ -35,7 +35,7 @@ const std::map<std::string, std::set<std::string>> kLayerMap = {
     {"models/voxtral", {"models", "quant", "safetensors", "runtime", "audio", "tokenizer", "include/voxrt", "common"}},
     {"scheduler", {"models", "runtime", "include/voxrt", "common"}},
     {"engine", {"scheduler", "models", "models/voxtral", "runtime", "runtime/cuda", "quant", "safetensors", "audio", "tokenizer", "include/voxrt", "common"}},
-    {"bench", {"engine", "scheduler", "models", "models/voxtral", "runtime", "safetensors", "include/voxrt", "common"}},
+    {"bench", {"engine", "scheduler", "models", "models/voxtral", "runtime", "quant", "safetensors", "include/voxrt", "common"}},
     {"bench/kernels", {"common"}},
     {"bench/kernels/cuda", {"bench/kernels", "runtime", "runtime/cuda", "common"}},
     {"hub", {"common"}},

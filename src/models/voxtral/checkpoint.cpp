@@ -333,7 +333,7 @@ void Checkpoint::open_shards() {
 void Checkpoint::validate(const std::string& config_file) const {
   std::string searched;
   for (const auto& f : files_) searched += (searched.empty() ? "" : ", ") + f->path().string();
-  for_each_expected_tensor(config_, [&](const std::string& name, const std::vector<int64_t>& shape) {
+  auto validate_tensor = [&](const std::string& name, const std::vector<int64_t>& shape) {
     auto it = by_canonical_.find(name);
     check(it != by_canonical_.end(), searched, "missing tensor '" + name + "'");
     const TensorInfo& t = *it->second.info;
@@ -347,7 +347,11 @@ void Checkpoint::validate(const std::string& config_file) const {
           what + " has dtype " + dtype_name(t.dtype) + ", expected BF16, F16 or F32");
     check(t.shape == shape, where,
           what + " has shape " + shape_str(t.shape) + ", expected " + shape_str(shape) + " (from " + config_file + ")");
-  });
+  };
+  for_each_expected_tensor(config_, validate_tensor);
+  // The LM head stored apart (tensor_names.h): where the plan says so, or where a file has it.
+  if (stored_plan_.head_untied() || has(tensor_names::kLmHead))
+    validate_tensor(tensor_names::kLmHead, {config_.decoder.vocab_size, config_.decoder.dim});
 }
 
 void Checkpoint::validate_quantized(const std::string& name, const std::vector<int64_t>& shape,

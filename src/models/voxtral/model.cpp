@@ -230,7 +230,7 @@ Mat VoxtralModel::decode(std::span<const int32_t> ids, Mat audio, std::span<cons
     backend_.copy(sel.data + static_cast<size_t>(i) * c.dim, x.data + static_cast<size_t>(logit_rows[i]) * c.dim, c.dim);
   }
   backend_.rms_norm(sel, w_.norm, static_cast<float>(c.norm_eps), sel);
-  backend_.linear(sel, w_.tok_embeddings, nullptr, logits);
+  backend_.linear(sel, w_.lm_head, nullptr, logits);
   return logits;
 }
 

@@ -11,9 +11,10 @@ namespace {
 using tensor_names::kDecoderLayers;
 using tensor_names::kEmbedding;
 using tensor_names::kEncoderLayers;
+using tensor_names::kLmHead;
 using tensor_names::kTokEmbeddings;
 
-enum class Component { None, Encoder, Decoder, Embedding };
+enum class Component { None, Encoder, Decoder, Embedding, Head };
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -36,6 +37,7 @@ bool is_layer_linear(const std::string& name, const std::string& prefix) {
 
 Component component_of(const std::string& name) {
   if (name == kTokEmbeddings) return Component::Embedding;
+  if (name == kLmHead) return Component::Head;
   if (is_layer_linear(name, kEncoderLayers)) return Component::Encoder;
   if (name == kEmbedding + "audio_language_projection.0.weight" || name == kEmbedding + "audio_language_projection.2.weight")
     return Component::Encoder;
@@ -96,6 +98,7 @@ QuantPlan QuantPlan::from_options(const WeightQuantization& q) {
   p.encoder = format_of(q.encoder, q.encoder_group_size, 0);
   p.decoder = format_of(q.linear, q.linear_group_size, 0);
   p.embedding = format_of(q.embedding, q.embedding_group_size, 128);
+  p.head = p.decoder.quantized() ? p.decoder : p.embedding;
   p.method = q.method == QuantizationMethod::Rtn ? QuantMethod::Rtn : QuantMethod::Search;
   return p;
 }
@@ -106,6 +109,7 @@ WeightFormat QuantPlan::format_for(const std::string& name, int64_t K) const {
     case Component::Encoder: f = encoder; break;
     case Component::Decoder: f = decoder; break;
     case Component::Embedding: f = embedding; break;
+    case Component::Head: f = head; break;
     case Component::None: return {};
   }
   if (!f.quantized()) return {};
@@ -115,7 +119,8 @@ WeightFormat QuantPlan::format_for(const std::string& name, int64_t K) const {
 }
 
 std::string QuantPlan::describe() const {
-  return "encoder " + group_text(encoder) + ", decoder " + group_text(decoder) + ", embedding " + group_text(embedding);
+  return "encoder " + group_text(encoder) + ", decoder " + group_text(decoder) + ", embedding " + group_text(embedding) +
+         ", LM head " + (head_untied() ? group_text(head) : std::string("tied"));
 }
 
 std::string QuantPlan::to_metadata() const {
@@ -123,7 +128,8 @@ std::string QuantPlan::to_metadata() const {
                       {"method", std::string(quant_method_name(method))},
                       {"encoder", format_json(encoder)},
                       {"decoder", format_json(decoder)},
-                      {"embedding", format_json(embedding)}};
+                      {"embedding", format_json(embedding)},
+                      {"head", format_json(head)}};
   return j.dump();
 }
 
@@ -145,6 +151,8 @@ QuantPlan QuantPlan::from_metadata(const std::string& text, const std::string& w
   p.encoder = format_from_json(j["encoder"], "encoder", where);
   p.decoder = format_from_json(j["decoder"], "decoder", where);
   p.embedding = format_from_json(j["embedding"], "embedding", where);
+  // Files written before the head was untied have none: their head is the embedding.
+  p.head = j.contains("head") ? format_from_json(j["head"], "head", where) : p.embedding;
   return p;
 }
 

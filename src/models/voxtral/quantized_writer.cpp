@@ -99,21 +99,23 @@ QuantizeReport write_quantized_model(const Checkpoint& ckpt, const QuantPlan& pl
   check_output_dir(ckpt, out);
 
   QuantizeReport report;
-  ErrorSum encoder, decoder, embedding;
+  ErrorSum encoder, decoder, embedding, head;
   std::vector<TensorToWrite> tensors;
-  for_each_expected_tensor(ckpt.config(), [&](const std::string& name, const std::vector<int64_t>& shape) {
-    const TensorInfo& t = ckpt.tensor(name);
+  // Tensor `name` written from the checkpoint's tensor `source` (the untied LM head from the
+  // embedding), in the plan's format for `name`.
+  auto emit = [&](const std::string& name, const std::vector<int64_t>& shape, const std::string& source) {
+    const TensorInfo& t = ckpt.tensor(source);
     const size_t numel = static_cast<size_t>(t.numel());
-    report.weight_bytes_before += numel * 2;
+    if (name == source) report.weight_bytes_before += numel * 2;  // the untied head is not in the original
     ++report.tensors;
     const WeightFormat f = shape.size() == 2 ? plan.format_for(name, shape[1]) : WeightFormat{};
     if (!f.quantized()) {
       if (t.dtype == DType::BF16) {
-        std::vector<uint16_t> bits = ckpt.load_bf16(name);
+        std::vector<uint16_t> bits = ckpt.load_bf16(source);
         ckpt.to_mistral_rows(name, bits.data(), bits.size());
         tensors.push_back({name, DType::BF16, t.shape, bytes_of(bits)});
       } else {
-        std::vector<float> values = ckpt.load_f32(name);
+        std::vector<float> values = ckpt.load_f32(source);
         ckpt.to_mistral_rows(name, values.data(), values.size());
         tensors.push_back({name, DType::F32, t.shape, bytes_of(values)});
       }
@@ -121,10 +123,13 @@ QuantizeReport write_quantized_model(const Checkpoint& ckpt, const QuantPlan& pl
       return;
     }
     const int rows = static_cast<int>(shape[0]), cols = static_cast<int>(shape[1]);
-    const std::vector<float> values = ckpt.load_f32(name);
+    const std::vector<float> values = ckpt.load_f32(source);
     QuantizedMatrix q = quantize(values.data(), rows, cols, f, plan.method);
     const QuantError err = quantization_error(values.data(), q);
-    (name == tensor_names::kTokEmbeddings ? embedding : name.rfind(tensor_names::kDecoderLayers, 0) == 0 ? decoder : encoder)
+    (name == tensor_names::kTokEmbeddings ? embedding
+     : name == tensor_names::kLmHead      ? head
+     : name.rfind(tensor_names::kDecoderLayers, 0) == 0 ? decoder
+                                                         : encoder)
         .add(err);
     report.weight_bytes_after += q.bytes();
     ckpt.to_mistral_rows(name, q.packed.data(), q.packed.size());
@@ -138,10 +143,16 @@ QuantizeReport write_quantized_model(const Checkpoint& ckpt, const QuantPlan& pl
       tensors.push_back({quant_biases_name(name), DType::BF16, {shape[0], groups}, bytes_of(q.biases)});
     }
     ++report.quantized;
+  };
+  for_each_expected_tensor(ckpt.config(), [&](const std::string& name, const std::vector<int64_t>& shape) {
+    emit(name, shape, name);
   });
+  if (plan.head_untied())
+    emit(tensor_names::kLmHead, {ckpt.config().decoder.vocab_size, ckpt.config().decoder.dim}, tensor_names::kTokEmbeddings);
   report.encoder_error = encoder.sum.relative();
   report.decoder_error = decoder.sum.relative();
   report.embedding_error = embedding.sum.relative();
+  report.head_error = head.sum.relative();
 
   write_safetensors(out / "consolidated.safetensors", tensors, {{kQuantMetadataKey, plan.to_metadata()}});
   {

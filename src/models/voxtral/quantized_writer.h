@@ -19,7 +19,7 @@ struct QuantizeReport {
   size_t weight_bytes_after = 0;      // as written
   // The quantized weights' error against the checkpoint's values, per component: sqrt(sum of
   // squared errors / sum of squares) over all of a component's weights (QuantError).
-  double encoder_error = 0, decoder_error = 0, embedding_error = 0;
+  double encoder_error = 0, decoder_error = 0, embedding_error = 0, head_error = 0;  // head: the untied LM head's
 };
 
 // Throws an Error when the plan quantizes nothing, the checkpoint is quantized already, `out` is

@@ -18,14 +18,15 @@ class Loader {
       : ckpt_(ckpt), backend_(backend), quantize_(quantize) {}
 
   // A matrix [rows, cols] (or a vector, uploaded as [n, 1]); quantized as stored, or as the plan
-  // asks.
-  Weight get(const std::string& name) {
+  // asks for the tensor `as` (the LM head is quantized from the embedding's values).
+  Weight get(const std::string& name) { return get(name, name); }
+  Weight get(const std::string& name, const std::string& as) {
     if (ckpt_.stored_format(name).quantized()) return backend_.upload_quantized(ckpt_.load_quantized(name));
     const TensorInfo& t = ckpt_.tensor(name);
     const int rows = static_cast<int>(t.shape[0]);
     const int cols = t.shape.size() > 1 ? static_cast<int>(t.numel() / rows) : 1;
     if (t.shape.size() == 2) {
-      const WeightFormat f = quantize_.format_for(name, cols);
+      const WeightFormat f = quantize_.format_for(as, cols);
       if (f.quantized()) {
         const std::vector<float> values = ckpt_.load_f32(name);
         return backend_.upload_quantized(quantize(values.data(), rows, cols, f, quantize_.method));
@@ -102,7 +103,12 @@ ModelWeights load_weights(const Checkpoint& ckpt, Backend& backend, const QuantP
   w.encoder_norm = L.get(kEnc + "transformer.norm.weight");
   w.adapter_w1 = L.get(kEmbed + "audio_language_projection.0.weight");
   w.adapter_w2 = L.get(kEmbed + "audio_language_projection.2.weight");
-  w.tok_embeddings = L.get(kEmbed + "tok_embeddings.weight");
+  w.tok_embeddings = L.get(tensor_names::kTokEmbeddings);
+  // The LM head: stored apart by `voxrt quantize`, quantized apart from the embedding's values as
+  // the plan asks, or the embedding itself.
+  if (ckpt.has(tensor_names::kLmHead)) w.lm_head = L.get(tensor_names::kLmHead);
+  else if (quantize.head_untied()) w.lm_head = L.get(tensor_names::kTokEmbeddings, tensor_names::kLmHead);
+  else w.lm_head = w.tok_embeddings;
   for (int i = 0; i < cfg.decoder.n_layers; ++i)
     w.decoder.push_back(load_layer(L, "layers." + std::to_string(i) + ".", /*encoder=*/false));
   w.norm = L.get("norm.weight");

@@ -24,7 +24,8 @@ struct ModelWeights {
   std::vector<LayerWeights> encoder;
   Weight encoder_norm;
   Weight adapter_w1, adapter_w2;
-  Weight tok_embeddings;  // [vocab, dim], also the tied LM head
+  Weight tok_embeddings;  // [vocab, dim]
+  Weight lm_head;         // [vocab, dim]: tok_embeddings itself (tied), or quantized apart (QuantPlan::head)
   std::vector<LayerWeights> decoder;
   Weight norm;
 };

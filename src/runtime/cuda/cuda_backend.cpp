@@ -125,6 +125,11 @@ class CudaBackend final : public Backend, public KernelSwitches {
     return w;
   }
 
+  Weight upload_quantized(QuantizedMatrix&& m) override {
+    Weight w = weights_.upload_quantized(std::move(m));
+    products_.admit(w);
+    return w;
+  }
   Weight upload_weight_bf16(std::vector<uint16_t>&& bits, int rows, int cols) override {
     Weight w = weights_.upload_bf16(std::move(bits), rows, cols);
     products_.admit(w);

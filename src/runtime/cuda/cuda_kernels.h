@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/cuda/quant_layout.h"
+
 namespace voxrt::cuda {
 
 // The device copy of a voxrt::RowRef (same layout: int slot at 0, int64 pos at 8, 16 bytes).
@@ -171,7 +173,10 @@ struct GemvTuning {
 // Rows of x one GEMV launch takes (32 on the tensor cores, 8 on the CUDA cores).
 int gemv_max_rows(const GemvTuning& t);
 // One product of a GEMV launch: y [M, n] (row stride ldy) = x W^T (+ y if accumulate) (+ bias),
-// W [n, K] bf16.
+// W [n, K] bf16 (w), or quantized: packed values and scale blocks as quant_layout.h lays them out,
+// dequantized by the tensor-core GEMV in its registers on the way to the mma, so that a quantized
+// product is, bit for bit, the bf16 product over the weight's dequantized values. Every output of
+// one launch has the same format.
 struct GemvOut {
   const __nv_bfloat16* w = nullptr;
   int n = 0;
@@ -179,6 +184,12 @@ struct GemvOut {
   float* y = nullptr;
   int ldy = 0;
   int accumulate = 0;
+  int format = kGemvBf16;
+  const uint8_t* packed = nullptr;
+  const __nv_bfloat16* scales = nullptr;  // the scale blocks
+  int group = 0;
+  // The weight's first bytes: the bf16 values, or the packed ones.
+  VOXRT_HOST_DEVICE const void* data() const { return format == kGemvBf16 ? static_cast<const void*>(w) : packed; }
 };
 // Whether the product kernels take rows of K elements (a multiple of 8).
 bool gemv_supports_k(int K);
@@ -199,7 +210,8 @@ struct GemvWorkspaceSize {
 GemvWorkspaceSize gemv_workspace_size(int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t);
 // x [M, K] (fp32, or packed bf16 when x_bf16; row stride ldx elements), M <= gemv_max_rows(t),
 // against up to kGemvMaxOutputs weights with the same K, in one launch. gated: exactly 2 outputs,
-// and outs[0].y = silu(x W0^T) * (x W1^T) (no bias, no accumulate; outs[1].y unused).
+// and outs[0].y = silu(x W0^T) * (x W1^T) (no bias, no accumulate; outs[1].y unused). Quantized
+// weights (one format for all outs) need t.tensor_cores.
 void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
                  const GemvWorkspace& ws, const GemvTuning& t, Stream s);
 // Pieces of K the tensor-core GEMV cuts a weight of n features and K columns into
@@ -231,6 +243,8 @@ void launch_linear_f32_weight(const float* x, int M, int K, size_t ldx, const fl
 // ---- kernels_misc.cu ----
 // y[r, :cols] = table[ids[r], :cols] (bf16 or fp32 table), fp32 out with row stride ldy.
 void launch_embed(DevVec table, int cols, const int32_t* ids, int n_rows, float* y, int ldy, Stream s);
+// The same from a quantized table (GemvOut's quantized fields: format, packed, scales).
+void launch_embed_quantized(const GemvOut& table, int cols, const int32_t* ids, int n_rows, float* y, int ldy, Stream s);
 // Per row of x [rows, cols]: index of the maximum (first on ties) and max - runner-up (the runner-up
 // is the second largest value counted with multiplicity, so a tie gives 0).
 void launch_argmax(const float* x, int rows, int cols, int32_t* ids, float* margins, Stream s);

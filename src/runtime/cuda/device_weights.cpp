@@ -1,5 +1,6 @@
 #include "runtime/cuda/device_weights.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -16,6 +17,7 @@ DeviceWeight::~DeviceWeight() {
   // A destructor cannot throw; an error here would be a sticky earlier one.
   make_current(device);
   cudaFree(data);
+  if (scales) cudaFree(scales);
 }
 
 const DeviceWeight& device_weight(const Weight& w, const char* where) {
@@ -27,6 +29,7 @@ const DeviceWeight& device_weight(const Weight& w, const char* where) {
 
 DevVec vec_of(const Weight& w, const char* where) {
   const DeviceWeight& d = device_weight(w, where);
+  check(!d.quantized(), where, "a quantized weight where bf16 or fp32 values were expected");
   return DevVec{d.data, d.bf16};
 }
 
@@ -62,6 +65,61 @@ Weight WeightStore::upload_bf16(std::vector<uint16_t>&& bits, int rows, int cols
                                });
                              });
   std::vector<uint16_t>().swap(bits);
+  return w;
+}
+
+Weight WeightStore::upload_quantized(QuantizedMatrix&& m) {
+  m.check_consistent("cuda upload_quantized");
+  check(!recorder_.in_recording(), "cuda upload_weight", "not allowed inside a recording");
+  device_.use();
+  auto d = std::make_shared<DeviceWeight>();
+  d->device = device_.device();
+  d->format = m.format.kind == QuantKind::Int4 ? kGemvInt4 : kGemvInt8;
+  d->group = m.format.group_size;
+  const std::string what = " for a " + format_name(m.format) + " weight [" + std::to_string(m.rows) + ", " +
+                           std::to_string(m.cols) + "]";
+  // One allocation each, copied from the host as they are (the caller's pageable memory: synced).
+  auto put = [&](void** dst, const void* src, size_t bytes) {
+    if (bytes == 0) return;
+    const cudaError_t e = cudaMalloc(dst, bytes);
+    if (e != cudaSuccess) {
+      *dst = nullptr;
+      throw memory_.allocation_error(e, bytes, what);
+    }
+    VOXRT_CUDA_CHECK(cudaMemcpyAsync(*dst, src, bytes, cudaMemcpyHostToDevice, device_.stream()));
+  };
+  // Repacked in the kernels' layout (quant_layout.h), a tile of 16 features at a time (tiles write
+  // disjoint bytes; a byte of 4w holds two features' nibbles).
+  const int fmt = d->format, K = m.cols, groups = qlayout::groups_of(K, m.format.group_size);
+  std::vector<uint8_t> values(qlayout::values_bytes(fmt, m.rows, K), 0);
+  std::vector<uint16_t> blocks(qlayout::scale_block_bytes(m.rows, K, m.format.group_size) / 2, 0);
+  ThreadTeam::shared().parallel_for(static_cast<size_t>(qlayout::tiles_of(m.rows)), 1, [&](size_t t0, size_t t1) {
+    for (int f = static_cast<int>(t0) * qlayout::kTileRows;
+         f < std::min<int>(m.rows, static_cast<int>(t1) * qlayout::kTileRows); ++f) {
+      for (int k = 0; k < K; ++k) {
+        const qlayout::Place at = qlayout::value_place(fmt, f, k, K);
+        if (fmt == kGemvInt4) {
+          const uint8_t q = (m.packed[static_cast<size_t>(f) * (K / 2) + k / 2] >> (4 * (k % 2))) & 0xf;
+          values[at.byte] |= static_cast<uint8_t>(q << at.shift);
+        } else {
+          values[at.byte] = m.packed[static_cast<size_t>(f) * K + k];
+        }
+      }
+      for (int gi = 0; gi < groups; ++gi) {
+        const size_t from = static_cast<size_t>(f) * groups + gi, to = qlayout::scale_index(f, gi, groups);
+        blocks[to] = m.scales[from];
+        blocks[to + 1] = m.biases.empty() ? 0 : m.biases[from];
+      }
+    }
+  });
+  put(&d->data, values.data(), values.size());
+  put(&d->scales, blocks.data(), blocks.size() * 2);
+  memory_.sync();
+  Weight w;
+  w.storage = std::shared_ptr<void>(d, d.get());
+  w.rows = m.rows;
+  w.cols = m.cols;
+  w.format = m.format;
   return w;
 }
 

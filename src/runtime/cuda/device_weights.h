@@ -23,8 +23,14 @@ constexpr uint32_t kWeightMagic = 0x56584355;  // "VXCU": marks storage made by 
 // What a Weight's storage points to for this backend.
 struct DeviceWeight {
   uint32_t magic = kWeightMagic;
-  void* data = nullptr;
-  bool bf16 = false;  // the storage format: bf16 (a matrix) or fp32 (a vector)
+  void* data = nullptr;  // the values: bf16 or fp32, or a quantized matrix's packed values
+  bool bf16 = false;  // the storage format: bf16 (a matrix) or fp32 (a vector); false when quantized
+  // A quantized matrix (quant/weight_format.h): its format (GemvWeightFormat), the packed values in
+  // data and the scales and biases in scales, both as quant_layout.h lays them out.
+  int format = kGemvBf16;
+  int group = 0;
+  void* scales = nullptr;
+  bool quantized() const { return format != kGemvBf16; }
   int device = 0;     // where data lives: freed with that device current (a weight may be dropped on any thread)
   DeviceWeight() = default;
   DeviceWeight(const DeviceWeight&) = delete;
@@ -45,6 +51,8 @@ class WeightStore {
   // Backend::upload_weight and upload_weight_bf16: the host values are released once on the device.
   Weight upload(std::vector<float>&& values, int rows, int cols);
   Weight upload_bf16(std::vector<uint16_t>&& bits, int rows, int cols);
+  // Backend::upload_quantized: repacked in the kernels' layout (quant_layout.h).
+  Weight upload_quantized(QuantizedMatrix&& m);
 
  private:
   // Device memory for a weight [rows, cols], bf16 or fp32, owned by the returned Weight.

@@ -201,7 +201,11 @@ void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const Gem
                  const GemvWorkspace& ws, const GemvTuning& t, Stream s) {
   check(M >= 1 && M <= gemv_max_rows(t) && gemv_supports_k(K), "cuda gemv", "unsupported shape");
   check(aligned16(x) && (x_bf16 ? ldx % 8 == 0 : ldx % 4 == 0), "cuda gemv", "x must be 16-byte aligned per row");
-  for (int i = 0; i < n_outs; ++i) check(aligned16(outs[i].w), "cuda gemv", "weights must be 16-byte aligned");
+  for (int i = 0; i < n_outs; ++i) {
+    check(aligned16(outs[i].data()), "cuda gemv", "weights must be 16-byte aligned");
+    check(outs[i].format == outs[0].format, "cuda gemv", "the weights of one launch must share a format");
+  }
+  check(outs[0].format == kGemvBf16 || t.tensor_cores, "cuda gemv", "quantized weights need the tensor-core GEMV");
   const Params p = make_params(x, ldx, M, K, outs, n_outs, gated);
   if (p.n_total == 0) return;
   if (t.tensor_cores) {

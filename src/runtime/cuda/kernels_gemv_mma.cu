@@ -34,6 +34,7 @@
 #include "runtime/cuda/cuda_kernels.h"
 #include "runtime/cuda/gemv_common.cuh"
 #include "runtime/cuda/launch.cuh"
+#include "runtime/cuda/quant_fragments.cuh"
 #include "runtime/cuda/tensor_core.cuh"
 
 namespace voxrt::cuda {
@@ -41,7 +42,7 @@ namespace {
 
 using gemv::Params;
 using tc::chunks_of;
-using tc::cp_async16;
+using tc::cp_async16_shared;
 using tc::cp_async_commit;
 using tc::cp_async_wait;
 using tc::kChunkK8;
@@ -55,14 +56,26 @@ constexpr int kWarps = 8;                 // 16-feature tiles a block: 128 featu
 constexpr int kTileRows = 16;             // weight rows a warp streams
 constexpr int kMaxTiles8 = 4;             // tiles of 8 x rows: 32 rows
 constexpr int kWarpPartialFloats = 2 * kMaxTiles8 * 4 * 32;  // one warp's partials, gated, 32 rows
-// A stage of one weight: a warp's 16 rows x 64 elements, 128 16-byte vectors.
+// A warp's 16 rows x 64 elements of one weight as bf16: 128 16-byte vectors, a bf16 weight's
+// ring stage. A quantized weight's stage holds the 32 lanes' packed vectors of the (tile, chunk)
+// (quant_layout.h), then the scale blocks of the chunk's groups: the first half's, and the second
+// half's when it is another group (8 vectors).
 constexpr int kStageVecs = kTileRows * kChunkK8;
+constexpr int kScaleBlockVecs = 8;
+__host__ __device__ constexpr int lane_vecs(int fmt) { return qlayout::lane_bytes(fmt) / 16; }
+__host__ __device__ constexpr int packed_values_vecs(int fmt) { return 32 * lane_vecs(fmt); }
+__host__ __device__ constexpr int packed_stage_vecs(int fmt) {
+  return fmt == kGemvBf16 ? kStageVecs : packed_values_vecs(fmt) + kScaleBlockVecs;
+}
 constexpr int kXStageMaxBytes = 11 * 1024;
 constexpr int kMaxRingStages = 16;  // cp_async_wait_dynamic's reach
 constexpr int kDriverSmemPerBlock = 1024;  // shared memory the driver reserves for each block of an SM
 
 // A block's ring: R stages of every weight for each warp.
-__host__ __device__ constexpr int ring_bytes(int R, int weights) { return kWarps * R * weights * kStageVecs * 16; }
+__host__ __device__ constexpr int ring_bytes(int R, int weights, int fmt) {
+  return kWarps * weights * R * packed_stage_vecs(fmt) * 16;
+}
+__host__ __device__ constexpr int stage_bytes(int weights, int fmt) { return kWarps * weights * packed_stage_vecs(fmt) * 16; }
 
 // Chunks in flight a warp (the ring's stages), picked by the launch: as many as the shared memory
 // of an SM holds for the blocks it will host, and no more than the longest piece has. One weight
@@ -72,13 +85,13 @@ __host__ __device__ constexpr int ring_bytes(int R, int weights) { return kWarps
 // does not depend on it.
 // `resident`: the most blocks of the kernel an SM holds by its registers and threads; `max_dynamic`:
 // the most dynamic shared memory a block of it may have.
-int ring_stages(int blocks, int resident, size_t max_dynamic, int longest_piece, int weights, size_t x_stage_bytes,
-                const GemvTuning& t) {
+int ring_stages(int blocks, int resident, size_t max_dynamic, int longest_piece, int weights, int fmt,
+                size_t x_stage_bytes, const GemvTuning& t) {
   const int per_sm = std::clamp((blocks + t.sm_count - 1) / std::max(t.sm_count, 1), 1, std::max(resident, 1));
   const long long per_sm_share = t.smem_per_sm / per_sm - kDriverSmemPerBlock;
-  const long long per_block =
-      std::min<long long>(per_sm_share, static_cast<long long>(max_dynamic)) - static_cast<long long>(x_stage_bytes);
-  const int fit = static_cast<int>(std::max<long long>(per_block, 0) / ring_bytes(1, weights));
+  const long long per_block = std::min<long long>(per_sm_share, static_cast<long long>(max_dynamic)) -
+                              static_cast<long long>(x_stage_bytes) - (ring_bytes(0, weights, fmt));
+  const int fit = static_cast<int>(std::max<long long>(per_block, 0) / stage_bytes(weights, fmt));
   return std::clamp(std::min(fit, longest_piece), 1, kMaxRingStages);
 }
 
@@ -97,7 +110,7 @@ __device__ __forceinline__ uint32_t load_x2(const Params& p, int m, int k, int K
 
 // NT: tiles of 8 x rows (M <= 8 NT). GATED: out[0] is the gate weight and the destination, out[1].w
 // the up weight, y = silu(gate) * up.
-template <int NT, typename XT, bool GATED>
+template <int NT, typename XT, bool GATED, int FMT>
 __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   pdl_trigger();
   constexpr int NV = GATED ? 2 : 1;  // weights multiplied
@@ -118,35 +131,76 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   const int c0 = piece_begin(piece, chunks, S), c1 = piece_begin(piece + 1, chunks, S);
   const bool idle = f0 >= n;  // a tile past the last feature (the last group's)
 
-  // This lane's copies: vector v = lane % 8 of rows lane / 8 + 4 i, i = 0 .. 3, of each weight.
+  constexpr bool kQuantized = FMT != kGemvBf16;
+  constexpr int kPackedVecs = packed_stage_vecs(FMT);
+  extern __shared__ uint4 smem[];
+  // The warp's ring: stage s of weight v, [row][vector ^ (row % 8)] (bf16) or the packed vectors of
+  // the 32 lanes and the scale blocks (quantized).
+  uint4* ring = smem + warp * NV * R * kPackedVecs;
+  auto stage_of = [&](int s, int v) { return ring + (s * NV + v) * kPackedVecs; };
+  // The copies address the ring as a shared-memory offset computed once: with a generic address
+  // converted at every copy, ptxas (CUDA 13.0) gave one copy of the bf16 gated 17-32-row instance
+  // uniform registers it never set (an illegal instruction at run time).
+  const uint32_t ring_shared = static_cast<uint32_t>(__cvta_generic_to_shared(ring));
+  auto stage_at = [&](int s, int v, int vec) {
+    return ring_shared + static_cast<uint32_t>(((s * NV + v) * kPackedVecs + vec) * 16);
+  };
+  const uint64_t evict_first = l2_evict_first_policy();  // weights are read once a step
+  const uint4* any = reinterpret_cast<const uint4*>(o.data());  // a valid address for copies that read nothing
+
+  // bf16: this lane copies vector lane % 8 of rows lane / 8 + 4 i, i = 0 .. 3, of each weight (null
+  // past the last feature). Quantized: its own packed vectors of the warp's tile (quant_layout.h
+  // pads the storage to whole tiles and chunks), and lanes 0-7 the scale blocks.
+  constexpr int kCopies = kQuantized ? 1 : 4;
   const int copy_v = lane % 8;
-  const uint4* w_rows[NV][4];  // null past the last feature
+  const uint4* w_rows[NV][kCopies];
+  const int groups = kQuantized ? qlayout::groups_of(K, o.group) : 0;
 #pragma unroll
   for (int v = 0; v < NV; ++v) {
-    const uint4* base = reinterpret_cast<const uint4*>(v == 0 ? o.w : p.out[1].w);
+    const char* base = static_cast<const char*>(v == 0 ? o.data() : p.out[1].data());
+    if constexpr (kQuantized) {
+      w_rows[v][0] = reinterpret_cast<const uint4*>(base) + static_cast<size_t>(f0 / kTileRows) * chunks * packed_values_vecs(FMT);
+    } else {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int f = f0 + lane / 8 + 4 * i;
-      w_rows[v][i] = f < n ? base + static_cast<size_t>(f) * K8 : nullptr;
+      for (int i = 0; i < kCopies; ++i) {
+        const int f = f0 + lane / 8 + 4 * i;
+        w_rows[v][i] = f < n ? reinterpret_cast<const uint4*>(base + static_cast<size_t>(f) * K * 2) : nullptr;
+      }
     }
   }
-
-  extern __shared__ uint4 smem[];
-  // The warp's ring: stage s of weight v, [row][vector ^ (row % 8)].
-  uint4* ring = smem + warp * R * NV * kStageVecs;
-  auto stage_of = [&](int s, int v) { return ring + (s * NV + v) * kStageVecs; };
-  const uint64_t evict_first = l2_evict_first_policy();  // weights are read once a step
+  // The group of K of the chunk's second half, and whether its scales are staged apart from the
+  // first half's: when it is another group, or past K (then zeros: zero weights, as bf16's padding).
+  auto second_group = [&](int c, bool& other) {
+    const int g1 = (c * 64 + 32) / o.group;
+    other = g1 != c * 64 / o.group || c * 64 + 32 >= K;
+    return g1;
+  };
   auto fill = [&](int c, int s) {
-    const int k8 = c * kChunkK8 + copy_v;
 #pragma unroll
-    for (int v = 0; v < NV; ++v)
+    for (int v = 0; v < NV; ++v) {
+      if constexpr (kQuantized) {
+        const uint4* tile = w_rows[v][0] + static_cast<size_t>(c) * packed_values_vecs(FMT);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int r = lane / 8 + 4 * i;
-        const bool live = k8 < K8 && w_rows[v][i];
-        cp_async16(stage_of(s, v) + r * kChunkK8 + (copy_v ^ (r % 8)), live ? w_rows[v][i] + k8 : reinterpret_cast<const uint4*>(o.w),
-                   live, evict_first);
+        for (int i = 0; i < lane_vecs(FMT); ++i)
+          cp_async16_shared(stage_at(s, v, lane * lane_vecs(FMT) + i), tile + lane * lane_vecs(FMT) + i, true, evict_first);
+        if (lane < kScaleBlockVecs) {
+          bool other = false;
+          const int g1 = second_group(c, other), gi = lane < 4 ? c * 64 / o.group : g1;
+          const bool live = lane < 4 || (other && c * 64 + 32 < K);
+          const uint4* block = reinterpret_cast<const uint4*>(p.out[v == 0 ? seg : 1].scales) +
+                               (static_cast<size_t>(f0 / kTileRows) * groups + gi) * 4 + lane % 4;
+          cp_async16_shared(stage_at(s, v, packed_values_vecs(FMT) + lane), live ? block : any, live, evict_first);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < kCopies; ++i) {
+          const int r = lane / 8 + 4 * i, k8 = c * kChunkK8 + copy_v;
+          const bool live = k8 < K8 && w_rows[v][i];
+          cp_async16_shared(stage_at(s, v, r * kChunkK8 + (copy_v ^ (r % 8))), live ? w_rows[v][i] + k8 : any, live,
+                            evict_first);
+        }
       }
+    }
   };
   // The first R chunks are in flight before waiting for the previous kernel (launch.cuh); then
   // every chunk consumed frees its stage for the chunk R ahead, so the weight stream never drains.
@@ -161,10 +215,10 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   // else read per group from global memory (L1/L2). Staged rows are 32-bit words from the piece's
   // first element, x_stage_stride words apart (4 more than the piece's chunks need: the 8 rows of a
   // fragment load fall in different banks).
-  const unsigned* xs = reinterpret_cast<const unsigned*>(smem + ring_bytes(R, NV) / 16);
+  const unsigned* xs = reinterpret_cast<const unsigned*>(smem + ring_bytes(R, NV, FMT) / 16);
   const int k0 = c0 * kChunkK8 * 8;
   if (p.x_stage_stride) {
-    unsigned* xw = reinterpret_cast<unsigned*>(smem + ring_bytes(R, NV) / 16);
+    unsigned* xw = reinterpret_cast<unsigned*>(smem + ring_bytes(R, NV, FMT) / 16);
     const int vecs = (c1 - c0) * kChunkK8;
     for (int i = threadIdx.x; i < p.M * vecs; i += kWarps * 32) {
       const int m = i / vecs, v = i % vecs, k8 = c0 * kChunkK8 + v;
@@ -204,6 +258,25 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   for (int c = c0; !idle && c < c1; ++c) {
     tc::cp_async_wait_dynamic(R - 1);  // chunk c's group has landed ...
     __syncwarp();            // ... for every lane of the warp
+    // Quantized: this lane's packed words and its scale words of each half of the chunk.
+    uint32_t qw[NV][kQuantized ? 4 * lane_vecs(FMT) : 1];
+    uint2 sb[NV][2];
+    if constexpr (kQuantized) {
+      bool other = false;
+      second_group(c, other);
+#pragma unroll
+      for (int v = 0; v < NV; ++v) {
+        const uint4* st = stage_of(stage, v);
+#pragma unroll
+        for (int i = 0; i < lane_vecs(FMT); ++i) {
+          const uint4 q = st[lane * lane_vecs(FMT) + i];
+          qw[v][4 * i] = q.x, qw[v][4 * i + 1] = q.y, qw[v][4 * i + 2] = q.z, qw[v][4 * i + 3] = q.w;
+        }
+        const uint2* blocks = reinterpret_cast<const uint2*>(st + packed_values_vecs(FMT));
+        sb[v][0] = blocks[g];
+        sb[v][1] = blocks[(other ? 8 : 0) + g];
+      }
+    }
 #pragma unroll
     for (int h = 0; h < kGroupsPerChunk; ++h) {
       uint32_t b[NT][2];
@@ -211,8 +284,12 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
       uint32_t a[NV][4];
 #pragma unroll
       for (int v = 0; v < NV; ++v) {
-        const uint4* row = stage_of(stage, v) + a_row * kChunkK8;
-        ldmatrix_x4(a[v], static_cast<uint32_t>(__cvta_generic_to_shared(row + ((2 * h + a_half) ^ (a_row % 8)))));
+        if constexpr (kQuantized) {
+          qfrag::fragments<FMT>(qw[v], h, sb[v][h / 2], a[v]);
+        } else {
+          const uint4* row = stage_of(stage, v) + a_row * kChunkK8;
+          ldmatrix_x4(a[v], static_cast<uint32_t>(__cvta_generic_to_shared(row + ((2 * h + a_half) ^ (a_row % 8)))));
+        }
       }
 #pragma unroll
       for (int j = 0; j < NT; ++j)
@@ -280,10 +357,10 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 }
 
 // `longest`: the chunks of the launch's longest piece.
-template <int NT, typename XT, bool GATED>
+template <int NT, typename XT, bool GATED, int FMT>
 void launch_instance(Params p, int longest, const GemvTuning& t, Stream s) {
   constexpr int NV = GATED ? 2 : 1;
-  const auto kernel = gemv_mma_kernel<NT, XT, GATED>;
+  const auto kernel = gemv_mma_kernel<NT, XT, GATED, FMT>;
   // What the kernel allows, by its registers, threads and static shared memory (the same on every
   // device of a process, as the backend runs on one kind).
   struct Limits {
@@ -302,15 +379,24 @@ void launch_instance(Params p, int longest, const GemvTuning& t, Stream s) {
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), limits.max_dynamic, "gemv_mma shared memory");
   const int blocks = p.block_end[p.n_outs - 1];
   const size_t x_bytes = static_cast<size_t>(p.M) * p.x_stage_stride * 4;
-  p.ring_stages = ring_stages(blocks, limits.resident, limits.max_dynamic, longest, NV, x_bytes, t);
+  p.ring_stages = ring_stages(blocks, limits.resident, limits.max_dynamic, longest, NV, FMT, x_bytes, t);
   launch_kernel("gemv_mma", kernel, dim3(static_cast<unsigned>(blocks)), dim3(kWarps * 32),
-                ring_bytes(p.ring_stages, NV) + x_bytes, s, p);
+                ring_bytes(p.ring_stages, NV, FMT) + x_bytes, s, p);
+}
+
+template <int NT, typename XT, bool GATED>
+void launch_format(const Params& p, int longest, const GemvTuning& t, Stream s) {
+  switch (p.out[0].format) {
+    case kGemvInt4: launch_instance<NT, XT, GATED, kGemvInt4>(p, longest, t, s); return;
+    case kGemvInt8: launch_instance<NT, XT, GATED, kGemvInt8>(p, longest, t, s); return;
+    default: launch_instance<NT, XT, GATED, kGemvBf16>(p, longest, t, s);
+  }
 }
 
 template <int NT, typename XT>
 void launch_nt(const Params& p, bool gated, int longest, const GemvTuning& t, Stream s) {
-  if (gated) launch_instance<NT, XT, true>(p, longest, t, s);
-  else launch_instance<NT, XT, false>(p, longest, t, s);
+  if (gated) launch_format<NT, XT, true>(p, longest, t, s);
+  else launch_format<NT, XT, false>(p, longest, t, s);
 }
 
 template <typename XT>

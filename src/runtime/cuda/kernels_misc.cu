@@ -115,6 +115,34 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* __r
 
 }  // namespace
 
+// y[r] = the dequantized row ids[r] of a quantized table, one block per row, each element
+// bf16(q * scale + bias) rounded once (fma.rn.bf16x2 with the pair's other lane unused), as the
+// products' tiles and quant/weight_format.h have it.
+__global__ void embed_quantized_kernel(const GemvOut table, int cols, const int32_t* __restrict__ ids,
+                                       float* __restrict__ y, int ldy) {
+  pdl_trigger();
+  pdl_wait();
+  const int r = blockIdx.x;
+  float* yr = y + static_cast<size_t>(r) * ldy;
+  const size_t row = static_cast<size_t>(ids[r]);
+  const int groups = qlayout::groups_of(cols, table.group);
+  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+    const size_t g = qlayout::scale_index(static_cast<int>(row), c / table.group, groups);
+    const __nv_bfloat162 s2 = __bfloat162bfloat162(table.scales[g]), b2 = __bfloat162bfloat162(table.scales[g + 1]);
+    const qlayout::Place at = qlayout::value_place(table.format, static_cast<int>(row), c, cols);
+    const int q = table.format == kGemvInt4 ? (table.packed[at.byte] >> at.shift) & 0xf
+                                            : static_cast<int8_t>(table.packed[at.byte]);
+    const __nv_bfloat162 w2 = __hfma2(__floats2bfloat162_rn(static_cast<float>(q), 0.f), s2, b2);
+    yr[c] = __low2float(w2);
+  }
+}
+
+void launch_embed_quantized(const GemvOut& table, int cols, const int32_t* ids, int n_rows, float* y, int ldy,
+                            Stream s) {
+  if (n_rows <= 0 || cols <= 0) return;
+  launch_kernel("embed_quantized", embed_quantized_kernel, dim3(n_rows), dim3(256), 0, s, table, cols, ids, y, ldy);
+}
+
 void launch_embed(DevVec table, int cols, const int32_t* ids, int n_rows, float* y, int ldy, Stream s) {
   if (n_rows <= 0 || cols <= 0) return;
   launch_kernel("embed", embed_kernel, dim3(n_rows), dim3(256), 0, s, table, cols, ids, y, ldy);

@@ -176,13 +176,24 @@ void OpTable::rope_store_kv(Mat q, Mat k, Mat v, int n_heads, std::span<const Ro
 
 void OpTable::embed(const Weight& table, std::span<const int32_t> ids, Mat y) {
   check(y.cols == table.cols && ids.size() >= static_cast<size_t>(y.rows), "cuda embed", "shape mismatch");
-  const DevVec t = vec_of(table, "cuda embed");
   if (y.rows == 0) return;
   for (int r = 0; r < y.rows; ++r)
     check_with(ids[r] >= 0 && ids[r] < table.rows, "embedding",
                [&] { return "token id " + std::to_string(ids[r]) + " out of range"; });
   device_.use();
   const auto d = memory_.upload_args({{ids.data(), y.rows * sizeof(int32_t)}});
+  const DeviceWeight& w = device_weight(table, "cuda embed");
+  if (w.quantized()) {
+    GemvOut q;
+    q.format = w.format;
+    q.packed = static_cast<const uint8_t*>(w.data);
+    q.scales = static_cast<const __nv_bfloat16*>(w.scales);
+    q.group = w.group;
+    if (recorder_.recorded(27, w.data, table.cols, d[0], y.rows, y.data, y.cols)) return;
+    launch_embed_quantized(q, table.cols, static_cast<const int32_t*>(d[0]), y.rows, y.data, y.cols, device_.launch());
+    return;
+  }
+  const DevVec t = vec_of(table, "cuda embed");
   if (recorder_.recorded(18, t.data, table.cols, d[0], y.rows, y.data, y.cols)) return;
   launch_embed(t, table.cols, static_cast<const int32_t*>(d[0]), y.rows, y.data, y.cols, device_.launch());
 }

@@ -46,6 +46,9 @@ ProductDispatch::~ProductDispatch() {
 }
 
 ProductRoute ProductDispatch::route(const DeviceWeight& w, int K, bool library) {
+  // A quantized weight's products are the GEMV's, which dequantizes it on the way (cuBLAS takes no
+  // such weights; K is a multiple of the group, 32 or more).
+  if (w.quantized()) return ProductRoute::Kernels;
   if (!w.bf16) return ProductRoute::Fp32Weight;  // a weight stored as a vector: [N, 1], so K == 1
   // Every batch goes through the GEMV kernel in groups of gemv_max_rows() rows, or through the
   // tiled GEMM that computes the same bits (run_products): each row's reduction order is then the
@@ -75,7 +78,7 @@ bool ProductDispatch::linears(Mat x, std::span<const LinearOut> outs) {
   for (const LinearOut& o : outs)
     check(o.w && K == o.w->cols && o.y.rows == M && o.y.cols == o.w->rows, where, "shape mismatch");
   bool ok = outs.size() >= 2 && outs.size() <= static_cast<size_t>(kGemvMaxOutputs);
-  for (const LinearOut& o : outs) ok = ok && kernels_take(x, *o.w, where);
+  for (const LinearOut& o : outs) ok = ok && kernels_take(x, *o.w, where) && o.w->format == outs[0].w->format;
   if (!ok) return false;
   device_.use();
   GemvOut g[kGemvMaxOutputs];
@@ -93,7 +96,7 @@ bool ProductDispatch::gated_linear(Mat x, const Weight& w_gate, const Weight& w_
   check(w_gate.cols == K && w_up.cols == K && w_gate.rows == w_up.rows && y.rows == M && y.cols == w_gate.rows, where,
         "shape mismatch");
   if (M == 0) return true;
-  if (!kernels_take(x, w_gate, where) || !kernels_take(x, w_up, where)) return false;
+  if (!kernels_take(x, w_gate, where) || !kernels_take(x, w_up, where) || !(w_gate.format == w_up.format)) return false;
   device_.use();
   GemvOut g[2] = {gemv_out(w_gate, nullptr, y.data, y.cols, false, where),
                   gemv_out(w_up, nullptr, nullptr, 0, false, where)};
@@ -165,7 +168,15 @@ void ProductDispatch::linear_impl(const float* x, int M, int K, size_t ldx, cons
 GemvOut ProductDispatch::gemv_out(const Weight& w, const Weight* bias, float* y, int ldy, bool accumulate,
                                   const char* where) {
   GemvOut g;
-  g.w = static_cast<const __nv_bfloat16*>(device_weight(w, where).data);
+  const DeviceWeight& d = device_weight(w, where);
+  if (d.quantized()) {
+    g.format = d.format;
+    g.packed = static_cast<const uint8_t*>(d.data);
+    g.scales = static_cast<const __nv_bfloat16*>(d.scales);
+    g.group = d.group;
+  } else {
+    g.w = static_cast<const __nv_bfloat16*>(d.data);
+  }
   g.n = w.rows;
   if (bias) {
     check(static_cast<size_t>(bias->rows) * bias->cols == static_cast<size_t>(w.rows), where, "bias size mismatch");
@@ -198,13 +209,15 @@ const __nv_bfloat16* ProductDispatch::bf16_copy(const float* x, int M, int K, si
 }
 
 void ProductDispatch::run_products(const float* x, int M, int K, size_t ldx, GemvOut* outs, int n_outs, bool gated) {
-  if (tiled(M)) {
+  // Quantized weights go through the GEMV, 32 rows a launch, at every M: the tiled GEMMs have no
+  // dequantizing tiles yet (the same bits either way, so only speed is at stake).
+  if (tiled(M) && outs[0].format == kGemvBf16) {
     const __nv_bfloat16* xb = bf16_copy(x, M, K, ldx);
     const size_t ws_floats = gemm_workspace_floats(M, K, outs, n_outs, gated, tuning_);
     float* ws = ws_floats ? static_cast<float*>(memory_.grow(gemm_workspace_, ws_floats * sizeof(float))) : nullptr;
     uint64_t h = Recorder::words(24, xb, M, K, n_outs, gated, device_.sm_count(), ws);
     for (int i = 0; i < n_outs; ++i)
-      h ^= Recorder::words(outs[i].w, outs[i].n, outs[i].bias.data, outs[i].y, outs[i].ldy, outs[i].accumulate) + i;
+      h ^= Recorder::words(outs[i].data(), outs[i].n, outs[i].bias.data, outs[i].y, outs[i].ldy, outs[i].accumulate) + i;
     if (recorder_.recorded(h, repeat_[OpKind::Product])) return;
     for (int i = 0; i < repeat_[OpKind::Product]; ++i)
       launch_gemm(xb, K, M, K, outs, n_outs, gated, ws, ws_floats, tuning_, device_.launch());
@@ -233,7 +246,7 @@ void ProductDispatch::gemv_in_groups(const float* x, int M, int K, size_t ldx, G
     for (int i = 0; i < n_outs; ++i) {
       group[i] = outs[i];
       if (group[i].y) group[i].y += static_cast<size_t>(m0) * group[i].ldy;
-      h ^= Recorder::words(group[i].w, group[i].n, group[i].bias.data, group[i].y, group[i].ldy,
+      h ^= Recorder::words(group[i].data(), group[i].n, group[i].bias.data, group[i].y, group[i].ldy,
                                group[i].accumulate) +
            i;
     }

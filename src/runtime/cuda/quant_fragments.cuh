@@ -1,0 +1,73 @@
+// The quantized formats' traits for the tensor-core products: how many 16-byte vectors a lane holds
+// of one (tile, chunk) in quant_layout.h's layout, and how a lane turns them into its bf16 A
+// fragments of one k16 group. A new format is one more specialization here, a branch in the upload
+// (device_weights.cpp) and an option.
+//
+// An element is bf16(q * scale + bias), rounded once (fma.rn.bf16x2), as quant/weight_format.h
+// defines it, so a quantized product is the bf16 product over the dequantized weight, bit for bit.
+// Integers reach bf16 by bit operations and an exact subtraction: 0x4300 is bf16 128, whose ulp is
+// 1, so 0x4300 | n is exactly 128 + n for n < 128. The conversion instructions run at a quarter of
+// the ALU's rate, which made a first version slower than bf16 weights.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "runtime/cuda/quant_layout.h"
+
+namespace voxrt::cuda::qfrag {
+
+__device__ __forceinline__ __nv_bfloat162 as_bf162(uint32_t u) { return *reinterpret_cast<__nv_bfloat162*>(&u); }
+__device__ __forceinline__ uint32_t as_u32(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
+constexpr uint32_t kBf16x2_128 = 0x43004300u;
+
+// A lane's scale and bias words of one group (quant_layout.h: row g's 8 bytes): x holds feature g's
+// (scale, bias), y feature g + 8's. Register j's pair is (scale, scale) and (bias, bias) of feature
+// g + 8 (j % 2).
+__device__ __forceinline__ void scale_pair(uint2 sb, int j, __nv_bfloat162& s2, __nv_bfloat162& b2) {
+  const uint32_t w = j % 2 ? sb.y : sb.x;
+  s2 = as_bf162(__byte_perm(w, 0, 0x1010));
+  b2 = as_bf162(__byte_perm(w, 0, 0x3232));
+}
+
+template <int FMT>
+struct Traits;
+
+template <>
+struct Traits<kGemvInt4> {
+  static constexpr int kLaneVecs = qlayout::lane_bytes(kGemvInt4) / 16;
+  // Register j of group h: nibbles j and j + 4 of word h.
+  __device__ __forceinline__ static __nv_bfloat162 integers(const uint32_t (&w)[4 * kLaneVecs], int h, int j) {
+    return __hsub2(as_bf162(((w[h] >> (4 * j)) & 0x000f000fu) | kBf16x2_128), as_bf162(kBf16x2_128));
+  }
+};
+
+template <>
+struct Traits<kGemvInt8> {
+  static constexpr int kLaneVecs = qlayout::lane_bytes(kGemvInt8) / 16;
+  // Register j of group h: the int8 pair at bits 16 (j % 2) of word 2h + j / 2. u = q + 128 is split
+  // in nibbles: q = 16 high + low - 128, every step exact in bf16 (integers below 256).
+  __device__ __forceinline__ static __nv_bfloat162 integers(const uint32_t (&w)[4 * kLaneVecs], int h, int j) {
+    const uint32_t u = ((w[2 * h + j / 2] >> (16 * (j % 2))) & 0xffffu) ^ 0x8080u;
+    const __nv_bfloat162 lo = as_bf162((u & 0xfu) | ((u << 8) & 0xf0000u) | kBf16x2_128);
+    const __nv_bfloat162 hi = as_bf162(((u >> 4) & 0xfu) | ((u << 4) & 0xf0000u) | kBf16x2_128);
+    return __hfma2(__hsub2(hi, as_bf162(kBf16x2_128)), __floats2bfloat162_rn(16.f, 16.f),
+                   __hsub2(lo, __floats2bfloat162_rn(256.f, 256.f)));
+  }
+};
+
+// A lane's A fragment of k16 group h from its packed words w and its scale words sb of the group's
+// half of the chunk: register j = bf16(q * scale + bias) of its two elements.
+template <int FMT>
+__device__ __forceinline__ void fragments(const uint32_t (&w)[4 * Traits<FMT>::kLaneVecs], int h, uint2 sb,
+                                          uint32_t (&a)[4]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    __nv_bfloat162 s2, b2;
+    scale_pair(sb, j, s2, b2);
+    a[j] = as_u32(__hfma2(Traits<FMT>::integers(w, h, j), s2, b2));
+  }
+}
+
+}  // namespace voxrt::cuda::qfrag
