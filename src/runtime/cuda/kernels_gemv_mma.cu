@@ -90,7 +90,7 @@ int ring_stages(int blocks, int resident, size_t max_dynamic, int longest_piece,
   const int per_sm = std::clamp((blocks + t.sm_count - 1) / std::max(t.sm_count, 1), 1, std::max(resident, 1));
   const long long per_sm_share = t.smem_per_sm / per_sm - kDriverSmemPerBlock;
   const long long per_block = std::min<long long>(per_sm_share, static_cast<long long>(max_dynamic)) -
-                              static_cast<long long>(x_stage_bytes) - (ring_bytes(0, weights, fmt));
+                              static_cast<long long>(x_stage_bytes);
   const int fit = static_cast<int>(std::max<long long>(per_block, 0) / stage_bytes(weights, fmt));
   return std::clamp(std::min(fit, longest_piece), 1, kMaxRingStages);
 }

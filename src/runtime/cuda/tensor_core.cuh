@@ -69,9 +69,6 @@ __device__ __forceinline__ void cp_async16_shared(uint32_t dst, const void* src,
                "r"(valid ? 16 : 0), "l"(policy)
                : "memory");
 }
-__device__ __forceinline__ void cp_async16_shared(uint32_t dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
   const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
