@@ -31,9 +31,8 @@ struct Prepared {
   double weight_bytes = 0;
 };
 
-Prepared prepare(Backend& b, const Product& p, int max_rows, WeightFormat f) {
+Prepared prepare(Backend& b, const Product& p, int max_rows, const WeightFormat& f) {
   Prepared d;
-  if (f.kind == QuantKind::Int8 && f.group_size == 0) f.group_size = p.K;  // one scale an output channel
   for (size_t i = 0; i < p.n.size(); ++i) {
     std::vector<float> values = random_rows(p.n[i], p.K, static_cast<unsigned>(i + 1));
     if (f.quantized()) d.w.push_back(b.upload_quantized(quantize(values.data(), p.n[i], p.K, f, QuantMethod::Rtn)));
@@ -103,7 +102,8 @@ nlohmann::json time_products(Backend& b, const ModelConfig& c, const ProductTimi
   nlohmann::json out = nlohmann::json::array();
   for (const Product& p : pass_products(c)) {
     const std::vector<int> rows = t.rows.empty() ? std::vector<int>{p.M} : t.rows;
-    const WeightFormat quantized = p.part == Part::Encoder ? t.encoder : p.part == Part::Decoder ? t.decoder : t.head;
+    WeightFormat quantized = p.part == Part::Encoder ? t.encoder : p.part == Part::Decoder ? t.decoder : t.head;
+    if (quantized.kind == QuantKind::Int8 && quantized.group_size == 0) quantized.group_size = p.K;  // one scale a channel
     std::vector<WeightFormat> formats = {WeightFormat{}};
     if (quantized.quantized()) formats.push_back(quantized);
     for (const WeightFormat& f : formats) {

@@ -50,11 +50,32 @@ nlohmann::json ceilings_json(const Ceilings& c) {
   return {{"copy_GBps", c.copy_gbps}, {"matmul_TFLOPs", c.matmul_tflops}, {"matmul", c.matmul_what}};
 }
 
+namespace {
+
+// A weight that stands for each part's format: the encoder's (with the adapter), the decoder's, the LM head.
+struct PartWeights {
+  const Weight &encoder, &decoder, &head;
+};
+PartWeights part_weights(const VoxtralModel& m) {
+  const ModelWeights& w = m.weights();
+  return {w.encoder.at(0).wq, w.decoder.at(0).wq, w.lm_head};
+}
+
+// A part's format as the plan names it, for weights of other widths: a loaded 8w weight whose group
+// is its whole row is one scale an output channel (group 0), not a group of that row's length.
+WeightFormat plan_format(const Weight& w) {
+  WeightFormat f = w.format;
+  if (f.kind == QuantKind::Int8 && f.group_size == w.cols) f.group_size = 0;
+  return f;
+}
+
+}  // namespace
+
 WeightElementBytes weight_element_bytes(const VoxtralModel& m) {
   const double stored = static_cast<double>(m.backend().weight_element_bytes());
-  const ModelWeights& w = m.weights();
-  return {bytes_per_element(w.encoder.at(0).wq.format, stored), bytes_per_element(w.decoder.at(0).wq.format, stored),
-          bytes_per_element(w.lm_head.format, stored)};
+  const PartWeights w = part_weights(m);
+  return {bytes_per_element(w.encoder.format, stored), bytes_per_element(w.decoder.format, stored),
+          bytes_per_element(w.head.format, stored)};
 }
 
 PassCosts pass_costs(const ModelConfig& c, const WeightElementBytes& weights, size_t kv_bytes) {
@@ -194,10 +215,10 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
     timing.read_bytes_per_s = read_bps;
     timing.matmul_flops_per_s = ceil.matmul_tflops * 1e12;
     timing.rows = o.product_rows;
-    const ModelWeights& w = m.weights();
-    timing.encoder = w.encoder.at(0).wq.format;
-    timing.decoder = w.decoder.at(0).wq.format;
-    timing.head = w.lm_head.format;
+    const PartWeights w = part_weights(m);
+    timing.encoder = plan_format(w.encoder);
+    timing.decoder = plan_format(w.decoder);
+    timing.head = plan_format(w.head);
     r["products"] = time_products(be, c, timing);
   }
   if (!o.attention_streams.empty()) r["attention"] = time_attention(be, c, AttentionTiming{read_bps, o.attention_streams});
