@@ -16,6 +16,10 @@ struct CudaOptions {
   bool wgmma_gemm = true;            // VOXRT_CUDA_GEMM=mma: the tiled GEMM on mma.sync, not wgmma (same bits, slower)
   int gemv_split_warps_per_sm = 8;   // VOXRT_CUDA_GEMV_SPLIT: GEMV warps per SM the pieces of K aim for
   int gemv_min_piece_chunks = 8;     // VOXRT_CUDA_GEMV_MIN_CHUNKS: fewest 64-element chunks a piece of K
+  // The same for quantized weights (VOXRT_CUDA_GEMV_PACKED_SPLIT, _PACKED_MIN_CHUNKS): their chunks
+  // are a quarter or half of bf16's bytes, so more, shorter pieces keep the memory system busy.
+  int gemv_packed_split_warps_per_sm = 16;
+  int gemv_packed_min_piece_chunks = 2;
   int gemm_min_rows = 2;             // VOXRT_CUDA_GEMM_MIN_ROWS (1..4096): products of this many rows or more take the tiled GEMM (same bits)
   int gemm_split_percent = 35;       // VOXRT_CUDA_GEMM_SPLIT_PERCENT (0..1000): the GEMM splits K across blocks when its tiles are fewer than this % of the SMs (same bits)
   bool fp32_kv = false;              // VOXRT_CUDA_KV=fp32: K/V caches in fp32 instead of bf16

@@ -38,6 +38,7 @@ class ScopedEnv {
 
 const char* const kAll[] = {"VOXRT_CUDA_GRAPHS",     "VOXRT_CUDA_PDL",        "VOXRT_CUDA_GEMV",
                             "VOXRT_CUDA_GEMV_MAX_ROWS", "VOXRT_CUDA_GEMV_SPLIT", "VOXRT_CUDA_GEMV_MIN_CHUNKS", "VOXRT_CUDA_GEMM_MIN_ROWS",
+                            "VOXRT_CUDA_GEMV_PACKED_SPLIT", "VOXRT_CUDA_GEMV_PACKED_MIN_CHUNKS",
                             "VOXRT_CUDA_GEMM_SPLIT_PERCENT",
                             "VOXRT_CUDA_KV",         "VOXRT_CUDA_ATTN_BLOCKS_PER_SM", "VOXRT_CUDA_ATTN_GROUP_ROWS",
                             "VOXRT_CUDA_REPEAT",     "VOXRT_CUDA_GEMM",       "VOXRT_CUDA_ATTN",
@@ -62,6 +63,8 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
     EXPECT_EQ(o.wgmma_gemm, defaults.wgmma_gemm);
     EXPECT_EQ(o.gemv_split_warps_per_sm, defaults.gemv_split_warps_per_sm);
     EXPECT_EQ(o.gemv_min_piece_chunks, defaults.gemv_min_piece_chunks);
+    EXPECT_EQ(o.gemv_packed_split_warps_per_sm, defaults.gemv_packed_split_warps_per_sm);
+    EXPECT_EQ(o.gemv_packed_min_piece_chunks, defaults.gemv_packed_min_piece_chunks);
     EXPECT_EQ(o.gemm_min_rows, defaults.gemm_min_rows);
     EXPECT_EQ(o.gemm_split_percent, defaults.gemm_split_percent);
     EXPECT_EQ(o.fp32_kv, defaults.fp32_kv);
@@ -79,6 +82,8 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   env.set("VOXRT_CUDA_GEMM", "mma");
   env.set("VOXRT_CUDA_GEMV_SPLIT", "3");
   env.set("VOXRT_CUDA_GEMV_MIN_CHUNKS", "1000");  // clamped to 256
+  env.set("VOXRT_CUDA_GEMV_PACKED_SPLIT", "5");
+  env.set("VOXRT_CUDA_GEMV_PACKED_MIN_CHUNKS", "0");  // clamped to 1
   env.set("VOXRT_CUDA_GEMM_MIN_ROWS", "0");  // clamped to 1
   env.set("VOXRT_CUDA_GEMM_SPLIT_PERCENT", "5000");  // clamped to 1000
   env.set("VOXRT_CUDA_KV", "fp32");
@@ -95,6 +100,8 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   EXPECT_FALSE(o.wgmma_gemm);
   EXPECT_EQ(o.gemv_split_warps_per_sm, 3);
   EXPECT_EQ(o.gemv_min_piece_chunks, 256);
+  EXPECT_EQ(o.gemv_packed_split_warps_per_sm, 5);
+  EXPECT_EQ(o.gemv_packed_min_piece_chunks, 1);
   EXPECT_EQ(o.gemm_min_rows, 1);
   EXPECT_EQ(o.gemm_split_percent, 1000);
   EXPECT_TRUE(o.fp32_kv);

@@ -16,6 +16,7 @@
 #include "common/bf16.h"
 #include "quant/quantizer.h"
 #include "runtime/backend.h"
+#include "runtime/cuda_options.h"
 
 namespace voxrt {
 namespace {
@@ -53,42 +54,53 @@ std::vector<float> download(Backend& b, const Buffer& y) {
 
 class CudaQuantized : public ::testing::TestWithParam<WeightFormat> {};
 
-// Every product of N x K weights, alone and fused, against the bf16 weights of the dequantized values.
-void expect_bf16_products(Backend& b, WeightFormat f, int N, int K, std::initializer_list<int> row_counts) {
+// A backend whose bf16 products cut K into the pieces quantized weights get (CudaOptions'
+// gemv_packed_*): the reference a quantized product must equal bit for bit.
+std::unique_ptr<Backend> bf16_reference_backend() {
+  CudaOptions o = cuda_options_from_environment();
+  o.gemv_split_warps_per_sm = o.gemv_packed_split_warps_per_sm;
+  o.gemv_min_piece_chunks = o.gemv_packed_min_piece_chunks;
+  return make_cuda_backend(0, o);
+}
+
+// Every product of N x K weights, alone and fused, on b, against the bf16 weights of the
+// dequantized values on the reference backend r.
+void expect_bf16_products(Backend& b, Backend& r, WeightFormat f, int N, int K, std::initializer_list<int> row_counts) {
   Quantized w = make_weight(N, K, f, 11), w2 = make_weight(N, K, f, 12);
   const Weight q = b.upload_quantized(QuantizedMatrix(w.q)), q2 = b.upload_quantized(QuantizedMatrix(w2.q));
-  const Weight d = b.upload_weight_bf16(std::vector<uint16_t>(w.dequantized), N, K);
-  const Weight d2 = b.upload_weight_bf16(std::vector<uint16_t>(w2.dequantized), N, K);
+  const Weight d = r.upload_weight_bf16(std::vector<uint16_t>(w.dequantized), N, K);
+  const Weight d2 = r.upload_weight_bf16(std::vector<uint16_t>(w2.dequantized), N, K);
   EXPECT_TRUE(q.format == f);
   const std::string what = format_name(f) + " [" + std::to_string(N) + ", " + std::to_string(K) + "] ";
   for (int M : row_counts) {
     const std::vector<float> xh = random_rows(M, K, 100 + M);
-    Buffer x(&b, M, K), yq(&b, M, N), yd(&b, M, N), uq(&b, M, N), ud(&b, M, N);
+    Buffer x(&b, M, K), yq(&b, M, N), uq(&b, M, N), xr(&r, M, K), yd(&r, M, N), ud(&r, M, N);
     b.upload(x.data(), xh.data(), xh.size());
+    r.upload(xr.data(), xh.data(), xh.size());
     b.linear(x.all(), q, nullptr, yq.all());
-    b.linear(x.all(), d, nullptr, yd.all());
-    EXPECT_EQ(download(b, yq), download(b, yd)) << what << "linear, " << M << " rows";
+    r.linear(xr.all(), d, nullptr, yd.all());
+    EXPECT_EQ(download(b, yq), download(r, yd)) << what << "linear, " << M << " rows";
     // Fused: two products over one x, and the gated pair.
     const LinearOut lq[2] = {{&q, nullptr, yq.all()}, {&q2, nullptr, uq.all()}};
     const LinearOut ld[2] = {{&d, nullptr, yd.all()}, {&d2, nullptr, ud.all()}};
     b.linears(x.all(), lq);
-    b.linears(x.all(), ld);
-    EXPECT_EQ(download(b, yq), download(b, yd)) << what << "linears, " << M << " rows";
-    EXPECT_EQ(download(b, uq), download(b, ud)) << what << "linears, " << M << " rows";
+    r.linears(xr.all(), ld);
+    EXPECT_EQ(download(b, yq), download(r, yd)) << what << "linears, " << M << " rows";
+    EXPECT_EQ(download(b, uq), download(r, ud)) << what << "linears, " << M << " rows";
     b.gated_linear(x.all(), q, q2, yq.all(), uq.all());
-    b.gated_linear(x.all(), d, d2, yd.all(), ud.all());
-    EXPECT_EQ(download(b, yq), download(b, yd)) << what << "gated_linear, " << M << " rows";
+    r.gated_linear(xr.all(), d, d2, yd.all(), ud.all());
+    EXPECT_EQ(download(b, yq), download(r, yd)) << what << "gated_linear, " << M << " rows";
   }
 }
 
 TEST_P(CudaQuantized, ProductsAreTheBf16ProductsOfTheDequantizedWeightsAtEveryRowCount) {
   REQUIRE_GPU();
   const WeightFormat f = GetParam();
-  auto b = make_cuda_backend(0);
+  auto b = make_cuda_backend(0), r = bf16_reference_backend();
   const int K = 1280, N = 640;  // the encoder's width
-  expect_bf16_products(*b, f, N, K, {1, 3, 8, 17, 32, 33, 100});
+  expect_bf16_products(*b, *r, f, N, K, {1, 3, 8, 17, 32, 33, 100});
   // A ragged last tile of features, and (groups of 32) a last chunk of K that is half padding.
-  expect_bf16_products(*b, f, 653, f.group_size == 32 ? 1312 : K, {1, 17, 33});
+  expect_bf16_products(*b, *r, f, 653, f.group_size == 32 ? 1312 : K, {1, 17, 33});
   Quantized w = make_weight(N, K, f, 11);
   const Weight q = b->upload_quantized(QuantizedMatrix(w.q));
   // A row's result does not depend on the rows beside it.

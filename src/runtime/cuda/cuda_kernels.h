@@ -164,6 +164,7 @@ struct GemvTuning {
   bool tensor_cores = true;     // kernels_gemv_mma.cu; false: kernels_gemv.cu (CUDA cores, and no GEMM)
   int split_warps_per_sm = 8;   // pieces of K: enough for this many GEMV warps per SM ...
   int min_piece_chunks = 8;     // ... each piece at least this many 64-element chunks of K
+  int packed_split_warps_per_sm = 16, packed_min_piece_chunks = 2;  // the same for quantized weights
   int sm_count = 1;             // the device's
   int smem_per_sm = 100 << 10;  // the device's shared memory an SM, bytes ...
   int smem_per_block = 48 << 10;  // ... and the most one block may ask for
@@ -188,6 +189,7 @@ struct GemvOut {
   const uint8_t* packed = nullptr;
   const __nv_bfloat16* scales = nullptr;  // the scale blocks
   int group = 0;
+  qlayout::Divider group_div;  // by the group (launch_gemv_mma sets it)
   // The weight's first bytes: the bf16 values, or the packed ones.
   VOXRT_HOST_DEVICE const void* data() const { return format == kGemvBf16 ? static_cast<const void*>(w) : packed; }
 };
@@ -216,7 +218,7 @@ void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const Gem
                  const GemvWorkspace& ws, const GemvTuning& t, Stream s);
 // Pieces of K the tensor-core GEMV cuts a weight of n features and K columns into
 // (kernels_gemv_mma.cu); the tiled GEMM cuts it the same way.
-int gemv_mma_pieces(int n, int K, const GemvTuning& t);
+int gemv_mma_pieces(int n, int K, const GemvTuning& t, int format = kGemvBf16);
 
 // ---- kernels_gemm_launch.cu ----
 // The same products as launch_gemv (same outs, gated, epilogue) for any number of rows of bf16 x

@@ -150,16 +150,22 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 
   // bf16: this lane copies vector lane % 8 of rows lane / 8 + 4 i, i = 0 .. 3, of each weight (null
   // past the last feature). Quantized: its own packed vectors of the warp's tile (quant_layout.h
-  // pads the storage to whole tiles and chunks), and lanes 0-7 the scale blocks.
+  // pads the storage to whole tiles and chunks), and lanes 0-7 a scale block: lanes 0-3 the one of
+  // the chunk's first half's group of K, lanes 4-7 the second half's (the same block again when the
+  // halves share a group: the two copies are one request; zeros past K).
   constexpr int kCopies = kQuantized ? 1 : 4;
   const int copy_v = lane % 8;
   const uint4* w_rows[NV][kCopies];
-  const int groups = kQuantized ? qlayout::groups_of(K, o.group) : 0;
+  const uint4* scale_rows[NV];
+  const int half_k = lane & 4 ? 32 : 0;
 #pragma unroll
   for (int v = 0; v < NV; ++v) {
     const char* base = static_cast<const char*>(v == 0 ? o.data() : p.out[1].data());
     if constexpr (kQuantized) {
-      w_rows[v][0] = reinterpret_cast<const uint4*>(base) + static_cast<size_t>(f0 / kTileRows) * chunks * packed_values_vecs(FMT);
+      const size_t tile = f0 / kTileRows;
+      w_rows[v][0] = reinterpret_cast<const uint4*>(base) + tile * chunks * packed_values_vecs(FMT) + lane * lane_vecs(FMT);
+      scale_rows[v] = reinterpret_cast<const uint4*>(p.out[v == 0 ? seg : 1].scales) +
+                      tile * qlayout::groups_of(K, o.group) * 4 + lane % 4;
     } else {
 #pragma unroll
       for (int i = 0; i < kCopies; ++i) {
@@ -168,27 +174,18 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
       }
     }
   }
-  // The group of K of the chunk's second half, and whether its scales are staged apart from the
-  // first half's: when it is another group, or past K (then zeros: zero weights, as bf16's padding).
-  auto second_group = [&](int c, bool& other) {
-    const int g1 = (c * 64 + 32) / o.group;
-    other = g1 != c * 64 / o.group || c * 64 + 32 >= K;
-    return g1;
-  };
   auto fill = [&](int c, int s) {
 #pragma unroll
     for (int v = 0; v < NV; ++v) {
       if constexpr (kQuantized) {
-        const uint4* tile = w_rows[v][0] + static_cast<size_t>(c) * packed_values_vecs(FMT);
+        const uint4* values = w_rows[v][0] + c * packed_values_vecs(FMT);
 #pragma unroll
         for (int i = 0; i < lane_vecs(FMT); ++i)
-          cp_async16_shared(stage_at(s, v, lane * lane_vecs(FMT) + i), tile + lane * lane_vecs(FMT) + i, true, evict_first);
+          cp_async16_shared(stage_at(s, v, lane * lane_vecs(FMT) + i), values + i, true, evict_first);
         if (lane < kScaleBlockVecs) {
-          bool other = false;
-          const int g1 = second_group(c, other), gi = lane < 4 ? c * 64 / o.group : g1;
-          const bool live = lane < 4 || (other && c * 64 + 32 < K);
-          const uint4* block = reinterpret_cast<const uint4*>(p.out[v == 0 ? seg : 1].scales) +
-                               (static_cast<size_t>(f0 / kTileRows) * groups + gi) * 4 + lane % 4;
+          const int k = c * 64 + half_k;
+          const bool live = k < K;
+          const uint4* block = scale_rows[v] + qlayout::divide(k, o.group_div) * 4;
           cp_async16_shared(stage_at(s, v, packed_values_vecs(FMT) + lane), live ? block : any, live, evict_first);
         }
       } else {
@@ -229,16 +226,23 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   }
   // The B fragments of k16 group h of chunk c for tile j: x row 8j + g, elements 2t, 2t + 1 and
   // 2t + 8, 2t + 9 of the group (zeros past M and K).
+  // Staged: lane's row of tile j starts at word x_row[j] (a row past M reads the last row, and
+  // zeros are taken instead).
+  int x_row[NT];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) x_row[j] = min(8 * j + g, p.M - 1) * p.x_stage_stride + t - k0 / 2;
   auto load_b = [&](int c, int h, uint32_t (&b)[NT][2]) {
     const int k = c * kChunkK8 * 8 + 16 * h + 2 * t;
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       const int m = 8 * j + g;
-      if (m >= p.M) {
+      if (p.x_stage_stride) {
+        const int at = x_row[j] + c * kChunkK8 * 4 + 8 * h;
+        const uint32_t b0 = xs[at], b1 = xs[at + 4];
+        b[j][0] = m < p.M ? b0 : 0;
+        b[j][1] = m < p.M ? b1 : 0;
+      } else if (m >= p.M) {
         b[j][0] = b[j][1] = 0;
-      } else if (p.x_stage_stride) {
-        b[j][0] = xs[m * p.x_stage_stride + (k - k0) / 2];
-        b[j][1] = xs[m * p.x_stage_stride + (k + 8 - k0) / 2];
       } else {
         b[j][0] = load_x2<XT>(p, m, k, K);
         b[j][1] = load_x2<XT>(p, m, k + 8, K);
@@ -262,8 +266,6 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
     uint32_t qw[NV][kQuantized ? 4 * lane_vecs(FMT) : 1];
     uint2 sb[NV][2];
     if constexpr (kQuantized) {
-      bool other = false;
-      second_group(c, other);
 #pragma unroll
       for (int v = 0; v < NV; ++v) {
         const uint4* st = stage_of(stage, v);
@@ -274,7 +276,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
         }
         const uint2* blocks = reinterpret_cast<const uint2*>(st + packed_values_vecs(FMT));
         sb[v][0] = blocks[g];
-        sb[v][1] = blocks[(other ? 8 : 0) + g];
+        sb[v][1] = blocks[8 + g];
       }
     }
 #pragma unroll
@@ -411,13 +413,15 @@ int groups_of(int n) { return (n + kWarps * kTileRows - 1) / (kWarps * kTileRows
 }  // namespace
 
 // Pieces of K for a weight of n features: enough warps (tiles x pieces) for about
-// t.split_warps_per_sm an SM, each piece at least t.min_piece_chunks chunks. Depends on the weight
-// and the device only.
-int gemv_mma_pieces(int n, int K, const GemvTuning& t) {
+// t.split_warps_per_sm an SM, each piece at least t.min_piece_chunks chunks (a quantized weight:
+// the packed_ pair, its chunks being fewer bytes). Depends on the weight and the device only.
+int gemv_mma_pieces(int n, int K, const GemvTuning& t, int format) {
+  const bool packed = format != kGemvBf16;
   const int tiles = (n + kTileRows - 1) / kTileRows, chunks = chunks_of(K / 8);
-  const int target = t.split_warps_per_sm * t.sm_count;
+  const int target = (packed ? t.packed_split_warps_per_sm : t.split_warps_per_sm) * t.sm_count;
+  const int min_chunks = packed ? t.packed_min_piece_chunks : t.min_piece_chunks;
   if (tiles == 0 || target <= tiles) return 1;
-  return std::clamp((target + tiles - 1) / tiles, 1, std::max(chunks / std::max(t.min_piece_chunks, 1), 1));
+  return std::clamp((target + tiles - 1) / tiles, 1, std::max(chunks / std::max(min_chunks, 1), 1));
 }
 
 GemvWorkspaceSize gemv_mma_workspace(const Params& p, const GemvTuning& t) {
@@ -425,7 +429,7 @@ GemvWorkspaceSize gemv_mma_workspace(const Params& p, const GemvTuning& t) {
   size_t blocks = 0, groups = 0;
   bool split = false;
   for (int i = 0; i < p.n_outs; ++i) {
-    const int S = gemv_mma_pieces(p.out[i].n, p.K8 * 8, t);
+    const int S = gemv_mma_pieces(p.out[i].n, p.K8 * 8, t, p.out[i].format);
     blocks += static_cast<size_t>(groups_of(p.out[i].n)) * S;
     groups += groups_of(p.out[i].n);
     split = split || S > 1;
@@ -448,7 +452,7 @@ void launch_gemv_mma(const gemv::Params& params, bool x_bf16, bool gated, const 
   int groups = 0, blocks = 0, longest = 0;
   const int chunks = chunks_of(p.K8);
   for (int i = 0; i < p.n_outs; ++i) {
-    p.pieces[i] = gemv_mma_pieces(p.out[i].n, p.K8 * 8, t);
+    p.pieces[i] = gemv_mma_pieces(p.out[i].n, p.K8 * 8, t, p.out[i].format);
     groups += groups_of(p.out[i].n);
     blocks += groups_of(p.out[i].n) * p.pieces[i];
     p.group_end[i] = groups;
@@ -456,6 +460,8 @@ void launch_gemv_mma(const gemv::Params& params, bool x_bf16, bool gated, const 
     longest = std::max(longest, (chunks + p.pieces[i] - 1) / p.pieces[i]);
   }
   if (blocks == 0) return;
+  for (int i = 0; i < p.n_outs; ++i)
+    if (p.out[i].format != kGemvBf16) p.out[i].group_div = qlayout::divider(p.out[i].group);
   // Stage x when the longest piece's rows fit (top comment of the kernel's x staging).
   const int stride = longest * kChunkK8 * 4 + 4;
   p.x_stage_stride = static_cast<size_t>(p.M) * stride * 4 <= kXStageMaxBytes ? stride : 0;

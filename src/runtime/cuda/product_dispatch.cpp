@@ -22,6 +22,8 @@ ProductDispatch::ProductDispatch(const DeviceStream& device, DeviceMemory& memor
     tuning_.tensor_cores = options_.tensor_core_gemv;
     tuning_.split_warps_per_sm = options_.gemv_split_warps_per_sm;
     tuning_.min_piece_chunks = options_.gemv_min_piece_chunks;
+    tuning_.packed_split_warps_per_sm = options_.gemv_packed_split_warps_per_sm;
+    tuning_.packed_min_piece_chunks = options_.gemv_packed_min_piece_chunks;
     // The tiles and splits follow the GPU's SMs and shared memory, and wgmma is used where both
     // the GPU (as the backend decides it: DeviceStream::caps) and the code have it.
     const GpuCaps& caps = device_.caps();

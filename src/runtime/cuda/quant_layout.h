@@ -66,6 +66,30 @@ VOXRT_HOST_DEVICE inline Place value_place(int fmt, int f, int k, int K) {
   }
   return {lane_at + 4 * (2 * h + j / 2) + 2 * (j % 2) + odd, 0};
 }
+// n / d by a multiply and a shift, for 0 <= n < 2^31 and d >= 2 (a group size: 32 or more), as the
+// kernels need a chunk's group of K at every chunk and a division by a value known only at run time
+// costs some twenty instructions. mul = ceil(2^(31 + l) / d) with 2^l >= d: the quotient's error,
+// n (mul d - 2^(31 + l)) / (d 2^(31 + l)), is below n d / (d 2^(31 + l)) < 1 / d, too little to
+// carry n / d past the next integer.
+struct Divider {
+  uint32_t mul = 0;
+  int shift = 0;  // l - 1: the high word of n * mul shifted by it is n * mul / 2^(31 + l)
+};
+inline Divider divider(int d) {
+  int l = 0;
+  while ((1ll << l) < d) ++l;
+  const unsigned long long big = 1ull << (31 + l);
+  return {static_cast<uint32_t>((big + static_cast<unsigned long long>(d) - 1) / static_cast<unsigned long long>(d)),
+          l - 1};
+}
+VOXRT_HOST_DEVICE inline int divide(int n, Divider dv) {
+#ifdef __CUDA_ARCH__
+  return static_cast<int>(__umulhi(static_cast<uint32_t>(n), dv.mul) >> dv.shift);
+#else
+  return static_cast<int>(((static_cast<unsigned long long>(n) * dv.mul) >> 32) >> dv.shift);
+#endif
+}
+
 // The bf16 index of feature f's scale for group gi of K (its bias follows it).
 VOXRT_HOST_DEVICE inline size_t scale_index(int f, int gi, int groups) {
   const int r = f % kTileRows;

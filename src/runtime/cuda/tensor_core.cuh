@@ -78,16 +78,17 @@ template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-// cp_async_wait<n>() for a count known at run time, 0 <= n < 16 (a ring whose depth the launch picks).
+// cp_async_wait<n>() for a count known at run time, LO <= n <= HI (a ring whose depth the launch
+// picks): a binary search over the immediates, four compares and branches for 0 .. 15, where a
+// switch became a compare for every case at every call.
+template <int LO = 0, int HI = 15>
 __device__ __forceinline__ void cp_async_wait_dynamic(int n) {
-  switch (n) {
-#define VOXRT_WAIT_CASE(N) \
-  case N: cp_async_wait<N>(); break;
-    VOXRT_WAIT_CASE(0) VOXRT_WAIT_CASE(1) VOXRT_WAIT_CASE(2) VOXRT_WAIT_CASE(3) VOXRT_WAIT_CASE(4) VOXRT_WAIT_CASE(5)
-    VOXRT_WAIT_CASE(6) VOXRT_WAIT_CASE(7) VOXRT_WAIT_CASE(8) VOXRT_WAIT_CASE(9) VOXRT_WAIT_CASE(10)
-    VOXRT_WAIT_CASE(11) VOXRT_WAIT_CASE(12) VOXRT_WAIT_CASE(13) VOXRT_WAIT_CASE(14)
-#undef VOXRT_WAIT_CASE
-    default: cp_async_wait<15>();
+  if constexpr (LO == HI) {
+    cp_async_wait<LO>();
+  } else {
+    constexpr int kMid = (LO + HI) / 2;
+    if (n <= kMid) cp_async_wait_dynamic<LO, kMid>(n);
+    else cp_async_wait_dynamic<kMid + 1, HI>(n);
   }
 }
 
