@@ -17,8 +17,9 @@ struct CudaOptions {
   int gemv_split_warps_per_sm = 8;   // VOXRT_CUDA_GEMV_SPLIT: GEMV warps per SM the pieces of K aim for
   int gemv_min_piece_chunks = 8;     // VOXRT_CUDA_GEMV_MIN_CHUNKS: fewest 64-element chunks a piece of K
   // The same for quantized weights (VOXRT_CUDA_GEMV_PACKED_SPLIT, _PACKED_MIN_CHUNKS): their chunks
-  // are a quarter or half of bf16's bytes, so more, shorter pieces keep the memory system busy.
-  int gemv_packed_split_warps_per_sm = 16;
+  // are a quarter or half of bf16's bytes, so more, shorter pieces keep the memory system busy
+  // (H100, 4w: 12 warps an SM beat 16, 24 and 32: bench/results/2026-12-06-issue36-lean-chunk-loop.txt).
+  int gemv_packed_split_warps_per_sm = 12;
   int gemv_packed_min_piece_chunks = 2;
   int gemm_min_rows = 2;             // VOXRT_CUDA_GEMM_MIN_ROWS (1..4096): products of this many rows or more take the tiled GEMM (same bits)
   int gemm_split_percent = 35;       // VOXRT_CUDA_GEMM_SPLIT_PERCENT (0..1000): the GEMM splits K across blocks when its tiles are fewer than this % of the SMs (same bits)

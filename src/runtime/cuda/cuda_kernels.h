@@ -164,7 +164,7 @@ struct GemvTuning {
   bool tensor_cores = true;     // kernels_gemv_mma.cu; false: kernels_gemv.cu (CUDA cores, and no GEMM)
   int split_warps_per_sm = 8;   // pieces of K: enough for this many GEMV warps per SM ...
   int min_piece_chunks = 8;     // ... each piece at least this many 64-element chunks of K
-  int packed_split_warps_per_sm = 16, packed_min_piece_chunks = 2;  // the same for quantized weights
+  int packed_split_warps_per_sm = 12, packed_min_piece_chunks = 2;  // the same for quantized weights
   int sm_count = 1;             // the device's
   int smem_per_sm = 100 << 10;  // the device's shared memory an SM, bytes ...
   int smem_per_block = 48 << 10;  // ... and the most one block may ask for
