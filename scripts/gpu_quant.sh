@@ -3,7 +3,8 @@
 # backend's quantized tests (each product and lookup bit for bit the bf16 one over the dequantized
 # values, at every row count; the tiny model against the CPU backend), memcheck over them, then on
 # the full-size random model `voxrt quantize` for each scheme (timed, with the error it reports)
-# and `voxrt bench` for bf16 and each scheme, side by side on the same GPU.
+# and `voxrt bench` for bf16 and each scheme, side by side on the same GPU; then what 4w and 8w cost
+# against bf16 weights, stage by stage and in teacher-forced argmax (tests/parity/test_full_size_quantized.cpp).
 #   scripts/gpu_quant.sh [SCHEME...]     SCHEME: 4w (4w linears, 8w embedding) or 8w; default both
 # VOXRT_QUANT_METHOD=rtn quantizes faster (the schemes' speed does not depend on the method).
 set -uo pipefail
@@ -34,3 +35,7 @@ for scheme in "${@:-4w 8w}"; do
     .carry/run voxrt bench "${bench[@]}" --model "/tmp/voxrt-full-$s" 2>&1 | tee "$out/bench-$s.log" | tail -14
   done
 done
+echo "== what each scheme costs against bf16 weights on the full-size model (tests/parity/test_full_size_quantized.cpp)"
+VOXRT_FULL_DIR="$full" VOXRT_FULL_QUANT=1 VOXRT_FULL_DEVICE=cuda VOXRT_QUANT_METHOD="${VOXRT_QUANT_METHOD:-search}" \
+  .carry/run voxrt_tests --gtest_filter='FullSize.QuantizedWeightsAgainstBf16Weights' 2>&1 | tee "$out/quant_accuracy.log" |
+  grep -E "^\[full/quantized|^\[ +(OK|FAILED|PASSED|SKIPPED) |Failure" | head -20

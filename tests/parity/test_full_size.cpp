@@ -14,17 +14,13 @@
 
 #include "audio/audio_file.h"
 #include "models/voxtral/checkpoint.h"
+#include "full_size.h"
 #include "parity_check.h"
 #include "streams_together.h"
 #include "models/voxtral/stream_decoder.h"
 
 namespace voxrt::test {
 namespace {
-
-std::filesystem::path full_dir() {
-  const char* d = std::getenv("VOXRT_FULL_DIR");
-  return d ? std::filesystem::path(d) : std::filesystem::path();
-}
 
 // A live session fed the same audio in uneven chunks gives the free-running offline ids, step for
 // step (streaming on the full model; the reference's offline ids are checked above).
@@ -83,16 +79,11 @@ void expect_streams_together_equal_alone(VoxtralModel& model, const LogMel& logm
 }
 
 void check_layout(LayoutPreference layout, const std::string& sub) {
-  const std::filesystem::path dir = full_dir();
-  if (dir.empty()) GTEST_SKIP() << "VOXRT_FULL_DIR not set: full-size check skipped (runs on the GPU machine)";
-  const char* device = std::getenv("VOXRT_FULL_DEVICE");
-  const bool cuda = device && std::string(device) == "cuda";
-  std::unique_ptr<Backend> backend;
-#ifdef VOXRT_WITH_CUDA
-  if (cuda) backend = make_cuda_backend(0);
-#endif
-  if (cuda && !backend) GTEST_SKIP() << "VOXRT_FULL_DEVICE=cuda but this build has no CUDA backend";
-  if (!backend) backend = make_cpu_backend(0);
+  FullSizeSetup setup = full_size_setup();
+  if (!setup.skip.empty()) GTEST_SKIP() << setup.skip;
+  const std::filesystem::path& dir = setup.dir;
+  const bool cuda = setup.cuda;
+  std::unique_ptr<Backend> backend = std::move(setup.backend);
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_ptr<VoxtralModel> model;
   {
