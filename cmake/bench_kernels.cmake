@@ -6,7 +6,8 @@
 file(GLOB VOXRT_KERNEL_REFERENCE_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/bench/kernels/*.cpp)
 add_library(voxrt_kernel_reference STATIC ${VOXRT_KERNEL_REFERENCE_SOURCES})
 target_include_directories(voxrt_kernel_reference PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
-target_link_libraries(voxrt_kernel_reference PUBLIC nlohmann_json::nlohmann_json Threads::Threads)
+# voxrt_quant: fp8 e4m3 on the host (quant/fp8_e4m3.h), the one definition the fp8 caches' codes follow too.
+target_link_libraries(voxrt_kernel_reference PUBLIC nlohmann_json::nlohmann_json Threads::Threads PRIVATE voxrt_quant)
 target_compile_options(voxrt_kernel_reference PRIVATE -Wall -Wextra)
 
 if(VOXRT_CUDA)

@@ -24,8 +24,10 @@ enum class KvCacheFormat { Auto, Bf16, Fp8 };
 // How weights are stored (README.md, "Quantized weights"), named as ExecuTorch's export options
 // name them: None keeps the checkpoint's bf16; W4 is 4-bit integers with a bf16 scale and bias a
 // group of 32, 64 or 128 along the input (W4A16); W8 is 8-bit integers with a bf16 scale an output
-// channel or a group (W8A16, symmetric).
-enum class WeightScheme { None, W4, W8 };
+// channel or a group (W8A16, symmetric); Fp8 is e4m3 with a bf16 scale an output channel, the
+// activations quantized to e4m3 per token on the fly (W8A8: linear layers and the LM head, not the
+// embedding; the CPU computes it, the CUDA backend's kernels for it are still to come).
+enum class WeightScheme { None, W4, W8, Fp8 };
 // How a group's scale and bias are chosen: Search (the default) minimizes the group's error over
 // clipped ranges and least-squares fits; Rtn rounds over the group's whole range.
 enum class QuantizationMethod { Search, Rtn };
@@ -35,7 +37,7 @@ enum class QuantizationMethod { Search, Rtn };
 // scheme on it is an error.
 struct WeightQuantization {
   WeightScheme linear = WeightScheme::None;  // the decoder's linear layers (--qlinear)
-  int linear_group_size = 0;                 // 0: 32 for W4, an output channel for W8
+  int linear_group_size = 0;                 // 0: 32 for W4, an output channel for W8 (Fp8: always; no other)
   WeightScheme encoder = WeightScheme::None;  // the encoder's linear layers and the adapter (--qlinear-encoder)
   int encoder_group_size = 0;
   // The token embedding (--qembedding, 8w as ExecuTorch's). The checkpoint ties the LM head to it: with the
@@ -54,7 +56,7 @@ struct WeightQuantization {
 VOXRT_API std::string_view to_string(Device device);
 VOXRT_API std::string_view to_string(Layout layout);
 VOXRT_API std::string_view to_string(KvCacheFormat format);
-VOXRT_API std::string_view to_string(WeightScheme scheme);         // "none", "4w", "8w"
+VOXRT_API std::string_view to_string(WeightScheme scheme);         // "none", "4w", "8w", "fp8"
 VOXRT_API std::string_view to_string(QuantizationMethod method);   // "search", "rtn"
 // The reverse, exactly those names; anything else throws an OptionError naming the field and the
 // names it takes ("device tpu: expected auto, cuda or cpu").

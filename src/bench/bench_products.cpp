@@ -102,8 +102,8 @@ nlohmann::json time_products(Backend& b, const ModelConfig& c, const ProductTimi
   nlohmann::json out = nlohmann::json::array();
   for (const Product& p : pass_products(c)) {
     const std::vector<int> rows = t.rows.empty() ? std::vector<int>{p.M} : t.rows;
-    WeightFormat quantized = p.part == Part::Encoder ? t.encoder : p.part == Part::Decoder ? t.decoder : t.head;
-    if (quantized.kind == QuantKind::Int8 && quantized.group_size == 0) quantized.group_size = p.K;  // one scale a channel
+    const WeightFormat quantized =  // a group of 0: one scale a channel, this product's K
+        format_for_width(p.part == Part::Encoder ? t.encoder : p.part == Part::Decoder ? t.decoder : t.head, p.K);
     std::vector<WeightFormat> formats = {WeightFormat{}};
     if (quantized.quantized()) formats.push_back(quantized);
     for (const WeightFormat& f : formats) {

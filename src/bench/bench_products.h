@@ -21,7 +21,7 @@ struct ProductTiming {
   std::vector<int> rows;  // empty: each product at its live pass's rows, with the backend's own kernels
   // The model's weight formats (the encoder's with the adapter, the decoder's, the LM head's): a
   // product whose part is quantized is timed in that format too, beside bf16, on the same random
-  // values quantized (round to nearest), through the backend's own kernels. An 8w group of 0 is
+  // values quantized (round to nearest), through the backend's own kernels. An 8w or fp8 group of 0 is
   // one scale an output channel (each product's own K).
   WeightFormat encoder, decoder, head;
 };

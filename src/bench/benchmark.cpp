@@ -61,13 +61,6 @@ PartWeights part_weights(const VoxtralModel& m) {
   return {w.encoder.at(0).wq, w.decoder.at(0).wq, w.lm_head};
 }
 
-// A part's format as the plan names it, for weights of other widths: a loaded 8w weight whose group
-// is its whole row is one scale an output channel (group 0), not a group of that row's length.
-WeightFormat plan_format(const Weight& w) {
-  WeightFormat f = w.format;
-  if (f.kind == QuantKind::Int8 && f.group_size == w.cols) f.group_size = 0;
-  return f;
-}
 
 }  // namespace
 
@@ -216,9 +209,11 @@ nlohmann::json run_benchmark(VoxtralModel& m, std::span<const float> audio,
     timing.matmul_flops_per_s = ceil.matmul_tflops * 1e12;
     timing.rows = o.product_rows;
     const PartWeights w = part_weights(m);
-    timing.encoder = plan_format(w.encoder);
-    timing.decoder = plan_format(w.decoder);
-    timing.head = plan_format(w.head);
+    // As the plan names them, for weights of other widths: a loaded 8w or fp8 weight whose group is
+    // its whole row is one scale an output channel (group 0), not a group of that row's length.
+    timing.encoder = plan_format_of(w.encoder.format, w.encoder.cols);
+    timing.decoder = plan_format_of(w.decoder.format, w.decoder.cols);
+    timing.head = plan_format_of(w.head.format, w.head.cols);
     r["products"] = time_products(be, c, timing);
   }
   if (!o.attention_streams.empty()) r["attention"] = time_attention(be, c, AttentionTiming{read_bps, o.attention_streams});

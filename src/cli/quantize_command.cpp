@@ -35,7 +35,7 @@ void run(const QuantizeCommandArgs& a) {
   } catch (const OptionError& e) {
     throw UsageError(as_option(e));
   }
-  if (!q.any()) throw UsageError("nothing to quantize: give --qlinear, --qlinear-encoder or --qembedding (4w or 8w)");
+  if (!q.any()) throw UsageError("nothing to quantize: give --qlinear, --qlinear-encoder or --qembedding (4w, 8w or fp8)");
   const QuantizeResult r = quantize_model(a.model, a.out, q, layout);
   if (a.quiet) return;
   char line[256];
@@ -54,7 +54,7 @@ void run(const QuantizeCommandArgs& a) {
 
 void add_quantize_command(CLI::App& app) {
   auto args = std::make_shared<QuantizeCommandArgs>();
-  CLI::App* cmd = app.add_subcommand("quantize", "Write a copy of a model with quantized weights (4w, 8w)");
+  CLI::App* cmd = app.add_subcommand("quantize", "Write a copy of a model with quantized weights (4w, 8w, fp8)");
   cmd->add_option("model", args->model, "Model directory to read (either layout)")->required();
   cmd->add_option("out", args->out, "Directory to write (new, or empty)")->required();
   cmd->add_option("--layout", args->layout, "Checkpoint files to read: auto, mistral or hf")->capture_default_str();

@@ -4,18 +4,18 @@ namespace voxrt::cli {
 
 void add_quantize_options(CLI::App* cmd, QuantizeArgs& a) {
   const std::string group = "Quantization";
-  cmd->add_option("--qlinear", a.linear, "Decoder linear layers: none, 4w (int4, W4A16) or 8w (int8, W8A16)")
+  cmd->add_option("--qlinear", a.linear, "Decoder linear layers: none, 4w (int4, W4A16), 8w (int8, W8A16) or fp8 (e4m3, W8A8; the CPU only for now)")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--qlinear-group-size", a.linear_group_size,
-                  "Elements a scale along the input: 32, 64 or 128 for 4w (0: 32), a multiple of 32 for 8w (0: one an output channel)")
+                  "Elements a scale along the input: 32, 64 or 128 for 4w (0: 32), a multiple of 32 for 8w (0: one an output channel); fp8 takes none (one an output channel)")
       ->group(group);
-  cmd->add_option("--qlinear-encoder", a.encoder, "Encoder linear layers and the adapter: none, 4w or 8w")
+  cmd->add_option("--qlinear-encoder", a.encoder, "Encoder linear layers and the adapter: none, 4w, 8w or fp8")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--qlinear-encoder-group-size", a.encoder_group_size, "As --qlinear-group-size, for the encoder")
       ->group(group);
-  cmd->add_option("--qembedding", a.embedding, "Token embedding: none, 8w (or 4w); the LM head follows --qlinear when given, else the embedding")
+  cmd->add_option("--qembedding", a.embedding, "Token embedding: none, 8w (or 4w; not fp8: a lookup, not a product); the LM head follows --qlinear when given, else the embedding")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--qembedding-group-size", a.embedding_group_size, "Elements a scale of the embedding (0: 128)")

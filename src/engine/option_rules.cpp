@@ -22,8 +22,8 @@ constexpr Names<Layout, 3> kLayouts{{{Layout::Auto, "auto"}, {Layout::Mistral, "
 constexpr Names<KvCacheFormat, 3> kKvCacheFormats{
     {{KvCacheFormat::Auto, "auto"}, {KvCacheFormat::Bf16, "bf16"}, {KvCacheFormat::Fp8, "fp8"}}};
 
-constexpr Names<WeightScheme, 3> kWeightSchemes{
-    {{WeightScheme::None, "none"}, {WeightScheme::W4, "4w"}, {WeightScheme::W8, "8w"}}};
+constexpr Names<WeightScheme, 4> kWeightSchemes{
+    {{WeightScheme::None, "none"}, {WeightScheme::W4, "4w"}, {WeightScheme::W8, "8w"}, {WeightScheme::Fp8, "fp8"}}};
 constexpr Names<QuantizationMethod, 2> kQuantizationMethods{
     {{QuantizationMethod::Search, "search"}, {QuantizationMethod::Rtn, "rtn"}}};
 
@@ -86,6 +86,8 @@ void check_memory(const EngineOptions& o) {
 // A scheme's group size: 0 (its default) or what the scheme takes.
 void check_group(WeightScheme scheme, int group, const char* field) {
   if (group == 0) return;
+  if (scheme == WeightScheme::Fp8)
+    throw OptionError(field, " " + std::to_string(group) + ": fp8 takes one scale an output channel, no group size");
   if (scheme == WeightScheme::W4 && group != 32 && group != 64 && group != 128)
     throw OptionError(field, " " + std::to_string(group) + ": 4w takes 32, 64 or 128");
   if (group < 0 || group % 32 != 0)
@@ -110,6 +112,10 @@ void validate_quantization(const WeightQuantization& q) {
   check_named(kWeightSchemes, "qlinear_encoder", q.encoder);
   check_named(kWeightSchemes, "qembedding", q.embedding);
   check_named(kQuantizationMethods, "quantization_method", q.method);
+  // fp8 quantizes a product's activations (W8A8); the embedding is a lookup.
+  if (q.embedding == WeightScheme::Fp8)
+    throw OptionError("qembedding", " fp8: fp8 (W8A8) is a format for linear layers and the token embedding is a "
+                                    "lookup, not a product: use 8w or 4w");
   check_group(q.linear, q.linear_group_size, "qlinear_group_size");
   check_group(q.encoder, q.encoder_group_size, "qlinear_encoder_group_size");
   check_group(q.embedding, q.embedding_group_size, "qembedding_group_size");

@@ -9,6 +9,7 @@
 #include "common/bf16.h"
 #include "common/error.h"
 #include "common/thread_team.h"
+#include "quant/fp8_e4m3.h"
 
 namespace voxrt {
 namespace {
@@ -150,6 +151,10 @@ QuantizedMatrix quantize(const float* w, int rows, int cols, const WeightFormat&
         const float* x = w + r * cols + static_cast<size_t>(j) * g;
         for (int i = 0; i < g; ++i)
           if (!std::isfinite(x[i])) note_bad(r * cols + static_cast<size_t>(j) * g + i);
+        if (format.kind == QuantKind::Fp8) {  // the definition's scale, whatever the method (quantizer.h)
+          m.scales[r * groups + j] = quantize_weight_row_e4m3(x, g, row + static_cast<size_t>(j) * g);
+          continue;
+        }
         const GroupFit fit = fit_group(x, g, format.kind, method, q.data(), scratch.data());
         m.scales[r * groups + j] = fit.scale;
         if (!m.biases.empty()) m.biases[r * groups + j] = fit.bias;

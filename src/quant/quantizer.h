@@ -8,6 +8,10 @@
 //     again, twice; keep whichever candidate's dequantized values (the bf16 values the model will
 //     use) are closest to the group's in squared error. The unclipped range without a refit is one
 //     of the candidates, so a group never comes out worse than Rtn's.
+// fp8 has one way for both: a row's scale from its largest magnitude, rounded up to bf16, and each
+// element rounded to the nearest e4m3 value (quant/fp8_e4m3.h). Per-channel amax scaling is the
+// standard fp8 recipe, and e4m3's rounding error is relative (3 mantissa bits at every magnitude),
+// so clipping the range buys little: a clipped element's error grows with what is cut off.
 // Rows are quantized side by side on the process's thread team.
 #pragma once
 

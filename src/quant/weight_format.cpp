@@ -5,6 +5,7 @@
 
 #include "common/bf16.h"
 #include "common/error.h"
+#include "quant/fp8_e4m3.h"
 
 namespace voxrt {
 
@@ -12,6 +13,7 @@ std::string_view quant_kind_name(QuantKind kind) {
   switch (kind) {
     case QuantKind::Int4: return "4w";
     case QuantKind::Int8: return "8w";
+    case QuantKind::Fp8: return "fp8";
     case QuantKind::None: break;
   }
   return "bf16";
@@ -20,12 +22,14 @@ std::string_view quant_kind_name(QuantKind kind) {
 QuantKind parse_quant_kind(std::string_view name, const std::string& what) {
   if (name == "4w") return QuantKind::Int4;
   if (name == "8w") return QuantKind::Int8;
+  if (name == "fp8") return QuantKind::Fp8;
   if (name == "none" || name == "bf16") return QuantKind::None;
-  throw Error(what + ": unknown weight format '" + std::string(name) + "' (expected 4w, 8w or none)");
+  throw Error(what + ": unknown weight format '" + std::string(name) + "' (expected 4w, 8w, fp8 or none)");
 }
 
 std::string format_name(const WeightFormat& f) {
   if (!f.quantized()) return "bf16";
+  if (f.kind == QuantKind::Fp8) return "fp8";
   return std::string(quant_kind_name(f.kind)) + "/" + std::to_string(f.group_size);
 }
 
@@ -34,15 +38,31 @@ void check_group_size(const WeightFormat& f, int64_t K, const std::string& what)
   const int g = f.group_size;
   if (f.kind == QuantKind::Int4)
     check(g == 32 || g == 64 || g == 128, what, "4w takes a group size of 32, 64 or 128, not " + std::to_string(g));
+  else if (f.kind == QuantKind::Fp8)
+    check(g == K, what,
+          "fp8 takes one scale an output channel (a group of the row's " + std::to_string(K) + "), not a group of " +
+              std::to_string(g));
   else
     check(g > 0 && g % 32 == 0, what, "8w takes a group size that is a multiple of 32, not " + std::to_string(g));
   check(K > 0 && K % g == 0, what,
         "group size " + std::to_string(g) + " does not divide the input dimension " + std::to_string(K));
 }
 
+bool takes_channel_scales(QuantKind kind) { return kind == QuantKind::Int8 || kind == QuantKind::Fp8; }
+
+WeightFormat format_for_width(WeightFormat f, int64_t K) {
+  if (takes_channel_scales(f.kind) && f.group_size == 0) f.group_size = static_cast<int>(K);
+  return f;
+}
+
+WeightFormat plan_format_of(WeightFormat f, int64_t K) {
+  if (takes_channel_scales(f.kind) && f.group_size == K) f.group_size = 0;
+  return f;
+}
+
 size_t packed_row_bytes(QuantKind kind, int cols) {
   if (kind == QuantKind::Int4) return static_cast<size_t>(cols) / 2;
-  if (kind == QuantKind::Int8) return static_cast<size_t>(cols);
+  if (kind == QuantKind::Int8 || kind == QuantKind::Fp8) return static_cast<size_t>(cols);
   return 0;
 }
 
@@ -92,6 +112,13 @@ void dequantize_row(const QuantizedMatrix& m, int r, float* out) {
   const uint8_t* row = m.packed.data() + static_cast<size_t>(r) * m.packed_row_bytes();
   const uint16_t* scales = m.scales.data() + static_cast<size_t>(r) * groups;
   const uint16_t* biases = m.biases.empty() ? nullptr : m.biases.data() + static_cast<size_t>(r) * groups;
+  if (m.format.kind == QuantKind::Fp8) {
+    // e4m3_to_float(q) * s: exact in fp32 (the definition; quant/fp8_e4m3.h).
+    e4m3_to_floats(row, m.cols, out);
+    const float s = bf16_to_float(scales[0]);
+    for (int k = 0; k < m.cols; ++k) out[k] *= s;
+    return;
+  }
   if (m.format.kind == QuantKind::Int4) {
     // 16 values a group can take: computed once a group, then looked up.
     float table[16];
@@ -116,6 +143,8 @@ void dequantize_row(const QuantizedMatrix& m, int r, float* out) {
 }
 
 std::vector<uint16_t> dequantize_bf16(const QuantizedMatrix& m) {
+  check(m.format.kind != QuantKind::Fp8, "dequantize_bf16",
+        "fp8 values (e4m3 times a bf16 scale) are not bf16 values: take them as floats (dequantize_row)");
   std::vector<uint16_t> bits(static_cast<size_t>(m.rows) * m.cols);
   ThreadTeam::shared().parallel_for(m.rows, 16, [&](size_t r0, size_t r1) {
     std::vector<float> row(m.cols);

@@ -56,6 +56,14 @@ void check_gpu_supported(const GpuCaps& gpu) {
 }
 
 bool converts_fp8_in_hardware(const GpuCaps& gpu) { return gpu.compute() >= 89; }
+bool has_fp8_tensor_cores(const GpuCaps& gpu) { return gpu.compute() >= 89; }
+
+void check_fp8_weights_supported(const GpuCaps& gpu) {
+  check(has_fp8_tensor_cores(gpu), "cuda backend",
+        "fp8 weights need a GPU with fp8 tensor cores (sm_89 or later); this is " + gpu.name + " (sm_" +
+            std::to_string(gpu.major) + std::to_string(gpu.minor) + "): use 8w or 4w");
+}
+
 bool has_wgmma(const GpuCaps& gpu) { return gpu.major == 9; }
 bool has_programmatic_launch(const GpuCaps& gpu) { return gpu.major >= 9; }
 

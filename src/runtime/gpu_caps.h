@@ -38,6 +38,12 @@ void check_gpu_supported(const GpuCaps& gpu);
 // fp8 e4m3 conversions are instructions from 8.9 (Ada, Hopper); below, the kernels convert in
 // software (cuda_fp8.h's emulation): the same values, more instructions.
 bool converts_fp8_in_hardware(const GpuCaps& gpu);
+// fp8 tensor cores (mma of e4m3 operands, what fp8 weights' W8A8 products need): 8.9 (Ada) and 9.0
+// (Hopper) on.
+bool has_fp8_tensor_cores(const GpuCaps& gpu);
+// Throws voxrt::Error when fp8 weights cannot run on `gpu` (no fp8 tensor cores), naming the GPU,
+// its capability and the formats that do run there.
+void check_fp8_weights_supported(const GpuCaps& gpu);
 // Hopper's wgmma (sm_90a) and programmatic dependent launch (9.0).
 bool has_wgmma(const GpuCaps& gpu);
 bool has_programmatic_launch(const GpuCaps& gpu);

@@ -14,7 +14,8 @@
 
 namespace voxrt {
 
-enum class DType : uint8_t { F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL };
+// F8_E4M3: fp8 e4m3 codes, a byte each (quant/fp8_e4m3.h), as safetensors names them.
+enum class DType : uint8_t { F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL, F8_E4M3 };
 
 size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);  // the safetensors spelling: "F32", "BF16", ...

@@ -11,9 +11,10 @@
 namespace voxrt {
 namespace {
 
-std::string refusal(const GpuCaps& gpu) {
+// What `rule` says of `gpu` ("" where it passes).
+std::string refusal(const GpuCaps& gpu, void (*rule)(const GpuCaps&) = check_gpu_supported) {
   try {
-    check_gpu_supported(gpu);
+    rule(gpu);
   } catch (const Error& e) {
     return e.what();
   }
@@ -62,6 +63,22 @@ TEST(GpuCaps, EachGenerationHasTheInstructionsItHas) {
   EXPECT_FALSE(has_wgmma(blackwell));  // sm_90a's wgmma is Hopper's alone
   EXPECT_TRUE(has_programmatic_launch(blackwell));
   EXPECT_FALSE(has_programmatic_launch(*known_gpu("RTX4090")));
+}
+
+// fp8 weights (W8A8) need fp8 tensor cores: Ada and Hopper on; the refusal names the GPU, its
+// capability and the formats that run there.
+TEST(GpuCaps, Fp8WeightsAreRefusedWithoutFp8TensorCores) {
+  auto fp8_refusal = [](const GpuCaps& gpu) { return refusal(gpu, check_fp8_weights_supported); };
+  for (const char* name : {"L4", "L40S", "RTX4090", "H100", "H200"}) {
+    EXPECT_TRUE(has_fp8_tensor_cores(*known_gpu(name))) << name;
+    EXPECT_EQ(fp8_refusal(*known_gpu(name)), "") << name;
+  }
+  const std::string a100 = fp8_refusal(*known_gpu("A100"));
+  EXPECT_NE(a100.find("fp8 weights need a GPU with fp8 tensor cores (sm_89 or later); this is NVIDIA A100-SXM4-80GB "
+                      "(sm_80): use 8w or 4w"),
+            std::string::npos)
+      << a100;
+  EXPECT_NE(fp8_refusal(*known_gpu("A10G")).find("(sm_86)"), std::string::npos);
 }
 
 TEST(GpuCaps, TheTableHoldsTheLimitsTheKernelsAreSizedBy) {

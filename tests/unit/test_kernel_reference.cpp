@@ -1,5 +1,6 @@
 // voxrt_kernel's plain C++ (src/bench/kernels): the CPU reference it checks kernels against, on
-// cases small enough to compute by hand; the fp8 e4m3 codes its fp8 caches hold; its random data;
+// cases small enough to compute by hand; its fp8 caches' scales (their e4m3 codes are
+// quant/fp8_e4m3.h's, tested in test_fp8_e4m3.cpp); its random data;
 // its comparison and floor; and its command line, whose every error names the flag at fault. The
 // driver itself runs on a GPU (the CudaKernelDriver.* tests of the CUDA build).
 #include <gtest/gtest.h>
@@ -9,7 +10,6 @@
 #include <vector>
 
 #include "bench/kernels/accuracy.h"
-#include "bench/kernels/fp8_e4m3.h"
 #include "bench/kernels/kernel_args.h"
 #include "bench/kernels/kernel_report.h"
 #include "bench/kernels/random_data.h"
@@ -51,27 +51,6 @@ TEST(KernelReference, AttentionOfATinyCaseAcrossTheRingsTurn) {
   EXPECT_FLOAT_EQ(out[1], 6.0f);
   EXPECT_FLOAT_EQ(out[2], 0.4f);
   EXPECT_FLOAT_EQ(out[3], 7.2f);
-}
-
-TEST(KernelReference, E4m3CodesDecodeAndRoundTrip) {
-  EXPECT_EQ(e4m3_to_float(0x38), 1.0f);
-  EXPECT_EQ(e4m3_to_float(0x7e), 448.0f);
-  EXPECT_EQ(e4m3_to_float(0x01), std::ldexp(1.0f, -9));  // the least subnormal
-  EXPECT_EQ(e4m3_to_float(0xb8), -1.0f);
-  EXPECT_TRUE(std::isnan(e4m3_to_float(0x7f)));
-  EXPECT_TRUE(std::isnan(e4m3_to_float(0xff)));
-  for (int c = 0; c < 256; ++c)
-    if ((c & 0x7f) != 0x7f) EXPECT_EQ(float_to_e4m3(e4m3_to_float(static_cast<uint8_t>(c))), c) << c;
-}
-
-TEST(KernelReference, E4m3RoundsToNearestEvenAndSaturates) {
-  EXPECT_EQ(float_to_e4m3(1.0625f), 0x38);  // halfway between 1 (0x38) and 1.125 (0x39): the even code
-  EXPECT_EQ(float_to_e4m3(1.1875f), 0x3a);  // halfway between 1.125 (0x39) and 1.25 (0x3a)
-  EXPECT_EQ(float_to_e4m3(1.07f), 0x39);
-  EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);  // half the least subnormal
-  EXPECT_EQ(float_to_e4m3(1000.0f), 0x7e);
-  EXPECT_EQ(float_to_e4m3(-1000.0f), 0xfe);
-  EXPECT_EQ(float_to_e4m3(-0.0f), 0x80);
 }
 
 TEST(KernelReference, Fp8HeadsAreScaledByTheirLargestMagnitude) {

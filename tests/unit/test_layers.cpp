@@ -36,7 +36,7 @@ const std::map<std::string, std::set<std::string>> kLayerMap = {
     {"scheduler", {"models", "runtime", "include/voxrt", "common"}},
     {"engine", {"scheduler", "models", "models/voxtral", "runtime", "runtime/cuda", "quant", "safetensors", "audio", "tokenizer", "include/voxrt", "common"}},
     {"bench", {"engine", "scheduler", "models", "models/voxtral", "runtime", "quant", "safetensors", "include/voxrt", "common"}},
-    {"bench/kernels", {"common"}},
+    {"bench/kernels", {"quant", "common"}},
     {"bench/kernels/cuda", {"bench/kernels", "runtime", "runtime/cuda", "common"}},
     {"hub", {"common"}},
     {"formats", {"include/voxrt", "common"}},

@@ -44,7 +44,8 @@ float half_reference(uint16_t h) {
 TEST(SafetensorsTest, RoundTripAllDtypes) {
   TempDir dir;
   const std::vector<DType> dtypes = {DType::F32, DType::F16, DType::BF16, DType::F64, DType::I64,
-                                     DType::I32, DType::I16, DType::I8,   DType::U8,  DType::BOOL};
+                                     DType::I32, DType::I16, DType::I8,   DType::U8,  DType::BOOL,
+                                     DType::F8_E4M3};
   std::vector<TensorToWrite> tensors;
   for (size_t k = 0; k < dtypes.size(); ++k) {
     std::vector<int64_t> shape = {int64_t(k + 1), 3};
@@ -89,6 +90,8 @@ TEST(SafetensorsTest, DtypeNamesAndSizes) {
   EXPECT_EQ(dtype_size(DType::F64), 8u);
   EXPECT_EQ(dtype_size(DType::F16), 2u);
   EXPECT_EQ(dtype_size(DType::I8), 1u);
+  EXPECT_STREQ(dtype_name(DType::F8_E4M3), "F8_E4M3");  // the safetensors spelling (fp8 weights)
+  EXPECT_EQ(dtype_size(DType::F8_E4M3), 1u);
 }
 
 TEST(SafetensorsTest, Bf16EdgeValues) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "bench/kernels/fp8_e4m3.h"
+#include "quant/fp8_e4m3.h"
 #include "common/bf16.h"
 
 namespace voxrt::bench {

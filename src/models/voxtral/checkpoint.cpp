@@ -371,7 +371,7 @@ void Checkpoint::validate_quantized(const std::string& name, const std::vector<i
           "tensor '" + tensor_name + "' has shape " + shape_str(t.shape) + ", expected " + shape_str(want) + " (" +
               format_name(f) + " " + role + " of a [" + std::to_string(N) + ", " + std::to_string(K) + "] weight)");
   };
-  expect(name, f.kind == QuantKind::Int4 ? DType::U8 : DType::I8,
+  expect(name, packed_dtype(f.kind),
          {N, static_cast<int64_t>(packed_row_bytes(f.kind, static_cast<int>(K)))}, "packed");
   expect(quant_scales_name(name), DType::BF16, {N, groups}, "scales");
   if (has_biases(f.kind)) expect(quant_biases_name(name), DType::BF16, {N, groups}, "biases");

@@ -49,17 +49,27 @@ QuantKind kind_of(WeightScheme s) {
   switch (s) {
     case WeightScheme::W4: return QuantKind::Int4;
     case WeightScheme::W8: return QuantKind::Int8;
+    case WeightScheme::Fp8: return QuantKind::Fp8;
     case WeightScheme::None: break;
   }
   return QuantKind::None;
 }
 
-// A scheme and its group size (0: its default: 32 for 4w; for 8w `w8_default`, 0 being an output channel).
+// A scheme and its group size (0: its default: 32 for 4w; for 8w `w8_default`, 0 being an output
+// channel; fp8 has no other: a group given is refused by format_for).
 WeightFormat format_of(WeightScheme s, int group, int w8_default) {
   WeightFormat f{kind_of(s), 0};
   if (f.kind == QuantKind::Int4) f.group_size = group ? group : 32;
   if (f.kind == QuantKind::Int8) f.group_size = group ? group : w8_default;
+  if (f.kind == QuantKind::Fp8) f.group_size = group;
   return f;
+}
+
+// fp8 quantizes a product's activations too (W8A8); the token embedding is a lookup, with no
+// activations to quantize, so it is not a format the embedding takes.
+void check_embedding_format(const WeightFormat& embedding, const std::string& where) {
+  check(embedding.kind != QuantKind::Fp8, where,
+        "fp8 (W8A8) is a format for linear layers: the token embedding is a lookup, not a product (use 8w or 4w)");
 }
 
 std::string group_text(const WeightFormat& f) {
@@ -86,6 +96,8 @@ WeightFormat format_from_json(const nlohmann::json& j, const char* component, co
   // per tensor by format_for).
   if (f.kind == QuantKind::Int4 || (f.kind == QuantKind::Int8 && f.group_size != 0))
     check_group_size(f, f.group_size, where + ": " + field + ".group_size");
+  check(f.kind != QuantKind::Fp8 || f.group_size == 0, where,
+        field + ".group_size: fp8 takes one scale an output channel (0), not " + std::to_string(f.group_size));
   return f;
 }
 
@@ -98,6 +110,7 @@ QuantPlan QuantPlan::from_options(const WeightQuantization& q) {
   p.encoder = format_of(q.encoder, q.encoder_group_size, 0);
   p.decoder = format_of(q.linear, q.linear_group_size, 0);
   p.embedding = format_of(q.embedding, q.embedding_group_size, 128);
+  check_embedding_format(p.embedding, "qembedding");
   p.head = p.decoder.quantized() ? p.decoder : p.embedding;
   p.method = q.method == QuantizationMethod::Rtn ? QuantMethod::Rtn : QuantMethod::Search;
   return p;
@@ -113,7 +126,7 @@ WeightFormat QuantPlan::format_for(const std::string& name, int64_t K) const {
     case Component::None: return {};
   }
   if (!f.quantized()) return {};
-  if (f.kind == QuantKind::Int8 && f.group_size == 0) f.group_size = static_cast<int>(K);
+  f = format_for_width(f, K);
   check_group_size(f, K, "tensor '" + name + "' (" + format_name(f) + ")");
   return f;
 }
@@ -151,9 +164,15 @@ QuantPlan QuantPlan::from_metadata(const std::string& text, const std::string& w
   p.encoder = format_from_json(j["encoder"], "encoder", where);
   p.decoder = format_from_json(j["decoder"], "decoder", where);
   p.embedding = format_from_json(j["embedding"], "embedding", where);
+  check_embedding_format(p.embedding, where + ": " + kQuantMetadataKey + ".embedding.format");
   // Files written before the head was untied have none: their head is the embedding.
   p.head = j.contains("head") ? format_from_json(j["head"], "head", where) : p.embedding;
   return p;
+}
+
+DType packed_dtype(QuantKind kind) {
+  if (kind == QuantKind::Int4) return DType::U8;
+  return kind == QuantKind::Fp8 ? DType::F8_E4M3 : DType::I8;
 }
 
 std::string quant_scales_name(const std::string& weight_name) {

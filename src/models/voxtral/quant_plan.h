@@ -11,6 +11,7 @@
 
 #include "quant/quantizer.h"
 #include "quant/weight_format.h"
+#include "safetensors/safetensors.h"
 #include "voxrt/engine_options.h"
 
 namespace voxrt {
@@ -19,6 +20,7 @@ inline constexpr const char* kQuantMetadataKey = "voxrt.quantization";
 
 struct QuantPlan {
   // A W8 format of group_size 0 is one scale an output channel: its group is the row's length.
+  // fp8 is always so (group_size 0), and never the embedding's (a lookup: no activations to quantize).
   WeightFormat encoder, decoder, embedding;
   // The LM head, tied to the embedding in the checkpoint. Quantizing the decoder's linears
   // quantizes it on its own in their format, as ExecuTorch does (it is the largest product of a
@@ -41,6 +43,10 @@ struct QuantPlan {
   // the format does not take).
   static QuantPlan from_metadata(const std::string& json, const std::string& where);
 };
+
+// The dtype a quantized tensor's packed values are stored as: U8 (4w, two a byte), I8 (8w),
+// F8_E4M3 (fp8).
+DType packed_dtype(QuantKind kind);
 
 // Where a quantized tensor's scales and biases are stored: "layers.0.attention.wq.weight" ->
 // "layers.0.attention.wq.scales" / ".biases" (MLX's names).

@@ -135,7 +135,7 @@ QuantizeReport write_quantized_model(const Checkpoint& ckpt, const QuantPlan& pl
     ckpt.to_mistral_rows(name, q.packed.data(), q.packed.size());
     ckpt.to_mistral_rows(name, q.scales.data(), q.scales.size());
     const int64_t groups = q.groups();
-    tensors.push_back({name, f.kind == QuantKind::Int4 ? DType::U8 : DType::I8,
+    tensors.push_back({name, packed_dtype(f.kind),
                        {shape[0], static_cast<int64_t>(q.packed_row_bytes())}, std::move(q.packed)});
     tensors.push_back({quant_scales_name(name), DType::BF16, {shape[0], groups}, bytes_of(q.scales)});
     if (!q.biases.empty()) {

@@ -20,10 +20,12 @@
 #include <new>
 #include <vector>
 
+#include "common/bf16.h"
 #include "common/cpu_dispatch.h"
 #include "common/error.h"
 #include "common/thread_team.h"
 #include "common/usable_cores.h"
+#include "quant/fp8_e4m3.h"
 #include "runtime/backend.h"
 #include "runtime/kv_cache.h"
 
@@ -61,6 +63,20 @@ VOXRT_CPU_DISPATCH void rms_norm(const float* x, const float* g, float eps, int 
 // x[c] *= s[c] for one row of `cols` values.
 VOXRT_CPU_DISPATCH void scale_row(float* x, const float* s, int cols) {
   for (int c = 0; c < cols; ++c) x[c] *= s[c];
+}
+
+// The fp8 product's scales (quant/weight_format.h): y[m][j] = (acc[m][j] * s_x[m]) * s_w[j], added to
+// y when accumulating, for the rows m of acc (n columns) and of y (row stride `stride`); s_w bf16.
+VOXRT_CPU_DISPATCH void scale_fp8_product(const float* acc, size_t rows, int n, const float* s_x, const uint16_t* s_w,
+                                          float* y, size_t stride, bool accumulate) {
+  for (size_t m = 0; m < rows; ++m) {
+    const float* a = acc + m * n;
+    float* ym = y + m * stride;
+    for (int j = 0; j < n; ++j) {
+      const float v = (a[j] * s_x[m]) * bf16_to_float(s_w[j]);
+      ym[j] = accumulate ? ym[j] + v : v;
+    }
+  }
 }
 
 // y[i] += x[i], i in [0, n).
@@ -131,6 +147,17 @@ const QuantizedMatrix& quantized_of(const Weight& w) { return *static_cast<const
 // Rows of a quantized weight are dequantized this many at a time into a thread's scratch and
 // multiplied from there: 64 rows of the largest K (9216) are 2.4 MB of floats.
 constexpr size_t kDequantizedRows = 64;
+
+// y [M, n] (row stride ldy) = x [M, K] times rows [n, K] transposed, plus beta * y: one OpenBLAS
+// call on the calling thread.
+void product(const float* x, int M, int K, const float* rows, int n, float beta, float* y, int ldy) {
+  if (M == 1) cblas_sgemv(CblasRowMajor, CblasNoTrans, n, K, 1.0f, rows, K, x, 1, beta, y, 1);
+  else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, K, 1.0f, x, K, rows, K, beta, y, ldy);
+}
+
+// Slices of a weight's rows (output features) for the team, each one product and its bias: at
+// least 64 features and some 256 K multiply-adds, below which a call costs more than it computes.
+size_t product_grain(int M, int K) { return std::max<size_t>(64, (size_t{1} << 18) / (static_cast<size_t>(M) * K + 1)); }
 
 class CpuBackend final : public Backend {
  public:
@@ -238,24 +265,14 @@ class CpuBackend final : public Backend {
     const int M = x.rows, K = x.cols, N = w.rows;
     check(K == w.cols && y.rows == M && y.cols == N, "cpu linear", "shape mismatch");
     if (M == 0) return;
-    const float beta = accumulate ? 1.0f : 0.0f;
     const float* b = bias ? weight_data(*bias) : nullptr;
+    if (w.format.kind == QuantKind::Fp8) return fp8_linear(x, quantized_of(w), b, y, accumulate);
+    const float beta = accumulate ? 1.0f : 0.0f;
     const bool quantized = w.format.quantized();
-    // rows n0 .. n0 + n of the weight times x into y's columns n0 .. n0 + n.
-    auto product = [&](const float* ws, size_t n0, int n) {
-      if (M == 1) {
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, n, K, 1.0f, ws, K, x.data, 1, beta, y.data + n0, 1);
-      } else {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, n, K, 1.0f, x.data, K, ws, K, beta, y.data + n0, N);
-      }
-    };
-    // Slices of the weight's rows (output features), each one product and its bias: one loop of
-    // the team a product. A slice is at least 64 features and some 256 K multiply-adds, below
-    // which a call costs more than it computes.
-    const size_t grain = std::max<size_t>(64, (size_t{1} << 18) / (static_cast<size_t>(M) * K + 1));
-    team_.parallel_for(N, grain, [&](size_t n0, size_t n1) {
+    // One loop of the team a product, over slices of the weight's rows.
+    team_.parallel_for(N, product_grain(M, K), [&](size_t n0, size_t n1) {
       if (!quantized) {
-        product(weight_data(w) + n0 * K, n0, static_cast<int>(n1 - n0));
+        product(x.data, M, K, weight_data(w) + n0 * K, static_cast<int>(n1 - n0), beta, y.data + n0, N);
       } else {
         const QuantizedMatrix& q = quantized_of(w);
         thread_local std::vector<float> rows;
@@ -263,7 +280,7 @@ class CpuBackend final : public Backend {
         for (size_t r0 = n0; r0 < n1; r0 += kDequantizedRows) {
           const size_t r1 = std::min(n1, r0 + kDequantizedRows);
           for (size_t r = r0; r < r1; ++r) dequantize_row(q, static_cast<int>(r), rows.data() + (r - r0) * K);
-          product(rows.data(), r0, static_cast<int>(r1 - r0));
+          product(x.data, M, K, rows.data(), static_cast<int>(r1 - r0), beta, y.data + r0, N);
         }
       }
       if (b) loops::add_bias(y.data, M, N, b, n0, n1);
@@ -407,6 +424,37 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // fp8 weights (W8A8, quant/weight_format.h): x's rows quantized to e4m3 once a call, then for
+  // slices of the weight's rows the codes' exact values (without their scales) multiplied in fp32
+  // by OpenBLAS into a scratch, and the scales applied to that product alone before it lands in y
+  // (added to y when accumulating): y = (acc * s_x) * s_w (+ y) (+ bias).
+  void fp8_linear(Mat x, const QuantizedMatrix& q, const float* bias, Mat y, bool accumulate) {
+    const int M = x.rows, K = x.cols, N = q.rows;
+    // The calling thread's scratch (calls from several threads each have their own). The team's
+    // threads reach it through these pointers: a thread_local named inside their loop would be
+    // each worker's own variable.
+    thread_local std::vector<float> x_values, x_scales;
+    x_values.resize(static_cast<size_t>(M) * K);
+    x_scales.resize(M);
+    float* const xq = x_values.data();
+    float* const sx = x_scales.data();
+    team_.parallel_for(M, 1, [&](size_t m0, size_t m1) {
+      for (size_t m = m0; m < m1; ++m) sx[m] = quantize_activation_row_e4m3(x.data + m * K, K, xq + m * K);
+    });
+    team_.parallel_for(N, product_grain(M, K), [&](size_t n0, size_t n1) {
+      thread_local std::vector<float> rows, acc;
+      rows.resize(kDequantizedRows * K);
+      acc.resize(kDequantizedRows * M);
+      for (size_t r0 = n0; r0 < n1; r0 += kDequantizedRows) {
+        const int n = static_cast<int>(std::min(n1, r0 + kDequantizedRows) - r0);
+        for (int r = 0; r < n; ++r) e4m3_to_floats(q.packed.data() + (r0 + r) * K, K, rows.data() + static_cast<size_t>(r) * K);
+        product(xq, M, K, rows.data(), n, 0.0f, acc.data(), n);
+        loops::scale_fp8_product(acc.data(), M, n, sx, q.scales.data() + r0, y.data + r0, N, accumulate);
+      }
+      if (bias) loops::add_bias(y.data, M, N, bias, n0, n1);
+    });
+  }
+
   // Elementwise loops: pieces of at least 64 K values (a piece less is not worth a thread's wake).
   static constexpr size_t kElementGrain = size_t{1} << 16;
   ThreadTeam team_;

@@ -70,6 +70,13 @@ Weight WeightStore::upload_bf16(std::vector<uint16_t>&& bits, int rows, int cols
 
 Weight WeightStore::upload_quantized(QuantizedMatrix&& m) {
   m.check_consistent("cuda upload_quantized");
+  if (m.format.kind == QuantKind::Fp8) {
+    // fp8 weights' products quantize their activations too (W8A8, quant/weight_format.h): fp8
+    // tensor cores' work, and their kernels are not written yet. Refused before anything is allocated.
+    check_fp8_weights_supported(device_.caps());
+    throw Error("fp8 weights: the CUDA backend's fp8 products are not built yet; run them on the CPU (--device cpu) "
+                "or use 8w");
+  }
   check(!recorder_.in_recording(), "cuda upload_weight", "not allowed inside a recording");
   device_.use();
   auto d = std::make_shared<DeviceWeight>();
