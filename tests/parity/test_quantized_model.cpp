@@ -1,6 +1,7 @@
 // Quantized weights on the tiny model (README.md, "Quantized weights"). What proves the kernels: a
 // model with quantized weights computes what the same model computes with the values those weights
-// stand for (dequantized to a bf16 checkpoint), within the fp32 tolerance of the CPU. What the
+// stand for (dequantized to a checkpoint), within the fp32 tolerance of the CPU (fp8, which rounds
+// the activations too, within that rounding). What the
 // formats cost against the original weights is printed, not asserted (the real weights cannot be
 // had here). And the files: `voxrt quantize` from either layout gives the same model, quantizing
 // while loading gives the same bits as loading the written directory, and a broken quantized file
@@ -36,25 +37,39 @@ fs::path tiny(const char* layout) { return test_data() / "tiny" / layout; }
 
 QuantPlan plan(QuantKind linear, int group, QuantKind embedding = QuantKind::Int8, int embedding_group = 64) {
   QuantPlan p;
-  p.encoder = p.decoder = {linear, linear == QuantKind::Int8 && group == 0 ? 0 : group};
+  p.encoder = p.decoder = {linear, takes_channel_scales(linear) && group == 0 ? 0 : group};
   p.embedding = {embedding, embedding == QuantKind::None ? 0 : embedding_group};
   p.head = p.decoder.quantized() ? p.decoder : p.embedding;  // as QuantPlan::from_options
   return p;
 }
 
-// A Mistral-layout copy of a quantized directory with every weight replaced by the bf16 values it
-// stands for: the reference a quantized model must compute.
+// The bytes of a vector of 2- or 4-byte values, as a tensor holds them.
+template <typename T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(T));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// A Mistral-layout copy of a quantized directory with every weight replaced by the values it stands
+// for: the reference a quantized model must compute. Those of a quantized weight are written as F32
+// (4w's and 8w's are bf16 values; fp8's, e4m3 values times a bf16 scale, need fp32's bits), the
+// others as the bf16 they are.
 void write_dequantized(const fs::path& quantized, const fs::path& out) {
   const Checkpoint ck = Checkpoint::open(quantized);
   std::vector<TensorToWrite> tensors;
   auto dequantized = [&](const std::string& name, const std::vector<int64_t>& shape) {
-    std::vector<uint16_t> bits;
-    if (ck.stored_format(name).quantized()) bits = dequantize_bf16(ck.load_quantized(name));
-    else bits = ck.load_bf16(name);
-    ck.to_mistral_rows(name, bits.data(), bits.size());
-    std::vector<uint8_t> bytes(bits.size() * 2);
-    std::memcpy(bytes.data(), bits.data(), bytes.size());
-    tensors.push_back({name, DType::BF16, shape, std::move(bytes)});
+    if (!ck.stored_format(name).quantized()) {
+      std::vector<uint16_t> bits = ck.load_bf16(name);
+      ck.to_mistral_rows(name, bits.data(), bits.size());
+      tensors.push_back({name, DType::BF16, shape, bytes_of(bits)});
+      return;
+    }
+    const QuantizedMatrix q = ck.load_quantized(name);
+    std::vector<float> values(static_cast<size_t>(q.rows) * q.cols);
+    for (int r = 0; r < q.rows; ++r) dequantize_row(q, r, values.data() + static_cast<size_t>(r) * q.cols);
+    ck.to_mistral_rows(name, values.data(), values.size());
+    tensors.push_back({name, DType::F32, shape, bytes_of(values)});
   };
   for_each_expected_tensor(ck.config(), dequantized);
   // The LM head quantized apart from the embedding: a bf16 head of its own (tensor_names.h).
@@ -103,8 +118,20 @@ int argmax_agreement(const ModelRun& a, const ModelRun& b, int vocab, int* steps
 
 class QuantizedModel : public ::testing::TestWithParam<std::pair<QuantKind, int>> {};
 
+// fp8 is W8A8: its products round their activations to e4m3 as well (3 mantissa bits, a scale a
+// row), which the reference on the dequantized weights (fp32 activations) does not, so there the
+// model computes the reference within that rounding, not within the fp32 tolerance. Each product's
+// rounding of x adds a relative error of some 2.4 % to its output, and the errors of the products
+// on the way add up (in quadrature: independent roundings): measured on the tiny model, encoder
+// 0.067, adapter 0.079, logits 0.092 against the dequantized weights, and the teacher-forced argmax
+// the same at 127 of 148 steps (its logits' margins are small: a random model). The bounds leave
+// room above that and stay far below what a misplaced or missing scale gives (an error of order 1;
+// the product itself is checked against the definition exactly, unit/test_fp8_linear.cpp).
+constexpr double kFp8ActivationTolerance = 0.15;
+
 TEST_P(QuantizedModel, ComputesWhatTheDequantizedWeightsGiveAndSaysWhatItCosts) {
   const auto [kind, group] = GetParam();
+  const bool w8a8 = kind == QuantKind::Fp8;
   testutil::TempDir tmp;
   const QuantPlan p = plan(kind, group);
   const QuantizeReport report = write_quantized_model(Checkpoint::open(tiny("mistral")), p, tmp / "q");
@@ -123,11 +150,17 @@ TEST_P(QuantizedModel, ComputesWhatTheDequantizedWeightsGiveAndSaysWhatItCosts) 
     ASSERT_EQ(ours->size(), ref->size());
     const double e = rel_error(*ours, *ref);
     std::printf("%s %s relative error against the dequantized weights %.3g\n", label.c_str(), name, e);
-    EXPECT_LT(e, 1e-5) << name;
+    EXPECT_LT(e, w8a8 ? kFp8ActivationTolerance : 1e-5) << name;
   }
   const int vocab = Checkpoint::open(tiny("mistral")).config().decoder.vocab_size;
   int steps = 0;
-  EXPECT_EQ(argmax_agreement(quantized, reference, vocab, &steps), steps);
+  const int same = argmax_agreement(quantized, reference, vocab, &steps);
+  std::printf("%s teacher-forced argmax agrees with the dequantized weights' at %d of %d steps\n", label.c_str(), same,
+              steps);
+  if (w8a8)
+    EXPECT_GE(same, steps * 4 / 5);  // where the logits' margin is within the activations' rounding, it may turn
+  else
+    EXPECT_EQ(same, steps);
   // What the format costs: against the original weights (reported).
   const int agree = argmax_agreement(quantized, original, vocab, &steps);
   std::printf("%s weights %.1f%% of bf16; against the original weights: encoder %.4f, adapter %.4f, logits %.4f "
@@ -140,23 +173,27 @@ TEST_P(QuantizedModel, ComputesWhatTheDequantizedWeightsGiveAndSaysWhatItCosts) 
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantizedModel,
                          ::testing::Values(std::pair{QuantKind::Int4, 32}, std::pair{QuantKind::Int4, 64},
-                                           std::pair{QuantKind::Int8, 0}, std::pair{QuantKind::Int8, 32}),
+                                           std::pair{QuantKind::Int8, 0}, std::pair{QuantKind::Int8, 32},
+                                           std::pair{QuantKind::Fp8, 0}),
                          [](const auto& info) {
-                           return std::string(info.param.first == QuantKind::Int4 ? "W4" : "W8") + "Group" +
-                                  std::to_string(info.param.second);
+                           const QuantKind k = info.param.first;
+                           return std::string(k == QuantKind::Int4 ? "W4" : k == QuantKind::Int8 ? "W8" : "Fp8") +
+                                  "Group" + std::to_string(info.param.second);
                          });
 
 TEST(QuantizedFiles, QuantizingWhileLoadingGivesTheWrittenDirectorysBitsFromEitherLayout) {
-  testutil::TempDir tmp;
-  const QuantPlan p = plan(QuantKind::Int4, 32);
-  write_quantized_model(Checkpoint::open(tiny("mistral")), p, tmp / "from_mistral");
-  write_quantized_model(Checkpoint::open(tiny("hf")), p, tmp / "from_hf");
-  const ModelRun written = run(tmp / "from_mistral"), from_hf = run(tmp / "from_hf"), at_load = run(tiny("mistral"), p);
-  EXPECT_EQ(written.trace.logits, at_load.trace.logits);
-  EXPECT_EQ(written.trace.logits, from_hf.trace.logits);
-  EXPECT_EQ(written.trace.encoder, from_hf.trace.encoder);
-  // And the written model says what it is.
-  EXPECT_EQ(Checkpoint::open(tmp / "from_hf").stored_quantization().describe(), p.describe());
+  for (const QuantPlan& p : {plan(QuantKind::Int4, 32), plan(QuantKind::Fp8, 0)}) {
+    SCOPED_TRACE(p.describe());
+    testutil::TempDir tmp;
+    write_quantized_model(Checkpoint::open(tiny("mistral")), p, tmp / "from_mistral");
+    write_quantized_model(Checkpoint::open(tiny("hf")), p, tmp / "from_hf");
+    const ModelRun written = run(tmp / "from_mistral"), from_hf = run(tmp / "from_hf"), at_load = run(tiny("mistral"), p);
+    EXPECT_EQ(written.trace.logits, at_load.trace.logits);
+    EXPECT_EQ(written.trace.logits, from_hf.trace.logits);
+    EXPECT_EQ(written.trace.encoder, from_hf.trace.encoder);
+    // And the written model says what it is.
+    EXPECT_EQ(Checkpoint::open(tmp / "from_hf").stored_quantization().describe(), p.describe());
+  }
 }
 
 // The GPU's quantized kernels against the CPU's, on the same quantized model: within the bf16
@@ -266,6 +303,74 @@ TEST(QuantizedFiles, ABrokenQuantizedFileIsRefusedNamingTheTensorAndField) {
     const fs::path f = tmp / "truncated" / "consolidated.safetensors";
     fs::resize_file(f, fs::file_size(f) - 100);
     EXPECT_NE(load_error(tmp / "truncated"), "");
+  }
+  // fp8: its codes' dtype and its one scale a row are named as 4w's tensors are; a group size or an
+  // embedding the format does not take, refused naming the field.
+  write_quantized_model(Checkpoint::open(tiny("mistral")), plan(QuantKind::Fp8, 0), tmp / "f");
+  const std::string fp8_weight = "layers.1.feed_forward.w2.weight", fp8_scales = "layers.1.feed_forward.w2.scales";
+  {
+    fs::copy(tmp / "f", tmp / "f_dtype");
+    rewrite(tmp / "f_dtype", [&](auto& tensors, auto&) {
+      for (TensorToWrite& t : tensors)
+        if (t.name == fp8_weight) t.dtype = DType::I8;
+    });
+    const std::string e = load_error(tmp / "f_dtype");
+    EXPECT_NE(e.find("tensor '" + fp8_weight + "' has dtype I8, expected F8_E4M3 (fp8 packed)"), std::string::npos) << e;
+  }
+  {
+    fs::copy(tmp / "f", tmp / "f_missing");
+    rewrite(tmp / "f_missing", [&](auto& tensors, auto&) {
+      std::erase_if(tensors, [&](const TensorToWrite& t) { return t.name == fp8_scales; });
+    });
+    const std::string e = load_error(tmp / "f_missing");
+    EXPECT_NE(e.find("missing scales tensor '" + fp8_scales + "' of the fp8 weight"), std::string::npos) << e;
+  }
+  {
+    fs::copy(tmp / "f", tmp / "f_shape");
+    rewrite(tmp / "f_shape", [&](auto& tensors, auto&) {
+      for (TensorToWrite& t : tensors)
+        if (t.name == fp8_scales) {
+          t.shape[1] = 2;  // a scale a group of half a row: not fp8's
+          t.bytes.resize(t.bytes.size() * 2);
+        }
+    });
+    const std::string e = load_error(tmp / "f_shape");
+    EXPECT_NE(e.find("tensor '" + fp8_scales + "' has shape"), std::string::npos) << e;
+    EXPECT_NE(e.find(", 1] (fp8 scales"), std::string::npos) << e;
+  }
+  {
+    fs::copy(tmp / "f", tmp / "f_group");
+    rewrite(tmp / "f_group", [&](auto&, auto& metadata) {
+      std::string m = metadata[kQuantMetadataKey];
+      const std::string decoder = R"("decoder":{"format":"fp8","group_size":0})";
+      ASSERT_NE(m.find(decoder), std::string::npos) << m;
+      m.replace(m.find(decoder), decoder.size(), R"("decoder":{"format":"fp8","group_size":64})");
+      metadata[kQuantMetadataKey] = m;
+    });
+    const std::string e = load_error(tmp / "f_group");
+    EXPECT_NE(e.find(std::string(kQuantMetadataKey) + ".decoder.group_size: fp8 takes one scale an output channel (0), not 64"),
+              std::string::npos)
+        << e;
+  }
+  {
+    fs::copy(tmp / "f", tmp / "f_embedding");
+    rewrite(tmp / "f_embedding", [&](auto&, auto& metadata) {
+      std::string m = metadata[kQuantMetadataKey];
+      const std::string embedding = R"("embedding":{"format":"8w","group_size":64})";
+      ASSERT_NE(m.find(embedding), std::string::npos) << m;
+      m.replace(m.find(embedding), embedding.size(), R"("embedding":{"format":"fp8","group_size":0})");
+      metadata[kQuantMetadataKey] = m;
+    });
+    const std::string e = load_error(tmp / "f_embedding");
+    EXPECT_NE(e.find(std::string(kQuantMetadataKey) + ".embedding.format"), std::string::npos) << e;
+    EXPECT_NE(e.find("the token embedding is a lookup"), std::string::npos) << e;
+  }
+  {
+    fs::copy(tmp / "f", tmp / "f_truncated");
+    const fs::path f = tmp / "f_truncated" / "consolidated.safetensors";
+    fs::resize_file(f, fs::file_size(f) - 100);
+    const std::string e = load_error(tmp / "f_truncated");
+    EXPECT_NE(e.find("tensor '"), std::string::npos) << e;
   }
   // Quantized again, or over a directory that holds something: refused before anything is written.
   try {

@@ -7,6 +7,7 @@
 
 #include "models/voxtral/quant_plan.h"
 #include "models/voxtral/tensor_names.h"
+#include "voxrt/error.h"
 
 namespace voxrt {
 namespace {
@@ -49,6 +50,64 @@ TEST(QuantPlan, TheHeadSurvivesTheMetadataAndOlderFilesReadAsTied) {
   const QuantPlan tied = QuantPlan::from_metadata(older, "old.safetensors");
   EXPECT_FALSE(tied.head_untied());
   EXPECT_TRUE(tied.head == tied.embedding);
+}
+
+// fp8 (W8A8) is one scale an output channel, for the linear layers and the head quantized apart,
+// never the embedding (a lookup): the options, the plan and its metadata each refuse what it does
+// not take, naming the field.
+TEST(QuantPlan, Fp8IsOneScaleAnOutputChannelForProductsAndNeverTheEmbedding) {
+  const QuantPlan p = QuantPlan::from_options(options(WeightScheme::Fp8, WeightScheme::W8));
+  EXPECT_TRUE(p.decoder == (WeightFormat{QuantKind::Fp8, 0}));
+  EXPECT_TRUE(p.head_untied());
+  EXPECT_TRUE(p.format_for(tensor_names::kLmHead, 3072) == (WeightFormat{QuantKind::Fp8, 3072}));
+  EXPECT_TRUE(p.format_for(tensor_names::kDecoderLayers + "3.feed_forward.w2.weight", 9216) ==
+              (WeightFormat{QuantKind::Fp8, 9216}));
+  EXPECT_TRUE(p.format_for(tensor_names::kEncoderLayers + "0.attention.wq.weight", 1280) ==
+              (WeightFormat{QuantKind::Fp8, 1280}));
+  EXPECT_EQ(p.describe(), "encoder fp8, decoder fp8, embedding 8w/128, LM head fp8");
+  const std::string metadata = p.to_metadata();
+  EXPECT_NE(metadata.find(R"("decoder":{"format":"fp8","group_size":0})"), std::string::npos) << metadata;
+  const QuantPlan back = QuantPlan::from_metadata(metadata, "x.safetensors");
+  EXPECT_TRUE(back.encoder == p.encoder && back.decoder == p.decoder && back.head == p.head);
+
+  auto error_of = [](const auto& f) -> std::string {
+    try {
+      f();
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  // A group size: refused by the options' rules (naming the option's field) and by the plan (naming the tensor).
+  WeightQuantization grouped = options(WeightScheme::Fp8, WeightScheme::None);
+  grouped.linear_group_size = 64;
+  try {
+    validate_quantization(grouped);
+    FAIL();
+  } catch (const OptionError& e) {
+    EXPECT_EQ(e.field(), "qlinear_group_size");
+    EXPECT_NE(std::string(e.what()).find("fp8 takes one scale an output channel"), std::string::npos) << e.what();
+  }
+  const std::string tensor = error_of([&] {
+    QuantPlan::from_options(grouped).format_for(tensor_names::kDecoderLayers + "0.attention.wo.weight", 3072);
+  });
+  EXPECT_NE(tensor.find("tensor 'layers.0.attention.wo.weight'"), std::string::npos) << tensor;
+  EXPECT_NE(tensor.find("not a group of 64"), std::string::npos) << tensor;
+  // The embedding: refused by the options' rules, the plan, and a file's metadata.
+  const WeightQuantization embedding = options(WeightScheme::None, WeightScheme::Fp8);
+  try {
+    validate_quantization(embedding);
+    FAIL();
+  } catch (const OptionError& e) {
+    EXPECT_EQ(e.field(), "qembedding");
+    EXPECT_NE(std::string(e.what()).find("lookup, not a product"), std::string::npos) << e.what();
+  }
+  EXPECT_NE(error_of([&] { QuantPlan::from_options(embedding); }).find("the token embedding is a lookup"), std::string::npos);
+  std::string fp8_embedding = metadata;
+  const std::string w8 = R"("embedding":{"format":"8w","group_size":128})";
+  fp8_embedding.replace(fp8_embedding.find(w8), w8.size(), R"("embedding":{"format":"fp8","group_size":0})");
+  const std::string refused = error_of([&] { QuantPlan::from_metadata(fp8_embedding, "x.safetensors"); });
+  EXPECT_NE(refused.find("voxrt.quantization.embedding.format"), std::string::npos) << refused;
 }
 
 }  // namespace

@@ -32,6 +32,24 @@ TEST(QuantizeCli, AWrittenModelTranscribesAsQuantizingWhileLoading) {
   EXPECT_NE(r.err.find("already quantized"), std::string::npos) << r.err;
 }
 
+// fp8 (W8A8, on the CPU): written by `voxrt quantize` as quantized while loading, to the same transcript.
+TEST(QuantizeCli, AnFp8ModelTranscribesAsQuantizingWhileLoading) {
+  testutil::TempDir tmp;
+  const std::string out = (tmp / "q").string();
+  const std::string options = " --qlinear fp8 --qlinear-encoder fp8";
+  RunResult r = run_voxrt("quantize " + model_dir() + " " + out + options);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("encoder fp8, decoder fp8, embedding bf16, LM head fp8"), std::string::npos) << r.err;
+  const RunResult written = run_voxrt("transcribe -f json --device cpu --model " + out + " " + audio("jfk"));
+  ASSERT_EQ(written.status, 0) << written.err;
+  EXPECT_NE(written.err.find("weights encoder fp8, decoder fp8, embedding bf16, LM head fp8"), std::string::npos)
+      << written.err;
+  const RunResult at_load =
+      run_voxrt("transcribe -q -f json --device cpu --model " + model_dir() + options + " " + audio("jfk"));
+  ASSERT_EQ(at_load.status, 0) << at_load.err;
+  EXPECT_EQ(written.out, at_load.out);
+}
+
 TEST(QuantizeCli, MistakesAreUsageErrorsNamingTheOption) {
   testutil::TempDir tmp;
   RunResult r = run_voxrt("quantize " + model_dir() + " " + (tmp / "a").string() + " --qlinear 3w");
@@ -40,6 +58,17 @@ TEST(QuantizeCli, MistakesAreUsageErrorsNamingTheOption) {
   r = run_voxrt("quantize " + model_dir() + " " + (tmp / "b").string() + " --qlinear 4w --qlinear-group-size 48");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--qlinear-group-size 48"), std::string::npos) << r.err;
+  // fp8 takes no group size, and is not the embedding's format (a lookup, not a product).
+  r = run_voxrt("quantize " + model_dir() + " " + (tmp / "b8").string() + " --qlinear fp8 --qlinear-group-size 64");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--qlinear-group-size 64: fp8 takes one scale an output channel"), std::string::npos) << r.err;
+  r = run_voxrt("quantize " + model_dir() + " " + (tmp / "e8").string() + " --qlinear fp8 --qembedding fp8");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--qembedding fp8: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("lookup, not a product"), std::string::npos) << r.err;
+  r = run_voxrt("transcribe --device cpu --model " + model_dir() + " --qembedding fp8 " + audio("jfk"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--qembedding fp8: "), std::string::npos) << r.err;
   r = run_voxrt("quantize " + model_dir() + " " + (tmp / "c").string());
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("nothing to quantize"), std::string::npos) << r.err;
