@@ -220,9 +220,10 @@ TEST(QuantizedModelOnTheGpu, AgreesWithTheCpuWithinTheBf16Tolerances) {
 #endif
 }
 
+using Edit = std::function<void(std::vector<TensorToWrite>&, std::map<std::string, std::string>&)>;
+
 // Rewrites consolidated.safetensors of `dir` with `edit` applied to its tensors and metadata.
-void rewrite(const fs::path& dir,
-             const std::function<void(std::vector<TensorToWrite>&, std::map<std::string, std::string>&)>& edit) {
+void rewrite(const fs::path& dir, const Edit& edit) {
   std::vector<TensorToWrite> tensors;
   std::map<std::string, std::string> metadata;
   {
@@ -243,145 +244,76 @@ std::string load_error(const fs::path& dir) {
   return "";
 }
 
+// What loading a copy of the quantized directory `dir` (made at `copy`) says once `edit` is applied
+// to it.
+std::string load_error_after(const fs::path& dir, const fs::path& copy, const Edit& edit) {
+  fs::copy(dir, copy);
+  rewrite(copy, edit);
+  return load_error(copy);
+}
+
+// The edits: the tensors whose names start with `prefix` removed; tensor `name` changed; `from` (which
+// must be there) replaced by `to` in the quantization metadata.
+Edit without_tensors(const std::string& prefix) {
+  return [prefix](auto& tensors, auto&) {
+    std::erase_if(tensors, [&](const TensorToWrite& t) { return t.name.rfind(prefix, 0) == 0; });
+  };
+}
+Edit changing_tensor(const std::string& name, const std::function<void(TensorToWrite&)>& change) {
+  return [name, change](auto& tensors, auto&) {
+    for (TensorToWrite& t : tensors)
+      if (t.name == name) change(t);
+  };
+}
+Edit replacing_in_metadata(const std::string& from, const std::string& to) {
+  return [from, to](auto&, auto& metadata) {
+    std::string& m = metadata[kQuantMetadataKey];
+    const size_t at = m.find(from);
+    ASSERT_NE(at, std::string::npos) << m;
+    m.replace(at, from.size(), to);
+  };
+}
+
+// What loading a copy of `dir` (made at `copy`) says with its last 100 bytes cut off.
+std::string truncated_load_error(const fs::path& dir, const fs::path& copy) {
+  fs::copy(dir, copy);
+  const fs::path f = copy / "consolidated.safetensors";
+  fs::resize_file(f, fs::file_size(f) - 100);
+  return load_error(copy);
+}
+
 TEST(QuantizedFiles, ABrokenQuantizedFileIsRefusedNamingTheTensorAndField) {
   testutil::TempDir tmp;
-  write_quantized_model(Checkpoint::open(tiny("mistral")), plan(QuantKind::Int4, 32), tmp / "q");
+  const fs::path q = tmp / "q";
+  write_quantized_model(Checkpoint::open(tiny("mistral")), plan(QuantKind::Int4, 32), q);
   const std::string scales = "layers.1.feed_forward.w2.scales";
-  {
-    fs::copy(tmp / "q", tmp / "missing");
-    rewrite(tmp / "missing", [&](auto& tensors, auto&) {
-      std::erase_if(tensors, [&](const TensorToWrite& t) { return t.name == scales; });
-    });
-    const std::string e = load_error(tmp / "missing");
-    EXPECT_NE(e.find("missing scales tensor '" + scales + "'"), std::string::npos) << e;
-  }
-  {
-    fs::copy(tmp / "q", tmp / "group");
-    rewrite(tmp / "group", [&](auto&, auto& metadata) {
-      std::string m = metadata[kQuantMetadataKey];
-      m.replace(m.find("\"group_size\":32"), 15, "\"group_size\":48");
-      metadata[kQuantMetadataKey] = m;
-    });
-    const std::string e = load_error(tmp / "group");
-    EXPECT_NE(e.find("group_size"), std::string::npos) << e;
-    EXPECT_NE(e.find("not 48"), std::string::npos) << e;
-  }
-  {
-    fs::copy(tmp / "q", tmp / "scheme");
-    rewrite(tmp / "scheme", [&](auto&, auto& metadata) {
-      std::string m = metadata[kQuantMetadataKey];
-      m.replace(m.find("\"4w\""), 4, "\"3w\"");
-      metadata[kQuantMetadataKey] = m;
-    });
-    const std::string e = load_error(tmp / "scheme");
-    EXPECT_NE(e.find("unknown weight format '3w'"), std::string::npos) << e;
-    EXPECT_NE(e.find(std::string(kQuantMetadataKey) + "."), std::string::npos) << e;
-  }
-  {
-    fs::copy(tmp / "q", tmp / "shape");
-    rewrite(tmp / "shape", [&](auto& tensors, auto&) {
-      for (TensorToWrite& t : tensors)
-        if (t.name == scales) {
-          t.shape[1] /= 2;
-          t.bytes.resize(t.bytes.size() / 2);
-        }
-    });
-    const std::string e = load_error(tmp / "shape");
-    EXPECT_NE(e.find("tensor '" + scales + "' has shape"), std::string::npos) << e;
-  }
-  {
-    // The plan quantizes the LM head apart (4w linears): its tensor must be there.
-    fs::copy(tmp / "q", tmp / "head");
-    rewrite(tmp / "head", [&](auto& tensors, auto&) {
-      std::erase_if(tensors, [&](const TensorToWrite& t) { return t.name.rfind("output.", 0) == 0; });
-    });
-    const std::string e = load_error(tmp / "head");
-    EXPECT_NE(e.find("missing tensor 'output.weight'"), std::string::npos) << e;
-  }
-  {
-    fs::copy(tmp / "q", tmp / "truncated");
-    const fs::path f = tmp / "truncated" / "consolidated.safetensors";
-    fs::resize_file(f, fs::file_size(f) - 100);
-    EXPECT_NE(load_error(tmp / "truncated"), "");
-  }
-  // fp8: its codes' dtype and its one scale a row are named as 4w's tensors are; a group size or an
-  // embedding the format does not take, refused naming the field.
-  write_quantized_model(Checkpoint::open(tiny("mistral")), plan(QuantKind::Fp8, 0), tmp / "f");
-  const std::string fp8_weight = "layers.1.feed_forward.w2.weight", fp8_scales = "layers.1.feed_forward.w2.scales";
-  {
-    fs::copy(tmp / "f", tmp / "f_dtype");
-    rewrite(tmp / "f_dtype", [&](auto& tensors, auto&) {
-      for (TensorToWrite& t : tensors)
-        if (t.name == fp8_weight) t.dtype = DType::I8;
-    });
-    const std::string e = load_error(tmp / "f_dtype");
-    EXPECT_NE(e.find("tensor '" + fp8_weight + "' has dtype I8, expected F8_E4M3 (fp8 packed)"), std::string::npos) << e;
-  }
-  {
-    fs::copy(tmp / "f", tmp / "f_missing");
-    rewrite(tmp / "f_missing", [&](auto& tensors, auto&) {
-      std::erase_if(tensors, [&](const TensorToWrite& t) { return t.name == fp8_scales; });
-    });
-    const std::string e = load_error(tmp / "f_missing");
-    EXPECT_NE(e.find("missing scales tensor '" + fp8_scales + "' of the fp8 weight"), std::string::npos) << e;
-  }
-  {
-    fs::copy(tmp / "f", tmp / "f_shape");
-    rewrite(tmp / "f_shape", [&](auto& tensors, auto&) {
-      for (TensorToWrite& t : tensors)
-        if (t.name == fp8_scales) {
-          t.shape[1] = 2;  // a scale a group of half a row: not fp8's
-          t.bytes.resize(t.bytes.size() * 2);
-        }
-    });
-    const std::string e = load_error(tmp / "f_shape");
-    EXPECT_NE(e.find("tensor '" + fp8_scales + "' has shape"), std::string::npos) << e;
-    EXPECT_NE(e.find(", 1] (fp8 scales"), std::string::npos) << e;
-  }
-  {
-    fs::copy(tmp / "f", tmp / "f_group");
-    rewrite(tmp / "f_group", [&](auto&, auto& metadata) {
-      std::string m = metadata[kQuantMetadataKey];
-      const std::string decoder = R"("decoder":{"format":"fp8","group_size":0})";
-      ASSERT_NE(m.find(decoder), std::string::npos) << m;
-      m.replace(m.find(decoder), decoder.size(), R"("decoder":{"format":"fp8","group_size":64})");
-      metadata[kQuantMetadataKey] = m;
-    });
-    const std::string e = load_error(tmp / "f_group");
-    EXPECT_NE(e.find(std::string(kQuantMetadataKey) + ".decoder.group_size: fp8 takes one scale an output channel (0), not 64"),
-              std::string::npos)
-        << e;
-  }
-  {
-    fs::copy(tmp / "f", tmp / "f_embedding");
-    rewrite(tmp / "f_embedding", [&](auto&, auto& metadata) {
-      std::string m = metadata[kQuantMetadataKey];
-      const std::string embedding = R"("embedding":{"format":"8w","group_size":64})";
-      ASSERT_NE(m.find(embedding), std::string::npos) << m;
-      m.replace(m.find(embedding), embedding.size(), R"("embedding":{"format":"fp8","group_size":0})");
-      metadata[kQuantMetadataKey] = m;
-    });
-    const std::string e = load_error(tmp / "f_embedding");
-    EXPECT_NE(e.find(std::string(kQuantMetadataKey) + ".embedding.format"), std::string::npos) << e;
-    EXPECT_NE(e.find("the token embedding is a lookup"), std::string::npos) << e;
-  }
-  {
-    fs::copy(tmp / "f", tmp / "f_truncated");
-    const fs::path f = tmp / "f_truncated" / "consolidated.safetensors";
-    fs::resize_file(f, fs::file_size(f) - 100);
-    const std::string e = load_error(tmp / "f_truncated");
-    EXPECT_NE(e.find("tensor '"), std::string::npos) << e;
-  }
+  std::string e = load_error_after(q, tmp / "missing", without_tensors(scales));
+  EXPECT_NE(e.find("missing scales tensor '" + scales + "'"), std::string::npos) << e;
+  e = load_error_after(q, tmp / "group", replacing_in_metadata("\"group_size\":32", "\"group_size\":48"));
+  EXPECT_NE(e.find("group_size"), std::string::npos) << e;
+  EXPECT_NE(e.find("not 48"), std::string::npos) << e;
+  e = load_error_after(q, tmp / "scheme", replacing_in_metadata("\"4w\"", "\"3w\""));
+  EXPECT_NE(e.find("unknown weight format '3w'"), std::string::npos) << e;
+  EXPECT_NE(e.find(std::string(kQuantMetadataKey) + "."), std::string::npos) << e;
+  e = load_error_after(q, tmp / "shape", changing_tensor(scales, [](TensorToWrite& t) {
+                         t.shape[1] /= 2;
+                         t.bytes.resize(t.bytes.size() / 2);
+                       }));
+  EXPECT_NE(e.find("tensor '" + scales + "' has shape"), std::string::npos) << e;
+  // The plan quantizes the LM head apart (4w linears): its tensor must be there.
+  e = load_error_after(q, tmp / "head", without_tensors("output."));
+  EXPECT_NE(e.find("missing tensor 'output.weight'"), std::string::npos) << e;
+  EXPECT_NE(truncated_load_error(q, tmp / "truncated"), "");
   // Quantized again, or over a directory that holds something: refused before anything is written.
   try {
-    write_quantized_model(Checkpoint::open(tmp / "q"), plan(QuantKind::Int8, 0), tmp / "again");
+    write_quantized_model(Checkpoint::open(q), plan(QuantKind::Int8, 0), tmp / "again");
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("already quantized"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(fs::exists(tmp / "again"));
   try {
-    write_quantized_model(Checkpoint::open(tiny("mistral")), plan(QuantKind::Int4, 32), tmp / "q");
+    write_quantized_model(Checkpoint::open(tiny("mistral")), plan(QuantKind::Int4, 32), q);
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("is not empty"), std::string::npos) << e.what();
@@ -394,6 +326,39 @@ TEST(QuantizedFiles, ABrokenQuantizedFileIsRefusedNamingTheTensorAndField) {
     EXPECT_NE(std::string(e.what()).find("tok_embeddings.weight"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("does not divide the input dimension 64"), std::string::npos) << e.what();
   }
+}
+
+// fp8's files: its codes' dtype and its one scale a row are named as 4w's tensors are; a group size
+// or an embedding the format does not take is refused naming the field.
+TEST(QuantizedFiles, ABrokenFp8FileIsRefusedNamingTheTensorAndField) {
+  testutil::TempDir tmp;
+  const fs::path q = tmp / "q";
+  write_quantized_model(Checkpoint::open(tiny("mistral")), plan(QuantKind::Fp8, 0), q);
+  const std::string weight = "layers.1.feed_forward.w2.weight", scales = "layers.1.feed_forward.w2.scales";
+  std::string e = load_error_after(q, tmp / "dtype", changing_tensor(weight, [](TensorToWrite& t) { t.dtype = DType::I8; }));
+  EXPECT_NE(e.find("tensor '" + weight + "' has dtype I8, expected F8_E4M3 (fp8 packed)"), std::string::npos) << e;
+  e = load_error_after(q, tmp / "missing", without_tensors(scales));
+  EXPECT_NE(e.find("missing scales tensor '" + scales + "' of the fp8 weight"), std::string::npos) << e;
+  e = load_error_after(q, tmp / "shape", changing_tensor(scales, [](TensorToWrite& t) {
+                         t.shape[1] = 2;  // a scale a group of half a row: not fp8's
+                         t.bytes.resize(t.bytes.size() * 2);
+                       }));
+  EXPECT_NE(e.find("tensor '" + scales + "' has shape"), std::string::npos) << e;
+  EXPECT_NE(e.find(", 1] (fp8 scales"), std::string::npos) << e;
+  e = load_error_after(q, tmp / "group",
+                       replacing_in_metadata(R"("decoder":{"format":"fp8","group_size":0})",
+                                             R"("decoder":{"format":"fp8","group_size":64})"));
+  EXPECT_NE(e.find(std::string(kQuantMetadataKey) + ".decoder.group_size: fp8 takes one scale an output channel (0), not 64"),
+            std::string::npos)
+      << e;
+  e = load_error_after(q, tmp / "embedding",
+                       replacing_in_metadata(R"("embedding":{"format":"8w","group_size":64})",
+                                             R"("embedding":{"format":"fp8","group_size":0})"));
+  EXPECT_NE(e.find(std::string(kQuantMetadataKey) + ".embedding.format"), std::string::npos) << e;
+  EXPECT_NE(e.find("the token embedding is a lookup"), std::string::npos) << e;
+  e = truncated_load_error(q, tmp / "truncated");
+  EXPECT_NE(e.find("tensor '"), std::string::npos) << e;
+  EXPECT_NE(e.find("truncated file?"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// The CUDA backend's quantized weights (4w, 8w): every product and lookup is, bit for bit, what the
-// same backend computes with a bf16 weight holding the dequantized values (quant/weight_format.h),
-// at every row count (so a quantized product keeps the batch invariance of the bf16 ones), alone,
+// The CUDA backend's quantized weights (4w, 8w; fp8 refused at upload until its kernels come): every
+// product and lookup is, bit for bit, what the same backend computes with a bf16 weight holding the
+// dequantized values (quant/weight_format.h), at every row count (so a quantized product keeps the
+// batch invariance of the bf16 ones), alone,
 // fused (linears, gated_linear) and as the embedding; and the tiny model with quantized weights
 // on the GPU agrees with the CPU backend's within the bf16 tolerances. Skipped, saying so, without
 // a CUDA device.
@@ -17,6 +18,7 @@
 #include "quant/quantizer.h"
 #include "runtime/backend.h"
 #include "runtime/cuda_options.h"
+#include "voxrt/error.h"
 
 namespace voxrt {
 namespace {
@@ -142,6 +144,23 @@ INSTANTIATE_TEST_SUITE_P(Formats, CudaQuantized,
                            return std::string(info.param.kind == QuantKind::Int4 ? "W4" : "W8") + "Group" +
                                   std::to_string(info.param.group_size);
                          });
+
+// fp8 weights (W8A8) have no kernels on the GPU yet: refused at upload, saying why (on a GPU without
+// fp8 tensor cores, that it has none), before the model would run on them.
+TEST(CudaQuantizedFp8, Fp8WeightsAreRefusedAtUploadSayingWhy) {
+  REQUIRE_GPU();
+  auto b = make_cuda_backend(0);
+  std::vector<float> w(64 * 64, 0.25f);
+  try {
+    b->upload_quantized(quantize(w.data(), 64, 64, {QuantKind::Fp8, 64}));
+    FAIL() << "an fp8 weight was taken";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(m.find("fp8 weights: the CUDA backend's fp8 products are not built yet") != std::string::npos ||
+                m.find("fp8 weights need a GPU with fp8 tensor cores (sm_89 or later)") != std::string::npos)
+        << m;
+  }
+}
 #else
 TEST(CudaQuantized, SkippedWithoutTheCudaBackend) {
   GTEST_SKIP() << "no CUDA backend in this build: GPU case skipped (runs on the GPU machine)";
