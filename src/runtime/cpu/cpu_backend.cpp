@@ -157,7 +157,9 @@ void product(const float* x, int M, int K, const float* rows, int n, float beta,
 
 // Slices of a weight's rows (output features) for the team, each one product and its bias: at
 // least 64 features and some 256 K multiply-adds, below which a call costs more than it computes.
-size_t product_grain(int M, int K) { return std::max<size_t>(64, (size_t{1} << 18) / (static_cast<size_t>(M) * K + 1)); }
+size_t product_grain(int M, int K) {
+  return std::max<size_t>(64, (size_t{1} << 18) / (static_cast<size_t>(M) * K + 1));
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -447,7 +449,8 @@ class CpuBackend final : public Backend {
       acc.resize(kDequantizedRows * M);
       for (size_t r0 = n0; r0 < n1; r0 += kDequantizedRows) {
         const int n = static_cast<int>(std::min(n1, r0 + kDequantizedRows) - r0);
-        for (int r = 0; r < n; ++r) e4m3_to_floats(q.packed.data() + (r0 + r) * K, K, rows.data() + static_cast<size_t>(r) * K);
+        for (int r = 0; r < n; ++r)
+          e4m3_to_floats(q.packed.data() + (r0 + r) * K, K, rows.data() + static_cast<size_t>(r) * K);
         product(xq, M, K, rows.data(), n, 0.0f, acc.data(), n);
         loops::scale_fp8_product(acc.data(), M, n, sx, q.scales.data() + r0, y.data + r0, N, accumulate);
       }
