@@ -24,17 +24,19 @@ class NoiseFloorTracker {
   // lightly smoothed powers over the window, times the ratio between a noise's mean power and that
   // minimum, so that the floor is the noise's mean level, not the bottom of its fluctuations.
   const Bands& update(const Bands& power);
-  const Bands& floor() const { return floor_; }
 
  private:
   int block_frames_;
+  int window_frames_;
+  int frames_in_min_ = 0;  // frames the minimum has seen, up to window_frames_
   int frames_in_block_ = 0;
   size_t oldest_block_ = 0;
-  bool started_ = false;
+  int settling_ = 0;  // frames taken while the smoothing settles
   Bands smoothed_{};
   Bands block_min_{};                // the block being filled
   std::vector<Bands> finished_mins_;  // the last `blocks - 1` finished blocks, a ring
   Bands finished_min_{};              // their minimum
+  Bands mean_over_minimum_{};  // the ratio for the frames the minimum has seen
   Bands floor_{};
 };
 

@@ -26,11 +26,11 @@ constexpr float kMaxBandSnrDb = 15.0f;
 
 // The frame's score (mean band SNR, dB) -> probability of speech: a logistic centred where
 // threshold 0.5 decides, its slope setting how far other thresholds move that point. Stationary
-// noise scores about 0.5 dB (99 % of its frames under 1.4, none of the set's over 1.9); speech
+// noise scores about 0.5 dB (99 % of its frames under 1.5, none of the set's over 1.9); speech
 // mostly far more. 2.2 dB is the lowest centre that kept every noise of the labelled set from
 // starting or prolonging turns, and 0.5 dB a logit spreads thresholds 0.3-0.9 over the range where
-// they trade missed speech for noise (bench/results/2026-12-06-turn-detector.txt); below about 0.3
-// stationary noise begins to hold turns open.
+// they trade missed speech for noise (bench/results/2026-12-06-turn-detector.txt); from 0.4 down
+// stationary noise begins to prolong turns.
 constexpr float kScoreAtHalf = 2.2f;
 constexpr float kScorePerLogit = 0.5f;
 

@@ -1,22 +1,23 @@
-// voxrt_turn_eval [SET_DIR] [options]: runs the voice-activity detector (src/audio/voice_activity.h)
-// over the labelled turn set (default tests/data/turns) and reports, per recording, per noise
-// condition and overall, the true and detected turns, false, missed, split and merged turns, and
-// the start and end boundary errors (definitions: tests/unit/turn_scoring.h); then the detector's
-// CPU time per second of audio. What bench/results/2026-12-06-turn-detector.txt records and the
-// test VoiceActivityTurnSet bounds. --scores prints, per condition, how the frames' speech
-// probability falls inside utterances and far from any speech (for tuning the score's mapping),
-// --turns every recording's turns.
-#include <CLI/CLI.hpp>
-
+// voxrt_turn_eval [SET_DIR] [--threshold T] [--prefix-padding-ms MS] [--silence-duration-ms MS]
+//                 [--min-speech-ms MS] [--chunk SAMPLES] [--repeats N] [--probabilities] [--turns]
+// Runs the voice-activity detector (src/audio/voice_activity.h) over the labelled turn set (default
+// tests/data/turns) and reports, per recording, per noise condition and overall, the true and
+// detected turns, false, missed, split and merged turns, and the start and end boundary errors
+// (definitions: tests/turns/turn_scoring.h); then the events' latency and the detector's CPU time per
+// second of audio (over --repeats passes). What bench/results/2026-12-06-turn-detector.txt records
+// and the test VoiceActivityTurnSet bounds. --probabilities prints, per condition, how the frames'
+// speech probability falls inside turns and far from any speech (for tuning the score's mapping);
+// --turns every recording's true and detected turns.
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <exception>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "unit/turn_scoring.h"
+#include "turns/turn_scoring.h"
 
 namespace {
 
@@ -28,8 +29,6 @@ double cpu_seconds() {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
-
-std::string condition_of(const Recording& r) { return r.name.substr(r.conversation.size() + 1); }
 
 void print_turns(const Recording& r, const std::vector<DetectedTurn>& detected) {
   std::printf("  true:");
@@ -44,12 +43,17 @@ void print_scores(const std::vector<Recording>& set, const VoiceActivityOptions&
   std::map<std::string, TurnScore> by_condition;
   std::vector<std::string> order;
   TurnScore all;
+  ErrorStats start_latency, stop_latency;
   for (const Recording& r : set) {
     const std::vector<DetectedTurn> detected = detect_turns(r.samples, options, chunk);
+    for (const DetectedTurn& d : detected) {
+      start_latency.add(static_cast<double>(d.start_known_ms - d.start_ms));
+      stop_latency.add(static_cast<double>(d.end_known_ms - d.end_ms));
+    }
     const TurnScore s = score_turns(r.turns, detected);
     std::printf("%s\n", format_score(r.name, s).c_str());
     if (turns) print_turns(r, detected);
-    const std::string c = condition_of(r);
+    const std::string c = r.condition();
     if (!by_condition.count(c)) order.push_back(c);
     by_condition[c].add(s);
     all.add(s);
@@ -57,6 +61,9 @@ void print_scores(const std::vector<Recording>& set, const VoiceActivityOptions&
   std::printf("\nper condition (all conversations)\n");
   for (const std::string& c : order) std::printf("%s\n", format_score(c, by_condition[c]).c_str());
   std::printf("%s\n", format_score("all", all).c_str());
+  std::printf("\nlatency: a start is decided %.0f ms after its onset on average (at most %.0f), a stop %.0f ms after\n"
+              "the speech ended (at most %.0f)\n",
+              start_latency.mean(), start_latency.worst_abs, stop_latency.mean(), stop_latency.worst_abs);
 }
 
 // Frames are "speech" inside an utterance's turn and "noise" at least 300 ms from every turn.
@@ -65,8 +72,8 @@ void print_probabilities(const std::vector<Recording>& set, const VoiceActivityO
   for (const Recording& r : set) {
     VoiceActivityDetector vad(options);
     std::vector<TurnEvent> events;
-    auto& sp = speech[condition_of(r)];
-    auto& ns = noise[condition_of(r)];
+    auto& sp = speech[r.condition()];
+    auto& ns = noise[r.condition()];
     sp.resize(10), ns.resize(10);
     for (size_t i = 0; i + 160 <= r.samples.size(); i += 160) {
       vad.push(std::span<const float>(r.samples).subspan(i, 160), events);
@@ -94,31 +101,52 @@ void print_probabilities(const std::vector<Recording>& set, const VoiceActivityO
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"Measures the voice-activity detector on the labelled turn set"};
+// The command line, parsed by hand: a handful of numeric options (CLI11 would double the
+// compile time of a tool CI builds in two presets).
+struct Args {
   std::string dir = "tests/data/turns";
   VoiceActivityOptions options;
   size_t chunk = 1280;
   int repeats = 20;
   bool probabilities = false, turns = false;
-  app.add_option("set", dir, "the set's directory (tests/data/turns)");
-  app.add_option("--threshold", options.threshold, "0..1");
-  app.add_option("--prefix-padding-ms", options.prefix_padding_ms);
-  app.add_option("--silence-duration-ms", options.silence_duration_ms);
-  app.add_option("--min-speech-ms", options.min_speech_ms);
-  app.add_option("--chunk", chunk, "samples fed at a time")->check(CLI::PositiveNumber);
-  app.add_option("--repeats", repeats, "passes over the set for the CPU time")->check(CLI::PositiveNumber);
-  app.add_flag("--probabilities", probabilities, "histograms of the frames' speech probability");
-  app.add_flag("--turns", turns, "each recording's true and detected turns (ms)");
-  CLI11_PARSE(app, argc, argv);
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--threshold") a.options.threshold = std::stof(value());
+    else if (arg == "--prefix-padding-ms") a.options.prefix_padding_ms = std::stoi(value());
+    else if (arg == "--silence-duration-ms") a.options.silence_duration_ms = std::stoi(value());
+    else if (arg == "--min-speech-ms") a.options.min_speech_ms = std::stoi(value());
+    else if (arg == "--chunk") a.chunk = static_cast<size_t>(std::stoul(value()));
+    else if (arg == "--repeats") a.repeats = std::stoi(value());
+    else if (arg == "--probabilities") a.probabilities = true;
+    else if (arg == "--turns") a.turns = true;
+    else if (!arg.starts_with("-")) a.dir = arg;
+    else throw std::invalid_argument("unknown option " + arg);
+  }
+  if (a.chunk == 0 || a.repeats < 1) throw std::invalid_argument("--chunk and --repeats must be positive");
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   try {
-    const std::vector<Recording> set = load_turn_set(dir);
+    const Args args = parse(argc, argv);
+    const VoiceActivityOptions& options = args.options;
+    const size_t chunk = args.chunk;
+    const int repeats = args.repeats;
+    const std::vector<Recording> set = load_turn_set(args.dir);
     std::printf("threshold %.2f, prefix_padding_ms %d, silence_duration_ms %d, min_speech_ms %d, chunks of %zu samples\n\n",
                 options.threshold, options.prefix_padding_ms, options.silence_duration_ms, options.min_speech_ms, chunk);
-    print_scores(set, options, chunk, turns);
-    if (probabilities) print_probabilities(set, options);
+    print_scores(set, options, chunk, args.turns);
+    if (args.probabilities) print_probabilities(set, options);
     double audio_seconds = 0.0;
     for (const Recording& r : set) audio_seconds += static_cast<double>(r.samples.size()) / 16000.0;
     size_t sink = 0;
@@ -129,6 +157,9 @@ int main(int argc, char** argv) {
     const double cpu = cpu_seconds() - t0;
     std::printf("\nCPU: %.1f us per second of audio (%d passes over %.1f s of audio in %.3f s; %zu turns)\n",
                 1e6 * cpu / (audio_seconds * repeats), repeats, audio_seconds, cpu, sink);
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "voxrt_turn_eval: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "voxrt_turn_eval: %s\n", e.what());
     return 1;

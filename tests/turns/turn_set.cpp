@@ -1,57 +1,38 @@
-// The labelled turn set (tests/data/turns, made by tools/turns/make_turn_set.py): each recording is
-// a clean espeak-ng conversation plus one of sox's noises scaled to an SNR, summed here as the set
-// is read (the set stores each part once: noisy mixes do not compress). Read by the
-// voice-activity test and by voxrt_turn_eval, which measured bench/results/2026-12-06-turn-detector.txt.
-#pragma once
+#include "turns/turn_set.h"
 
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <stdexcept>
-#include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "audio/audio_file.h"
 
 namespace voxrt::turnset {
+namespace {
 
-struct TrueTurn {
-  double start_ms = 0, end_ms = 0;  // the first and last speech sample of the turn
-};
-
-struct Recording {
-  std::string name;                 // "meeting pink 10 dB", "meeting clean"
-  std::string conversation;
-  std::string noise;                // "none", "white", "pink", "brown"
-  std::optional<double> snr_db;     // unset when clean
-  std::vector<float> samples;       // 16 kHz mono
-  std::vector<TrueTurn> turns;
-};
-
-inline nlohmann::json read_json(const std::filesystem::path& path) {
+nlohmann::json read_json(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path.string());
   return nlohmann::json::parse(in);
 }
 
-inline std::vector<float> read_mono_16k(const std::filesystem::path& path) {
+}  // namespace
+
+std::vector<float> read_mono_16k(const std::filesystem::path& path) {
   DecodedAudio audio = read_audio_file(path);
   if (audio.sample_rate != 16000 || audio.channels != 1) throw std::runtime_error(path.string() + ": not 16 kHz mono");
   return std::move(audio.samples);
 }
 
-inline double mean_power(const float* x, size_t n) {
+double mean_power(const float* x, size_t n) {
   double sum = 0.0;
   for (size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
   return n == 0 ? 0.0 : sum / static_cast<double>(n);
 }
 
-// Every recording set.json lists, mixed. Throws std::runtime_error for a missing or malformed part.
-inline std::vector<Recording> load_turn_set(const std::filesystem::path& dir) {
+std::vector<Recording> load_turn_set(const std::filesystem::path& dir) {
   const nlohmann::json set = read_json(dir / "set.json");
   std::map<std::string, std::vector<float>> noises;
   for (const auto& [kind, file] : set.at("noises").items()) noises[kind] = read_mono_16k(dir / file.get<std::string>());
@@ -66,7 +47,10 @@ inline std::vector<Recording> load_turn_set(const std::filesystem::path& dir) {
     rec.name = rec.conversation + " " + (rec.noise == "none" ? "clean" : rec.noise);
     if (rec.noise != "none") {
       rec.snr_db = r.at("snr_db").get<double>();
-      rec.name += " " + std::to_string(static_cast<int>(std::lround(*rec.snr_db))) + " dB";
+      // Appended piece by piece: GCC 12 warns (-Wrestrict, wrongly) about " " + std::string&&.
+      rec.name += ' ';
+      rec.name += std::to_string(std::lround(*rec.snr_db));
+      rec.name += " dB";
       const std::vector<float>& noise = noises.at(rec.noise);
       if (noise.size() < rec.samples.size()) throw std::runtime_error(rec.noise + " noise is shorter than " + rec.conversation);
       // SNR: the speech's mean power (over its utterances, as the script measured it) over the
