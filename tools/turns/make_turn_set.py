@@ -13,9 +13,9 @@ Written, for each conversation C and noise N:
   noise_N.flac  30 s of sox's N noise (white, pink, brown), stored quiet (about -60 dBFS RMS)
   set.json  the recordings of the set: each a conversation, a noise and an SNR
 A recording is its conversation plus its noise scaled to the SNR, summed when the set is read
-(tests/unit/turn_set.h): a multiply-add a sample. The noisy mixes themselves are not stored because
-noise does not compress: the ten mixes as FLAC were 5.5 MB, the parts they are made of are under
-2 MB, and any SNR costs nothing more. The set is committed rather than made at test time so that CI
+(tests/turns/turn_set.h): a multiply-add a sample. The noisy mixes themselves are not stored because
+noise does not compress: two conversations in five conditions were 5.5 MB of FLAC, while the parts
+of all 30 recordings are 1.8 MB, and another SNR costs nothing more. The set is committed rather than made at test time so that CI
 needs neither espeak-ng nor sox and every test reads the very audio the bench record was measured on
 (another espeak-ng version speaks slightly differently).
 
@@ -26,8 +26,8 @@ What is true here, exactly:
   * Every utterance is synthesised alone, resampled to 16 kHz and trimmed at both ends where its
     amplitude first/last exceeds TRIM_LEVEL for 5 ms (sox silence). Its first and last samples
     after trimming are where that speech starts and stops.
-  * Every conversation but one starts with 600-1000 ms of noise alone; "dictation" speaks from its
-    first sample.
+  * Every conversation but one starts with 600-1000 ms without speech (noise alone, once mixed);
+    "dictation" speaks from its first sample.
   * A turn is one speaker (one voice and rate) saying one to three utterances with short pauses
     (150-300 ms) between them, which must NOT end the turn; turns are separated by gaps of
     700-2000 ms, longer than the detector's default silence (500 ms).
