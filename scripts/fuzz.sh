@@ -128,7 +128,7 @@ for target in $targets; do
       ;;
     config)
       build fuzz_model_config tests/fuzz/fuzz_model_config.cpp src/models/voxtral/checkpoint.cpp src/models/voxtral/config_json.cpp \
-        src/models/voxtral/quant_plan.cpp src/quant/weight_format.cpp src/quant/quantizer.cpp \
+        src/models/voxtral/quant_plan.cpp src/quant/weight_format.cpp src/quant/quantizer.cpp src/quant/fp8_e4m3.cpp \
         src/safetensors/safetensors.cpp src/common/thread_team.cpp src/common/usable_cores.cpp -lpthread
       run fuzz_model_config config 4096 $mem_flags -timeout=30 $json_flags
       ;;
