@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -45,6 +46,16 @@ struct StreamEvent {
     // segment boundary, at EOS, or in flush(); before that position's Text event. `position` is
     // that position, not the word's own.
     Word,
+    // Turn detection (SessionOptions::turns) only. A turn began: `start` is where its audio starts
+    // (the speech's onset less prefix_padding_ms, never before the previous turn's end); sent about
+    // min_speech_ms after the onset, before any of the turn's text.
+    SpeechStarted,
+    // The turn is over: `start` and `end` bound its speech. Its last words follow (the delay's
+    // held-back text, decoded as flush() decodes it), then TurnEnd.
+    SpeechStopped,
+    // The turn's text is final: `text` is all of it (trimmed), `start` / `end` as SpeechStopped's.
+    // Nothing of this turn follows; the next turn starts with SpeechStarted.
+    TurnEnd,
   };
   Kind kind = Kind::Text;
   std::string text;
@@ -57,6 +68,30 @@ struct StreamEvent {
   int64_t step = 0;           // deprecated, kept for one release: the same as position
   int32_t token = 0;          // the decoder output id behind this event
 };
+
+// Server-side turn detection for voice agents (OpenAI's server_vad, Mistral's turn_detection): the
+// session finds where speech starts and stops (audio/voice_activity.h, on the audio) and, at a
+// turn's end, decodes the words the delay still holds, as flush() does, so each turn's text is final
+// as soon as the turn is over. Each turn is transcribed as an utterance of its own: its ids are
+// those of the audio from its start to the point its end was decided, transcribed alone. Audio
+// outside turns (silence, noise the detector does not take for speech) is not given to the model.
+//
+// Where a turn ends combines the detector with the model's own signal: after silence_duration_ms
+// without speech the turn ends, unless the model is still writing text for audio after the
+// detector's stop (speech too quiet or too unlike speech for the detector); then it ends once the
+// model has written nothing for silence_duration_ms of audio, or end_timeout_ms after the
+// detector's stop, whichever comes first.
+struct TurnDetection {
+  float threshold = 0.5f;         // 0..1: how sure of speech a frame must be (OpenAI's threshold)
+  int prefix_padding_ms = 300;    // audio kept before the detected onset (OpenAI's prefix_padding_ms)
+  int silence_duration_ms = 500;  // silence that ends a turn (OpenAI's silence_duration_ms, Mistral's min_silence_ms)
+  int end_timeout_ms = 0;         // the longest a turn is held for the model after that; 0: silence_duration_ms + 1000
+};
+
+// Throws OptionError naming the field ("turns.silence_duration_ms 5: expected 10 to 60000") for a
+// value open_session would refuse: threshold outside 0..1, times outside 0 (10 for the silence) to
+// 60000 ms, an end_timeout_ms other than 0 below silence_duration_ms.
+VOXRT_API void check_turn_detection(const TurnDetection& turns);
 
 struct SessionOptions {
   int delay_ms = 0;          // 0: tekken.json's transcription_delay_ms (480)
@@ -74,6 +109,9 @@ struct SessionOptions {
   // EngineOptions::max_session_seconds. Past it the session goes on while the engine has spare
   // pages, and fails (feed throws voxrt::Error) when it has none.
   double max_seconds = 0;
+  // Turn detection (TurnDetection above); none: the session transcribes everything it is fed as one
+  // utterance, ended by flush().
+  std::optional<TurnDetection> turns;
   std::function<void(const StreamEvent&)> on_event;
 };
 

@@ -1,6 +1,7 @@
 // voxrt stream --model DIR [--delay-ms N] [--format txt|jsonl|json|srt|vtt] [-o FILE]
 //              [--raw s16le|s32le|f32le [--rate HZ] [--channels N]] [--realtime] [--stats] [--stop-at-eos]
-//              [--chunk-ms N] [INPUT|-]
+//              [--chunk-ms N] [--turns [--turn-silence-ms N] [--turn-threshold X] [--turn-prefix-ms N]
+//              [--turn-timeout-ms N]] [INPUT|-]
 //
 // Live transcription through a Session (include/voxrt/session.h): text is printed as the model
 // decides it, while the audio is still arriving. The input is a file (fed in chunks, optionally at
@@ -8,6 +9,9 @@
 // PCM (--raw). Ctrl-C or SIGTERM ends the input like EOF does: the session is flushed so the last
 // words still come out, and the exit status is 0. Every write is checked: output that cannot be
 // written stops the stream with exit status 1.
+//
+// --turns: turn detection (SessionOptions::turns): txt prints one line per finished turn, its final
+// text; jsonl adds speech_started, speech_stopped and turn events to the text and word events.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -65,6 +69,9 @@ struct StreamArgs {
   std::string output;
   std::string input = "-";
   bool rate_given = false, channels_given = false;
+  bool turns = false;
+  TurnDetection turn;
+  bool turn_option_given = false;  // a --turn-* value without --turns
 };
 
 // txt and jsonl are printed as the model decides; json, srt and vtt are the whole transcript at the end.
@@ -122,18 +129,23 @@ std::string dump(const nlohmann::json& j) {
 // vtt), through a checked output.
 class EventPrinter {
  public:
-  EventPrinter(StreamFormat format, std::string source, OutputSink& out)
-      : format_(format), source_(std::move(source)), out_(out) {}
+  // turns: a txt line per turn (its final text) rather than the text as it comes.
+  EventPrinter(StreamFormat format, std::string source, OutputSink& out, bool turns)
+      : format_(format), source_(std::move(source)), out_(out), turns_(turns) {}
 
   void on_event(const StreamEvent& e) {
-    if (format_ == StreamFormat::Txt && e.kind == StreamEvent::Kind::Text) print_text(e.text);
+    if (format_ == StreamFormat::Txt && !turns_ && e.kind == StreamEvent::Kind::Text) print_text(e.text);
+    if (format_ == StreamFormat::Txt && turns_ && e.kind == StreamEvent::Kind::TurnEnd && !e.text.empty())
+      out_.write(e.text + "\n");
     if (format_ == StreamFormat::Jsonl) print_jsonl(e);
   }
 
   void finish(const Session& s) {
     const Transcript t = s.transcript();
     switch (format_) {
-      case StreamFormat::Txt: out_.write("\n"); break;
+      case StreamFormat::Txt:
+        if (!turns_) out_.write("\n");  // per turn, each line was ended as it was printed
+        break;
       case StreamFormat::Jsonl:
         out_.write(dump({{"type", "done"}, {"duration", json_seconds(t.duration)}, {"positions", s.stats().positions}, {"steps", s.stats().positions}}) + "\n");
         break;
@@ -168,6 +180,13 @@ class EventPrinter {
         j = {{"type", "word"}, {"start", json_seconds(e.start)}, {"end", json_seconds(e.end)}, {"text", e.text}, {"position", e.position}, {"step", e.position}};
         break;
       case StreamEvent::Kind::SegmentStart: return;  // the segment is printed whole when it ends
+      case StreamEvent::Kind::SpeechStarted: j = {{"type", "speech_started"}, {"start", json_seconds(e.start)}}; break;
+      case StreamEvent::Kind::SpeechStopped:
+        j = {{"type", "speech_stopped"}, {"start", json_seconds(e.start)}, {"end", json_seconds(e.end)}};
+        break;
+      case StreamEvent::Kind::TurnEnd:
+        j = {{"type", "turn"}, {"start", json_seconds(e.start)}, {"end", json_seconds(e.end)}, {"text", e.text}};
+        break;
     }
     out_.write(dump(j) + "\n");
   }
@@ -175,6 +194,7 @@ class EventPrinter {
   StreamFormat format_;
   std::string source_;
   OutputSink& out_;
+  bool turns_;
   bool started_ = false;
 };
 
@@ -274,6 +294,15 @@ void stream_path(const std::string& path, const StreamArgs& a, Session& session,
   stream_fd(file.fd, path, a, session, stop);
 }
 
+// The option that sets each TurnDetection field check_turn_detection may name.
+std::string turn_option_of(const std::string& field) {
+  if (field == "turns.threshold") return "--turn-threshold";
+  if (field == "turns.prefix_padding_ms") return "--turn-prefix-ms";
+  if (field == "turns.silence_duration_ms") return "--turn-silence-ms";
+  if (field == "turns.end_timeout_ms") return "--turn-timeout-ms";
+  return field;
+}
+
 // Every value and the input are checked before the model loads: a typo should not cost a load.
 void check_args(const StreamArgs& a) {
   parse_stream_format(a.format);
@@ -293,6 +322,14 @@ void check_args(const StreamArgs& a) {
   if (a.rate < 1 || a.rate > 1'000'000) throw UsageError("--rate " + std::to_string(a.rate) + ": expected a sample rate in Hz, 1 to 1000000");
   if (a.channels < 1 || a.channels > 256) throw UsageError("--channels " + std::to_string(a.channels) + ": expected 1 to 256");
   check_engine_args(a.engine);
+  if (a.turn_option_given && !a.turns) throw UsageError("--turn-* options tune turn detection: add --turns");
+  if (a.turns) {
+    try {
+      check_turn_detection(a.turn);
+    } catch (const OptionError& e) {
+      throw UsageError(e.renamed(turn_option_of(e.field())));
+    }
+  }
   if (a.input == "-") {
     if (isatty(0))
       throw UsageError("standard input is a terminal: pipe audio in (arecord -f S16_LE -r 16000 -c 1 | voxrt stream -) "
@@ -313,11 +350,12 @@ void run_stream(const StreamArgs& a) {
   install_stop_handlers();
 
   const bool from_stdin = a.input == "-";
-  EventPrinter printer(parse_stream_format(a.format), a.input, *out);
+  EventPrinter printer(parse_stream_format(a.format), a.input, *out, a.turns);
   StopCondition stop(a.stop_at_eos);
   SessionOptions so;
   so.delay_ms = a.delay_ms;
   so.stop_at_eos = a.stop_at_eos;
+  if (a.turns) so.turns = a.turn;
   so.on_event = [&](const StreamEvent& e) {
     if (e.kind == StreamEvent::Kind::Eos) stop.on_eos();
     printer.on_event(e);
@@ -360,8 +398,23 @@ void add_stream_command(CLI::App& app) {
   cmd->add_flag("--stats", args->stats, "Print step timings and the real-time factor on standard error at the end");
   cmd->add_flag("--stop-at-eos", args->stop_at_eos, "End at the model's end-of-sequence token (like transcribe)");
   cmd->add_option("--chunk-ms", args->chunk_ms, "Chunk size for file input, in ms")->capture_default_str();
+  cmd->add_flag("--turns", args->turns,
+                "Turn detection: find where speech starts and stops; each turn's text is final when it ends "
+                "(txt: a line per turn; jsonl: speech_started, speech_stopped and turn events)");
+  cmd->add_option("--turn-silence-ms", args->turn.silence_duration_ms, "Silence that ends a turn, in ms")
+      ->capture_default_str();
+  cmd->add_option("--turn-threshold", args->turn.threshold, "How sure of speech the detector must be, 0 to 1")
+      ->capture_default_str();
+  cmd->add_option("--turn-prefix-ms", args->turn.prefix_padding_ms, "Audio kept before a turn's detected onset, in ms")
+      ->capture_default_str();
+  cmd->add_option("--turn-timeout-ms", args->turn.end_timeout_ms,
+                  "The longest a turn waits for the model to stop writing after the silence, in ms "
+                  "(0: --turn-silence-ms + 1000)")
+      ->capture_default_str();
   cmd->add_option("input", args->input, "Audio file, or - for standard input (the default)");
   cmd->callback([args, cmd] {
+    for (const char* o : {"--turn-silence-ms", "--turn-threshold", "--turn-prefix-ms", "--turn-timeout-ms"})
+      if (cmd->count(o) > 0) args->turn_option_given = true;
     args->rate_given = cmd->count("--rate") > 0;
     args->channels_given = cmd->count("--channels") > 0;
     run_stream(*args);

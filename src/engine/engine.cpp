@@ -19,6 +19,7 @@
 #endif
 #include "engine/bench_access.h"
 #include "engine/live_session.h"
+#include "engine/turn_session.h"
 #include "engine/model_families.h"
 #include "engine/multi_device_engine.h"
 #include "engine/ordered_batch.h"
@@ -196,6 +197,10 @@ class EngineImpl final : public Engine, public BenchDevice {
   std::unique_ptr<Session> open_session(const SessionOptions& o) override {
     const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
     const Protocol p = protocol(delay_ms);
+    const int rate = model_->config().audio.sampling_rate;
+    if (o.turns)  // each turn an utterance of its own, opened as a plain session of this engine
+      return std::make_unique<TurnSession>(o, rate, p.samples_per_position * 1000 / rate, delay_ms,
+                                           [this](const SessionOptions& utterance) { return open_session(utterance); });
     return std::make_unique<LiveSession>(*logmel_, *tokenizer_, *scheduler_, stream_options(delay_ms, o.stop_at_eos), p, o,
                                          delay_ms, model_->config().audio.sampling_rate);
   }
