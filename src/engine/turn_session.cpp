@@ -13,31 +13,7 @@ namespace {
 // speech has been heard, its bursts up to TurnRules::max_onset_gap_ms apart, so the onset can lie
 // well over min_speech_ms back; three seconds covers every onset the tracker accepts.
 constexpr int kOnsetReachMs = 3000;
-constexpr int kMaxTurnMs = 60000;  // the largest prefix, silence and timeout taken (a minute)
 constexpr size_t kPositionHistory = 45000;  // as LiveSession's: an hour of per-position times
-
-}  // namespace
-
-void check_turn_detection(const TurnDetection& t) {
-  const auto in_range = [](const char* field, int v, int lo) {
-    if (v < lo || v > kMaxTurnMs)
-      throw OptionError(std::string("turns.") + field,
-                        " " + std::to_string(v) + ": expected " + std::to_string(lo) + " to " + std::to_string(kMaxTurnMs));
-  };
-  if (!(t.threshold >= 0.0f && t.threshold <= 1.0f))
-    throw OptionError("turns.threshold", " " + std::to_string(t.threshold) + ": expected 0 to 1");
-  in_range("prefix_padding_ms", t.prefix_padding_ms, 0);
-  in_range("silence_duration_ms", t.silence_duration_ms, VoiceActivityDetector::kFrameMs);
-  if (t.end_timeout_ms != 0) {
-    in_range("end_timeout_ms", t.end_timeout_ms, 0);
-    if (t.end_timeout_ms < t.silence_duration_ms)
-      throw OptionError("turns.end_timeout_ms", " " + std::to_string(t.end_timeout_ms) +
-                                                    ": expected 0 (automatic) or at least silence_duration_ms (" +
-                                                    std::to_string(t.silence_duration_ms) + ")");
-  }
-}
-
-namespace {
 
 VoiceActivityOptions detector_options(const TurnDetection& t) {
   VoiceActivityOptions o;

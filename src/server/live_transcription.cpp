@@ -75,6 +75,25 @@ nlohmann::json segments_json(const std::vector<Segment>& segments) {
   return out;
 }
 
+void TurnWords::add(const StreamEvent& e) {
+  switch (e.kind) {
+    case StreamEvent::Kind::SpeechStarted:
+      segments_.clear();
+      words_.clear();
+      segment_words_.clear();
+      return;
+    case StreamEvent::Kind::Word:
+      words_.push_back({e.start, e.end, e.text});
+      segment_words_.push_back({e.start, e.end, e.text});
+      return;
+    case StreamEvent::Kind::SegmentEnd:
+      segments_.push_back({e.start, e.end, e.text, std::move(segment_words_)});
+      segment_words_.clear();
+      return;
+    default: return;
+  }
+}
+
 namespace {
 // A message waits for a worker and a round or two; past 80 ms the connection falls behind real time.
 constexpr double kLagBoundsMs[] = {1, 2, 5, 10, 20, 40, 60, 80, 120, 160, 250, 500, 1000, 2500};
@@ -110,8 +129,8 @@ void LiveTranscription::after_queued(std::function<void()> task) {
   });
 }
 
-void LiveTranscription::begin_utterance(int delay_ms) {
-  after_queued([this, delay_ms] { start_session(delay_ms); });
+void LiveTranscription::begin_utterance(int delay_ms, const std::optional<TurnDetection>& turns) {
+  after_queued([this, delay_ms, turns] { start_session(delay_ms, turns); });
 }
 
 void LiveTranscription::feed(std::vector<float> samples) {
@@ -141,8 +160,11 @@ void LiveTranscription::feed(std::vector<float> samples) {
 }
 
 void LiveTranscription::feed_session(std::span<const float> samples) {
-  for (size_t at = 0; at < samples.size() && !closed_; at += kFeedPiece)
-    session_->feed(samples.subspan(at, std::min(kFeedPiece, samples.size() - at)));
+  for (size_t at = 0; at < samples.size() && !closed_; at += kFeedPiece) {
+    const size_t n = std::min(kFeedPiece, samples.size() - at);
+    session_->feed(samples.subspan(at, n));
+    fed_ += static_cast<int64_t>(n);
+  }
 }
 
 bool LiveTranscription::behind() const {
@@ -189,13 +211,25 @@ void LiveTranscription::cancel_utterance() {
   });
 }
 
-void LiveTranscription::start_session(int delay_ms) {
+void LiveTranscription::start_session(int delay_ms, const std::optional<TurnDetection>& turns) {
   failed_ = false;
   SessionOptions so;
   so.delay_ms = delay_ms;
+  so.turns = turns;
   delta_words_.clear();
   text_deltas_.reset();
-  so.on_event = [this](const StreamEvent& e) {
+  utterance_begin_ = fed_;
+  // With turns, times count from the connection's first audio (an utterance ended by a commit and
+  // the next one are one timeline of turns); without, from the utterance's start, as before.
+  const double offset = turns ? utterance_offset_seconds() : 0.0;
+  so.on_event = [this, offset](const StreamEvent& event) {
+    StreamEvent e = event;
+    e.start += offset;
+    e.end += offset;
+    if (e.kind == StreamEvent::Kind::SpeechStarted) {  // a turn's deltas add up to its own text
+      delta_words_.clear();
+      text_deltas_.reset();
+    }
     if (e.kind == StreamEvent::Kind::Word) delta_words_.add(e);
     if (e.kind != StreamEvent::Kind::Text) return on_model_event(e);
     StreamEvent delta = e;

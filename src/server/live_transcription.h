@@ -26,6 +26,11 @@
 
 namespace voxrt::server {
 
+// Words as the dialects' extension fields carry them: [{word, start, end}].
+nlohmann::json words_json(const std::vector<Word>& words);
+// Segments as the dialects' done events carry them: [{text, start, end, words}].
+nlohmann::json segments_json(const std::vector<Segment>& segments);
+
 // Word timestamps on the text deltas (voxrt's extension, "words": [{word, start, end}]). A word is
 // known to be over at the step whose text begins the next one (its Word event comes just before
 // that step's text), so a delta carries the words its own text ended, and those a segment's end
@@ -39,6 +44,19 @@ class DeltaWords {
 
  private:
   std::vector<Word> pending_;
+};
+
+// One turn's segments and words (turn detection), gathered from the model's events between the
+// turn's SpeechStarted and its TurnEnd, for the dialects' per-turn events. Worker strand.
+class TurnWords {
+ public:
+  void add(const StreamEvent& e);  // SpeechStarted starts afresh; Word and SegmentEnd are kept
+  nlohmann::json segments() const { return segments_json(segments_); }
+  nlohmann::json words() const { return words_json(words_); }
+
+ private:
+  std::vector<Segment> segments_;
+  std::vector<Word> words_, segment_words_;
 };
 
 // The realtime connections' lag, for /metrics (voxrt_live_lag_seconds): each audio message of an
@@ -109,8 +127,11 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   };
   // On the I/O strand (from on_message), queued to the worker strand in order:
   // Opens a session of the engine at this delay (0: the model's default); audio fed before it was
-  // kept for it.
-  void begin_utterance(int delay_ms);
+  // kept for it. With `turns`, a session with turn detection (SessionOptions::turns): its turns'
+  // events (SpeechStarted, SpeechStopped, TurnEnd) come through on_model_event, each turn's text
+  // deltas start afresh (they add up to the TurnEnd's text), and times count from the connection's
+  // first audio.
+  void begin_utterance(int delay_ms, const std::optional<TurnDetection>& turns = std::nullopt);
   void feed(std::vector<float> samples);  // 16 kHz mono
   // The end of the utterance's input: its last words decoded, then on_utterance_done.
   void end_utterance();
@@ -133,9 +154,13 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   virtual void on_utterance_done(const Transcript& transcript, const SessionStats& stats) = 0;
   virtual void on_failure(Failure kind, const std::string& message) = 0;
   bool utterance_running() const { return session_ != nullptr; }  // worker strand only
+  // Worker strand: seconds of this connection's audio given to its utterances before the open one
+  // began. An utterance with turns has its events' times moved by it (they count from the
+  // connection's first audio); one without keeps its own.
+  double utterance_offset_seconds() const { return static_cast<double>(utterance_begin_) / 16000; }
 
  private:
-  void start_session(int delay_ms);
+  void start_session(int delay_ms, const std::optional<TurnDetection>& turns);
   void feed_session(std::span<const float> samples);
   void finish_session();
   // Backpressure (pause_reading): whether the worker is too far behind to read on, and whether it
@@ -163,6 +188,8 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   bool failed_ = false;         // the utterance failed: its audio is dropped until the next begins
   DeltaWords delta_words_;      // the utterance's words not yet on a delta
   TextDeltas text_deltas_;      // the utterance's text as deltas
+  int64_t fed_ = 0;             // samples given to this connection's sessions
+  int64_t utterance_begin_ = 0;  // fed_ when the open utterance began
 };
 
 // PCM16 little-endian samples as floats in [-1, 1) (x / 32768, as vLLM and libsndfile convert them).
@@ -179,10 +206,4 @@ std::string dump_event(const nlohmann::json& event);
 std::optional<int> model_delay_ms(const nlohmann::json& delay_ms, const DelayRange& delays);
 // What an error about a delay says of the model's: "the model's delays are 80 to 1200 ms in ...".
 std::string model_delays_text(const DelayRange& delays);
-// Words as the dialects' extension fields carry them: [{word, start, end}].
-nlohmann::json words_json(const std::vector<Word>& words);
-// Segments as the dialects' done events carry them: [{text, start, end, words}].
-nlohmann::json segments_json(const std::vector<Segment>& segments);
-
-
 }  // namespace voxrt::server

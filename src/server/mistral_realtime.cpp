@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "common/base64.h"
+#include "server/turn_detection_json.h"
 
 namespace voxrt::server {
 namespace {
@@ -36,7 +37,8 @@ json MistralRealtime::session_json() const {
   return {{"request_id", request_id_},
           {"model", model_},
           {"audio_format", {{"encoding", encoding_}, {"sample_rate", audio_.sample_rate()}}},
-          {"target_streaming_delay_ms", delay_ms_}};
+          {"target_streaming_delay_ms", delay_ms_},
+          {"turn_detection", turns_ ? mistral_turn_detection_json(*turns_) : json(nullptr)}};
 }
 
 void MistralRealtime::on_open(const WebSocketSender& out) {
@@ -109,6 +111,13 @@ void MistralRealtime::update(const json& session) {
     if (!d) return send_error("session.target_streaming_delay_ms: " + model_delays_text(engine().info().delays), kBadRequest);
     delay = *d;
   }
+  std::optional<TurnDetection> turns;
+  try {
+    turns = updated_turn_detection(session, turns_, mistral_turn_detection, "session.turn_detection");
+  } catch (const TurnDetectionError& e) {
+    return send_error(e.what(), kBadRequest);
+  }
+  turns_ = turns;
   encoding_ = encoding;
   audio_ = RealtimeAudio(*encoding_type(encoding), rate);
   delay_ms_ = delay;
@@ -120,7 +129,7 @@ void MistralRealtime::append(std::string_view bytes) {
   if (bytes.empty()) return;
   if (!audio_started_) {
     audio_started_ = true;
-    begin_utterance(delay_ms_);
+    begin_utterance(delay_ms_, turns_);
   }
   std::vector<float> samples = audio_.decode(bytes);
   if (!samples.empty()) feed(std::move(samples));
@@ -129,14 +138,23 @@ void MistralRealtime::append(std::string_view bytes) {
 void MistralRealtime::end() {
   if (ended_) return;
   ended_ = true;
-  if (!audio_started_) begin_utterance(delay_ms_);  // no audio: still a done event, with no text
+  if (!audio_started_) begin_utterance(delay_ms_, turns_);  // no audio: still a done event, with no text
   std::vector<float> tail = audio_.finish();
   if (!tail.empty()) feed(std::move(tail));
   end_utterance();
 }
 
 void MistralRealtime::on_model_event(const StreamEvent& e) {
+  turn_words_.add(e);
   switch (e.kind) {
+    case StreamEvent::Kind::SpeechStarted: send({{"type", "transcription.speech_started"}, {"start", e.start}}); return;
+    case StreamEvent::Kind::SpeechStopped:
+      send({{"type", "transcription.speech_stopped"}, {"start", e.start}, {"end", e.end}});
+      return;
+    case StreamEvent::Kind::TurnEnd:
+      send({{"type", "transcription.turn.done"}, {"text", e.text}, {"start", e.start}, {"end", e.end},
+            {"segments", turn_words_.segments()}, {"words", turn_words_.words()}});
+      return;
     case StreamEvent::Kind::Text: {
       json delta = {{"type", "transcription.text.delta"}, {"text", e.text}};
       attach_delta_words(delta);

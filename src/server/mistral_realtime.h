@@ -11,8 +11,17 @@
 //   client: input_audio.end -> the last words, then transcription.done {model, text, usage,
 //           language: null, segments}; the input is over (the client closes)
 //   server: error {error: {message, code}} for anything wrong, and the connection goes on
+// Turn detection (as Mistral's hosted realtime models offer it): session.update {session:
+// {turn_detection: {} | {min_silence_ms, end_timeout_ms, start_threshold, ...} | null}} before the
+// audio. Mistral's SDK defines no turn events; voxrt's (docs/serve.md), which the SDK hands over as
+// unknown events with their raw JSON:
+//   server: transcription.speech_started {start}; the turn's deltas and segments;
+//           transcription.speech_stopped {start, end}; transcription.turn.done {text, start, end,
+//           segments, words} once the turn's last words are decoded
+// input_audio.end ends a turn in progress, then transcription.done has all the turns' text.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "server/live_transcription.h"
@@ -44,9 +53,12 @@ class MistralRealtime final : public LiveTranscription {
   RealtimeAudio audio_;
   int delay_ms_;
   bool audio_started_ = false, ended_ = false;
+  std::optional<TurnDetection> turns_;
   bool refused_ = false;  // the model name was refused: the connection is closing, its messages unheard
-  // On the worker strand: the words of the word group in progress (for its segment event).
+  // On the worker strand: the words of the word group in progress (for its segment event), and of
+  // the turn in progress.
   std::vector<Word> segment_words_;
+  TurnWords turn_words_;
 };
 
 }  // namespace voxrt::server

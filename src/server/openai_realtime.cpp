@@ -3,6 +3,7 @@
 #include <map>
 
 #include "common/base64.h"
+#include "server/turn_detection_json.h"
 
 namespace voxrt::server {
 namespace {
@@ -53,7 +54,7 @@ json OpenAiRealtime::session_json() const {
              {{"format", format},
               {"transcription", transcription},
               {"noise_reduction", nullptr},
-              {"turn_detection", nullptr}}}}}};
+              {"turn_detection", turns_ ? openai_turn_detection_json(*turns_) : json(nullptr)}}}}}};
 }
 
 void OpenAiRealtime::send_event(json event) const {
@@ -174,8 +175,16 @@ void OpenAiRealtime::update(const json& event) {
       delay = *ms;
     }
   }
-  if (!item_id_.empty() && (format != format_ || delay != delay_ms_))
-    return send_error(event, "session_busy", "The audio format and delay change between items: commit or clear first.",
+  std::optional<TurnDetection> turns;
+  try {
+    turns = updated_turn_detection(input, turns_, openai_turn_detection, "session.audio.input.turn_detection");
+  } catch (const TurnDetectionError& e) {
+    return send_error(event, "invalid_value", e.what(), e.param());
+  }
+  const auto as_json = [](const std::optional<TurnDetection>& t) { return t ? openai_turn_detection_json(*t) : json(nullptr); };
+  if ((!item_id_.empty() || vad_open_) && (format != format_ || delay != delay_ms_ || as_json(turns) != as_json(turns_)))
+    return send_error(event, "session_busy",
+                      "The audio format, delay and turn detection change between items: commit or clear first.",
                       "session.audio.input");
   if (format != format_) {
     format_ = format;
@@ -184,23 +193,48 @@ void OpenAiRealtime::update(const json& event) {
                                       : RealtimeAudio(SampleType::ALaw, kG711Rate);
   }
   delay_ms_ = delay;
+  turns_ = turns;
   transcription_ = transcription;
   send_event({{"type", "session.updated"}, {"session", session_json()}});
 }
 
 void OpenAiRealtime::append(std::string_view bytes) {
   if (bytes.empty()) return;
-  if (item_id_.empty()) {
+  if (turns_ && !vad_open_) {  // the server finds the items: each turn is one
+    vad_open_ = true;
+    begin_utterance(delay_ms_, turns_);
+    after_queued([this] {
+      worker_vad_ = true;
+      in_turn_ = false;
+    });
+  } else if (!turns_ && item_id_.empty()) {
     item_id_ = random_id("item_");
     begin_utterance(delay_ms_);
-    after_queued([this, item = item_id_] { working_item_ = item; });
+    after_queued([this, item = item_id_] {
+      working_item_ = item;
+      worker_vad_ = false;
+    });
   }
   std::vector<float> samples = audio_.decode(bytes);
   if (!samples.empty()) feed(std::move(samples));
 }
 
 void OpenAiRealtime::commit(const json& event) {
-  if (item_id_.empty())
+  if (vad_open_) {
+    // The turn in progress ends now: its speech_stopped, committed and completed events follow as
+    // for a turn the server ended. Audio after it opens a new utterance.
+    std::vector<float> tail = audio_.finish();
+    if (!tail.empty()) feed(std::move(tail));
+    after_queued([this, cause = event] {
+      if (!in_turn_)
+        send_error(cause, "input_audio_buffer_commit_empty",
+                   "Error committing input audio buffer: no speech since the last turn ended.");
+    });
+    end_utterance();
+    vad_open_ = false;
+    return;
+  }
+  if (turns_ || item_id_.empty())
     return send_error(event, "input_audio_buffer_commit_empty", "Error committing input audio buffer: the buffer is empty.");
   send_event({{"type", "input_audio_buffer.committed"},
               {"item_id", item_id_},
@@ -219,15 +253,55 @@ void OpenAiRealtime::commit(const json& event) {
 }
 
 void OpenAiRealtime::clear() {
-  if (!item_id_.empty()) {
+  if (!item_id_.empty() || vad_open_) {
     audio_.finish();
     cancel_utterance();
     item_id_.clear();
+    vad_open_ = false;
   }
-  send_event({{"type", "input_audio_buffer.cleared"}});
+  // From the worker strand, after the cancel: no event of the dropped item comes after it.
+  after_queued([this] {
+    in_turn_ = false;
+    send_event({{"type", "input_audio_buffer.cleared"}});
+  });
+}
+
+void OpenAiRealtime::on_turn_event(const StreamEvent& e) {
+  const auto ms = [](double seconds) { return static_cast<long long>(seconds * 1000 + 0.5); };
+  turn_words_.add(e);
+  switch (e.kind) {
+    case StreamEvent::Kind::SpeechStarted:
+      working_item_ = random_id("item_");
+      in_turn_ = true;
+      send_event({{"type", "input_audio_buffer.speech_started"}, {"audio_start_ms", ms(e.start)}, {"item_id", working_item_}});
+      return;
+    case StreamEvent::Kind::SpeechStopped: {
+      const json previous = previous_turn_item_.empty() ? json(nullptr) : json(previous_turn_item_);
+      send_event({{"type", "input_audio_buffer.speech_stopped"}, {"audio_end_ms", ms(e.end)}, {"item_id", working_item_}});
+      send_event({{"type", "input_audio_buffer.committed"}, {"item_id", working_item_}, {"previous_item_id", previous}});
+      json added = {{"type", "conversation.item.added"}, {"item", user_item(working_item_)}, {"previous_item_id", previous}};
+      send_event(added);
+      added["type"] = "conversation.item.done";
+      send_event(added);
+      return;
+    }
+    case StreamEvent::Kind::TurnEnd:
+      send_event({{"type", "conversation.item.input_audio_transcription.completed"},
+                  {"item_id", working_item_},
+                  {"content_index", 0},
+                  {"transcript", e.text},
+                  {"usage", {{"type", "duration"}, {"seconds", e.end - e.start}}},
+                  {"segments", turn_words_.segments()},
+                  {"words", turn_words_.words()}});
+      previous_turn_item_ = working_item_;
+      in_turn_ = false;
+      return;
+    default: return;
+  }
 }
 
 void OpenAiRealtime::on_model_event(const StreamEvent& e) {
+  if (worker_vad_ && e.kind != StreamEvent::Kind::Text) return on_turn_event(e);
   if (e.kind != StreamEvent::Kind::Text) return;
   json delta = {{"type", "conversation.item.input_audio_transcription.delta"},
                 {"item_id", working_item_},
@@ -238,6 +312,7 @@ void OpenAiRealtime::on_model_event(const StreamEvent& e) {
 }
 
 void OpenAiRealtime::on_utterance_done(const Transcript& t, const SessionStats&) {
+  if (worker_vad_) return;  // each turn had its completed event
   send_event({{"type", "conversation.item.input_audio_transcription.completed"},
               {"item_id", working_item_},
               {"content_index", 0},

@@ -16,10 +16,19 @@
 //   client: input_audio_buffer.clear -> input_audio_buffer.cleared (the open item is dropped)
 //   server: error {event_id, error: {type, code, message, param, event_id}} for a bad client event;
 //           conversation.item.input_audio_transcription.failed for an item the model could not finish
-// There is no voice activity detection: the model transcribes continuously and the client's commit
-// ends an item (turn_detection is reported as null whatever was asked).
+// Without turn_detection (null, the default) the model transcribes continuously and the client's
+// commit ends an item. With turn_detection {type: "server_vad", threshold, prefix_padding_ms,
+// silence_duration_ms} the server finds the turns (SessionOptions::turns) and each is an item:
+//   server: input_audio_buffer.speech_started {audio_start_ms, item_id}, the item's deltas,
+//           input_audio_buffer.speech_stopped {audio_end_ms, item_id}, input_audio_buffer.committed,
+//           conversation.item.added and .done, then the turn's last words and
+//           conversation.item.input_audio_transcription.completed
+//   client: input_audio_buffer.commit ends the turn in progress now (an error when none is);
+//           input_audio_buffer.clear drops it unheard
+// Times (audio_start_ms, audio_end_ms) count from the first audio of the connection.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "server/live_transcription.h"
@@ -39,6 +48,7 @@ class OpenAiRealtime final : public LiveTranscription {
   void append(std::string_view bytes);
   void commit(const nlohmann::json& event);
   void clear();
+  void on_turn_event(const StreamEvent& event);  // worker strand, with turn detection
   // An error event answering the client event `cause` (its event_id echoed when it is a string of
   // at most kMaxEchoedBytes; else null).
   void send_error(const nlohmann::json& cause, const std::string& code, const std::string& message,
@@ -56,8 +66,16 @@ class OpenAiRealtime final : public LiveTranscription {
   nlohmann::json transcription_;  // what the client set (model, language, prompt, delay), echoed
   std::string item_id_;           // the item open (audio appended since the last commit), or empty
   std::string previous_item_id_;  // the last item committed
+  std::optional<TurnDetection> turns_;  // turn detection asked for (session.update)
+  bool vad_open_ = false;               // an utterance with turn detection is open
   // On the worker strand: the item whose words the model is deciding.
   std::string working_item_;
+  // With turn detection: whether the open utterance detects turns, the turn in progress, the last
+  // turn's item, and the turn's segments and words for its completed event.
+  bool worker_vad_ = false;
+  bool in_turn_ = false;
+  std::string previous_turn_item_;
+  TurnWords turn_words_;
 };
 
 }  // namespace voxrt::server

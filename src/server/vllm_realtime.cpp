@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "common/base64.h"
+#include "server/turn_detection_json.h"
 
 namespace voxrt::server {
 
@@ -38,6 +39,11 @@ void VllmRealtime::on_message(std::string message, bool binary) {
       const std::optional<int> delay = model_delay_ms(event["delay_ms"], engine().info().delays);
       if (!delay) return send_error("delay_ms: " + model_delays_text(engine().info().delays), "invalid_delay");
       delay_ms_ = *delay;
+    }
+    try {
+      turns_ = updated_turn_detection(event, turns_, openai_turn_detection, "turn_detection");
+    } catch (const TurnDetectionError& e) {
+      return send_error(e.what(), "invalid_turn_detection");
     }
     session_updated_ = true;  // one model is served: any name is taken
     return;
@@ -88,7 +94,7 @@ void VllmRealtime::commit(bool final) {
     utterance_open_ = true;
     waiting_samples_ = 0;  // the utterance takes them
     said_waiting_full_ = false;
-    return begin_utterance(delay_ms_);
+    return begin_utterance(delay_ms_, turns_);
   }
   if (!utterance_open_) return send_error("input_audio_buffer.commit with final before any commit started one", "no_utterance");
   utterance_open_ = false;
@@ -96,6 +102,18 @@ void VllmRealtime::commit(bool final) {
 }
 
 void VllmRealtime::on_model_event(const StreamEvent& e) {
+  const auto ms = [](double seconds) { return static_cast<long long>(seconds * 1000 + 0.5); };
+  turn_words_.add(e);
+  switch (e.kind) {
+    case StreamEvent::Kind::SpeechStarted:
+      return send({{"type", "input_audio_buffer.speech_started"}, {"audio_start_ms", ms(e.start)}});
+    case StreamEvent::Kind::SpeechStopped:
+      return send({{"type", "input_audio_buffer.speech_stopped"}, {"audio_end_ms", ms(e.end)}});
+    case StreamEvent::Kind::TurnEnd:
+      return send({{"type", "transcription.turn.done"}, {"text", e.text}, {"start", e.start}, {"end", e.end},
+                   {"segments", turn_words_.segments()}, {"words", turn_words_.words()}});
+    default: break;
+  }
   if (e.kind != StreamEvent::Kind::Text) return;
   nlohmann::json delta = {{"type", "transcription.delta"}, {"delta", e.text}};
   attach_delta_words(delta);

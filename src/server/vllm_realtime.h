@@ -10,9 +10,16 @@
 //   server: transcription.done {text, usage}; a later commit starts the next utterance
 //   server: error {error, code} for anything wrong, and the connection goes on
 // Each utterance is a live Session of the engine (LiveTranscription).
+// Turn detection (voxrt's extension, docs/serve.md): session.update {turn_detection: {type:
+// "server_vad", threshold, prefix_padding_ms, silence_duration_ms} | null}, then within an utterance
+//   server: input_audio_buffer.speech_started {audio_start_ms}; the turn's deltas;
+//           input_audio_buffer.speech_stopped {audio_end_ms}; transcription.turn.done {text, start,
+//           end, segments, words} once the turn's last words are decoded
+// and the final commit ends a turn in progress, then transcription.done has all the turns' text.
 #pragma once
 
 #include <atomic>
+#include <optional>
 
 #include "server/live_transcription.h"
 
@@ -40,6 +47,9 @@ class VllmRealtime final : public LiveTranscription {
   // sees it closed, so a client can retry with a commit, and a final commit gets an error, not silence.
   std::atomic<bool> utterance_failed_{false};
   int delay_ms_ = 0;
+  std::optional<TurnDetection> turns_;
+  // On the worker strand: the turn in progress's words.
+  TurnWords turn_words_;
   // The audio appended before the commit that opens the next utterance (kept for it, within
   // RealtimeLimits::max_waiting_seconds), and whether the client heard that the rest is dropped.
   size_t waiting_samples_ = 0;
