@@ -96,6 +96,19 @@ for delay in 480 960; do
   done
 done
 
+# Turn detection through each dialect's client, on the labelled set's meeting (six turns), against
+# `voxrt stream --turns` on the same audio (tests/clients/realtime_turns.mjs).
+mkdir "$tmp/turns"
+sox -D tests/data/turns/meeting.flac -b 16 -e signed-integer "$tmp/turns/meeting16k.wav"
+sox -D tests/data/turns/meeting.flac -r 24000 -b 16 -e signed-integer "$tmp/turns/meeting24k.wav"
+sox -D "$tmp/turns/meeting24k.wav" "$tmp/turns/meeting24k-first3s.wav" trim 0 3
+for wav in meeting16k meeting24k meeting24k-first3s; do
+  "$voxrt" stream -q --model "$model" --device cpu --threads 1 --turns -f jsonl "$tmp/turns/$wav.wav" > "$tmp/turns/$wav.jsonl"
+done
+node tests/clients/realtime_turns.mjs "$clients" "http://127.0.0.1:$port" "$key" "$tmp/turns/meeting16k.wav" \
+    "$tmp/turns/meeting24k.wav" "$tmp/turns/meeting24k-first3s.wav" "$tmp/turns" ||
+  fail "turn detection through the realtime clients (server log, last lines: $(tail -5 "$tmp/serve.log"))"
+
 # README's vLLM example, once (16 kHz input, a delay other than the server's default).
 VOXRT_API_KEY=$key NODE_PATH=$clients/node_modules node examples/vllm_realtime_client.cjs tests/data/audio/jfk.wav \
     "ws://127.0.0.1:$port/v1/realtime" 960 > "$tmp/example.out" 2> "$tmp/example.err" ||
@@ -111,4 +124,4 @@ server=
 [ "$status" = 0 ] || fail "voxrt serve exited $status on SIGTERM: $(cat "$tmp/serve.log")"
 echo "test_clients: the openai package's transcriptions (every format, streaming, errors) and realtime transcription" \
   "sessions (24 kHz), a vLLM realtime client (ws, and README's example), @mistralai/mistralai's realtime client" \
-  "and curl (every format, streaming) equal voxrt transcribe" >&2
+  "and curl (every format, streaming) equal voxrt transcribe; their turn detection equals voxrt stream --turns" >&2
