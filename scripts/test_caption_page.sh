@@ -79,12 +79,28 @@ check_captions() {  # check_captions NAME AUDIO DELAY: the page's captions again
     "$out/sent.json" "$out/captions.json" || fail "$1, delay $3: the captions differ"
   echo "caption page (chromium, fake microphone), $1 at $3 ms: the captions are voxrt transcribe's of the audio sent" >&2
 }
+check_turns() {  # check_turns NAME AUDIO: with turns ticked, the page's turns against voxrt stream --turns of what it sent
+  local out=$tmp/page-$1
+  page "$1" "$2" turns 14
+  "$voxrt" stream -q --model "$model" --device cpu --threads 1 --turns -f jsonl "$out/sent.wav" > "$out/stream.jsonl"
+  node -e 'const fs = require("fs");
+    const [stream, page] = process.argv.slice(1);
+    const want = fs.readFileSync(stream, "utf8").split("\n").filter((l) => l).map((l) => JSON.parse(l))
+      .filter((e) => e.type === "turn").map((e) => e.text);
+    const got = JSON.parse(fs.readFileSync(page));
+    if (JSON.stringify(got) !== JSON.stringify(want)) { console.error(`the page showed the turns ${JSON.stringify(got)}, voxrt stream --turns of what it sent gives ${JSON.stringify(want)}`); process.exit(1); }' \
+    "$out/stream.jsonl" "$out/turns.json" || fail "$1: the turns differ"
+  echo "caption page (chromium, fake microphone), $1: a paragraph per turn, the turns of voxrt stream --turns on the audio sent" >&2
+}
 jfk=tests/data/audio/jfk.wav
 jfk48k=$tmp/jfk-48k.wav
 sox "$jfk" -r 48000 "$jfk48k"
 start_server
 check_captions open-480 "$jfk" 480
 check_captions open-960-48k "$jfk48k" 960
+meeting=$tmp/meeting.wav
+sox tests/data/turns/meeting.flac -b 16 "$meeting"
+check_turns turns "$meeting"
 page start-fails "$jfk" start-fails
 page no-mediadevices "$jfk" no-mediadevices
 page server-term "$jfk" server-stops "$server" SIGTERM

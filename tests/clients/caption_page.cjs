@@ -4,6 +4,9 @@
 //     engine's transcript of the audio the page sent (checked by the calling script against `voxrt
 //     transcribe`), at the rate the page's AudioContext runs and the server confirmed. Writes that
 //     audio (sent.wav, at that rate), what the page showed (captions.json) and a screenshot.
+//   turns SECONDS: the same with "turns" ticked: a paragraph per turn, each the text of the server's
+//     transcription.turn.done (checked by the calling script against `voxrt stream --turns` of the
+//     audio sent). Writes sent.wav and turns.json.
 //   start-fails: the worklet does not load (after the microphone was granted).
 //   no-mediadevices: a page without navigator.mediaDevices, as over plain http from another machine.
 //   server-stops PID SIGNAL: the server is sent SIGNAL mid-session.
@@ -106,6 +109,26 @@ const checks = {
     const first = JSON.stringify(got.text.slice(0, 12));
     return `${(samples.length / got.rate).toFixed(2)} s sent at ${got.rate} Hz (the AudioContext's rate, ` +
         `confirmed by the server), the first delta ${first}... shown unindented`;
+  } },
+  turns: { async run(page, seconds) {
+    await page.check('#turns');
+    await listening(page);
+    await page.waitForTimeout(Number(seconds) * 1000);
+    await page.click('#stop');
+    await page.waitForFunction(() => window.voxrtCaptions.done !== null, null, { timeout: 60000 });
+    await released(page, /^done$/);
+    const got = await page.evaluate(() => ({
+      turns: window.voxrtCaptions.turns, rate: window.voxrtCaptions.rate,
+      paragraphs: Array.from(document.querySelectorAll('#captions p'), (p) => [p.textContent, p.className]),
+      sent: window.voxrtCaptions.sent.map((c) => Array.from(c)),
+    }));
+    assert.ok(got.turns.length >= 2, `turns found: ${JSON.stringify(got.turns)}`);
+    assert.deepEqual(got.paragraphs, got.turns.filter((t) => t).map((t) => [t, 'final']),
+                     'a paragraph per turn with words, each the turn\'s final text');
+    const samples = Int16Array.from(got.sent.flat());
+    fs.writeFileSync(path.join(outDir, 'sent.wav'), wav(samples, got.rate));
+    fs.writeFileSync(path.join(outDir, 'turns.json'), JSON.stringify(got.turns));
+    return `${(samples.length / got.rate).toFixed(2)} s sent at ${got.rate} Hz, ${got.turns.length} turns, a paragraph each`;
   } },
   'start-fails': {
     init: () => { AudioWorklet.prototype.addModule = () => Promise.reject(new Error('the worklet did not load (test)')); },
