@@ -1,6 +1,7 @@
 // voxrt stream --model DIR [--delay-ms N] [--format txt|jsonl|json|srt|vtt] [-o FILE]
 //              [--raw s16le|s32le|f32le [--rate HZ] [--channels N]] [--realtime] [--stats] [--stop-at-eos]
-//              [--chunk-ms N] [INPUT|-]
+//              [--chunk-ms N] [--context-bias "a,b"] [--context-bias-file FILE] [--context-bias-strength X]
+//              [INPUT|-]
 //
 // Live transcription through a Session (include/voxrt/session.h): text is printed as the model
 // decides it, while the audio is still arriving. The input is a file (fed in chunks, optionally at
@@ -28,6 +29,7 @@
 #include "audio/audio_reader.h"
 #include "audio/pcm_stream.h"
 #include "cli/commands.h"
+#include "cli/context_bias_options.h"
 #include "cli/engine_options.h"
 #include "cli/input_check.h"
 #include "cli/output_sink.h"
@@ -64,6 +66,7 @@ struct StreamArgs {
   int chunk_ms = 80;
   std::string output;
   std::string input = "-";
+  ContextBiasArgs bias;
   bool rate_given = false, channels_given = false;
 };
 
@@ -275,7 +278,7 @@ void stream_path(const std::string& path, const StreamArgs& a, Session& session,
 }
 
 // Every value and the input are checked before the model loads: a typo should not cost a load.
-void check_args(const StreamArgs& a) {
+void check_args(StreamArgs& a) {
   parse_stream_format(a.format);
   if (!a.raw.empty()) {
     try {
@@ -293,6 +296,7 @@ void check_args(const StreamArgs& a) {
   if (a.rate < 1 || a.rate > 1'000'000) throw UsageError("--rate " + std::to_string(a.rate) + ": expected a sample rate in Hz, 1 to 1000000");
   if (a.channels < 1 || a.channels > 256) throw UsageError("--channels " + std::to_string(a.channels) + ": expected 1 to 256");
   check_engine_args(a.engine);
+  check_context_bias_args(a.bias);
   if (a.input == "-") {
     if (isatty(0))
       throw UsageError("standard input is a terminal: pipe audio in (arecord -f S16_LE -r 16000 -c 1 | voxrt stream -) "
@@ -303,7 +307,7 @@ void check_args(const StreamArgs& a) {
   }
 }
 
-void run_stream(const StreamArgs& a) {
+void run_stream(StreamArgs a) {
   check_args(a);
   // Made before the load too, so that an output that cannot be written costs nothing. A file is
   // renamed into place when the stream ends (Ctrl-C included); follow standard output to watch it live.
@@ -318,11 +322,18 @@ void run_stream(const StreamArgs& a) {
   SessionOptions so;
   so.delay_ms = a.delay_ms;
   so.stop_at_eos = a.stop_at_eos;
+  so.context_bias = a.bias.phrases;
+  so.context_bias_strength = a.bias.strength;
   so.on_event = [&](const StreamEvent& e) {
     if (e.kind == StreamEvent::Kind::Eos) stop.on_eos();
     printer.on_event(e);
   };
-  const std::unique_ptr<Session> session = engine->open_session(so);
+  std::unique_ptr<Session> session;
+  try {
+    session = engine->open_session(so);
+  } catch (const OptionError& e) {  // a phrase of more tokens than allowed, found once the tokenizer is loaded
+    throw Error(as_option(e));
+  }
   if (!a.engine.quiet && from_stdin) std::cerr << "voxrt: listening on standard input (Ctrl-C to stop)\n";
 
   if (from_stdin)
@@ -360,6 +371,7 @@ void add_stream_command(CLI::App& app) {
   cmd->add_flag("--stats", args->stats, "Print step timings and the real-time factor on standard error at the end");
   cmd->add_flag("--stop-at-eos", args->stop_at_eos, "End at the model's end-of-sequence token (like transcribe)");
   cmd->add_option("--chunk-ms", args->chunk_ms, "Chunk size for file input, in ms")->capture_default_str();
+  add_context_bias_options(cmd, args->bias);
   cmd->add_option("input", args->input, "Audio file, or - for standard input (the default)");
   cmd->callback([args, cmd] {
     args->rate_given = cmd->count("--rate") > 0;
