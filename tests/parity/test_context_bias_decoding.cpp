@@ -1,8 +1,9 @@
-// Context biasing on the tiny model (random weights, gibberish text), through the public API on the
-// CPU: an empty list or a strength of 0 changes no id; a word of the tiny vocabulary that the model
-// ranks high but never says (found from the unbiased logits) comes out with the list, at the first
-// position where its tokens are within the strength of the winner, and not without it; a live
-// session, and passes of drafted rows, give the same ids as a transcription one position a pass.
+// Context biasing on the tiny model (random weights, gibberish text), through the public API, on the
+// CPU and on the GPU (a case that skips itself without one): an empty list or a strength of 0
+// changes no id; a word of the tiny vocabulary that the model ranks high but never says (found from
+// the backend's own unbiased logits) comes out with the list, at the first position where its tokens
+// are within the strength of the winner, and not without it; a live session, and passes of drafted
+// rows, give the same ids as a transcription one position a pass.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +13,9 @@
 #include <optional>
 
 #include "audio/log_mel.h"
+#include "backend_by_name.h"
 #include "engine/bias_phrases.h"
+#include "gpu_here.h"
 #include "offline_reference.h"
 #include "tiny_engine.h"
 #include "tokenizer/tekken.h"
@@ -23,12 +26,20 @@
 namespace voxrt::test {
 namespace {
 
-std::unique_ptr<Engine> cpu_engine(int draft_rows = 0) {
-  EngineOptions o;
-  o.device = Device::Cpu;
-  o.draft_rows = draft_rows;
-  return Engine::load(test_data() / "tiny" / "mistral", o);
-}
+// The tiny model on the backend named by the parameter (a GPU case skips itself without a GPU).
+class ContextBiasDecoding : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "cuda") REQUIRE_GPU();
+  }
+  // draft_rows 0: the engine's default (1 on the CPU, 8 on the GPU).
+  std::unique_ptr<Engine> engine(int draft_rows = 0) const {
+    EngineOptions o;
+    o.device = GetParam() == "cuda" ? Device::Cuda : Device::Cpu;
+    o.draft_rows = draft_rows;
+    return Engine::load(test_data() / "tiny" / "mistral", o);
+  }
+};
 
 std::vector<int32_t> session_tokens(Engine& engine, const std::vector<float>& audio, const SessionOptions& o) {
   auto s = engine.open_session(o);
@@ -38,8 +49,8 @@ std::vector<int32_t> session_tokens(Engine& engine, const std::vector<float>& au
   return s->transcript().tokens;
 }
 
-TEST(ContextBiasDecoding, AnEmptyListOrNoStrengthChangesNoId) {
-  const auto engine = cpu_engine();
+TEST_P(ContextBiasDecoding, AnEmptyListOrNoStrengthChangesNoId) {
+  const auto engine = this->engine();
   for (const char* name : {"jfk", "speech_short"}) {
     const std::vector<float> audio = wav(name);
     const std::vector<int32_t> plain = engine->transcribe(audio).tokens;
@@ -114,12 +125,12 @@ std::optional<Runner> runner_up_word(const Tokenizer& tok, const TextEncoder& en
   return best;
 }
 
-TEST(ContextBiasDecoding, ARunnerUpWordComesOutWithTheListAndNotWithout) {
+TEST_P(ContextBiasDecoding, ARunnerUpWordComesOutWithTheListAndNotWithout) {
   const Tokenizer tok = Tokenizer::load(test_data() / "tiny" / "mistral" / "tekken.json");
   const TextEncoder encoder(tok);
-  const std::unique_ptr<Backend> be = make_cpu_backend();
+  const std::unique_ptr<Backend> be = backend_named(GetParam());
   const std::unique_ptr<VoxtralModel> model = tiny_model(*be);
-  const auto engine = cpu_engine();
+  const auto engine = this->engine(), one_row = this->engine(1), drafted = this->engine(8);
   const LogMel logmel;
   const int vocab = model->config().decoder.vocab_size;
   int found = 0;
@@ -159,10 +170,14 @@ TEST(ContextBiasDecoding, ARunnerUpWordComesOutWithTheListAndNotWithout) {
     live.context_bias = biased.context_bias;
     live.context_bias_strength = biased.context_bias_strength;
     EXPECT_EQ(session_tokens(*engine, audio, live), ids) << "live";
-    EXPECT_EQ(cpu_engine(/*draft_rows=*/8)->transcribe(audio, biased).tokens, ids) << "8 drafted rows a pass";
+    EXPECT_EQ(one_row->transcribe(audio, biased).tokens, ids) << "one row a pass";
+    EXPECT_EQ(drafted->transcribe(audio, biased).tokens, ids) << "8 drafted rows a pass";
   }
   EXPECT_GE(found, 1) << "no word of the tiny vocabulary is a runner-up the model never says";
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, ContextBiasDecoding, ::testing::Values("cpu", "cuda"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace voxrt::test
