@@ -34,7 +34,7 @@ inline constexpr int kMaxContextBiasPhraseTokens = 32;
 // against the others). The default, 3, sways the choice wherever the model hesitates between a
 // phrase's token and another (a runner-up within 3 of the winner) and leaves it alone where the
 // model is sure: over speech the model's [STREAMING_PAD] leads the next token by 3.5 to 6.6 even
-// where it wrongly hears nothing, and by 8.5 or more over silence (docs/model.md, failure modes), so
+// where it wrongly hears nothing, and by 8.5 or more over silence (docs/model.md §13, §14), so
 // a phrase is not pushed into audio where nothing like it was said.
 inline constexpr float kDefaultContextBiasStrength = 3.0f;
 // Strengths are 0 (no biasing) to this: beyond it a phrase's first token would win over silence too.
