@@ -28,8 +28,14 @@ std::unique_ptr<Engine> cpu_engine() {
 
 // Words of the tiny vocabulary that bite on jfk at this strength (test_context_bias_decoding.cpp
 // finds "text" a runner-up there, within 3.2 of the winner).
-const std::vector<std::string> kPhrases{"text", "purpose", "quick brown"};
-constexpr float kStrength = 4.0f;
+// TranscribeOptions or SessionOptions with these phrases at strength 4.
+template <typename Options>
+Options biased() {
+  Options o;
+  o.context_bias = {"text", "purpose", "quick brown"};
+  o.context_bias_strength = 4.0f;
+  return o;
+}
 
 TEST(ContextBiasCli, TranscribeTakesTheListTheFileAndTheStrength) {
   testutil::TempDir tmp;
@@ -39,11 +45,8 @@ TEST(ContextBiasCli, TranscribeTakesTheListTheFileAndTheStrength) {
                                 " --context-bias-strength 4 " + audio("jfk"));
   ASSERT_EQ(r.status, 0) << r.err;
   const std::vector<float> wav = load_audio_mono(audio("jfk"));
-  TranscribeOptions o;
-  o.context_bias = kPhrases;
-  o.context_bias_strength = kStrength;
   const auto engine = cpu_engine();
-  const std::vector<int32_t> want = engine->transcribe(wav, o).tokens;
+  const std::vector<int32_t> want = engine->transcribe(wav, biased<TranscribeOptions>()).tokens;
   EXPECT_EQ(tokens_of(r), want);
   EXPECT_NE(want, engine->transcribe(wav).tokens) << "the list is meant to change the ids";
   // Commas separate phrases, and --context-bias may be given again: the same list.
@@ -58,13 +61,9 @@ TEST(ContextBiasCli, StreamTakesTheListAndTheStrength) {
   const RunResult r = run_voxrt("stream -q -f json --device cpu --model " + model_dir() +
                                 " --context-bias 'text,purpose,quick brown' --context-bias-strength 4 " + audio("jfk"));
   ASSERT_EQ(r.status, 0) << r.err;
-  const std::vector<float> wav = load_audio_mono(audio("jfk"));
-  SessionOptions o;
-  o.context_bias = kPhrases;
-  o.context_bias_strength = kStrength;
   const auto engine = cpu_engine();
-  auto session = engine->open_session(o);
-  session->feed(wav);
+  auto session = engine->open_session(biased<SessionOptions>());
+  session->feed(load_audio_mono(audio("jfk")));
   session->flush();
   EXPECT_EQ(tokens_of(r), session->transcript().tokens);
 }
