@@ -176,6 +176,32 @@ TEST_P(ContextBiasDecoding, ARunnerUpWordComesOutWithTheListAndNotWithout) {
   EXPECT_GE(found, 1) << "no word of the tiny vocabulary is a runner-up the model never says";
 }
 
+// A list out of its limits is the caller's error, on one device or several: an OptionError naming
+// context_bias, before any file or session (a phrase of too many tokens too, found as it is tokenized).
+TEST(ContextBiasEngine, ABadListIsAnOptionErrorOnOneDeviceOrSeveral) {
+  const std::vector<std::string> too_many_tokens{"zq zq zq zq zq zq zq zq zq zq zq zq"};
+  for (const std::vector<int> gpus : {std::vector<int>{}, std::vector<int>{0, 1}}) {
+    SCOPED_TRACE(gpus.size() > 1 ? "two CPU copies" : "one");
+    auto engine = Engine::load(test_data() / "tiny" / "mistral", {.device = Device::Cpu, .gpus = gpus, .threads = 1});
+    const auto expect_refused = [](const auto& call) {
+      try {
+        call();
+        ADD_FAILURE() << "a bad list was accepted";
+      } catch (const OptionError& e) {
+        EXPECT_EQ(e.field(), "context_bias") << e.what();
+      }
+    };
+    expect_refused([&] { engine->open_session({.context_bias = too_many_tokens}); });
+    expect_refused([&] { engine->open_session({.context_bias = {"fox", ""}}); });
+    const std::vector<std::filesystem::path> files{test_data() / "audio" / "jfk.wav"};
+    TranscribeOptions o;
+    o.context_bias = {"fox", " "};
+    expect_refused([&] { engine->transcribe_batch(files, o); });
+    o.context_bias = too_many_tokens;
+    expect_refused([&] { engine->transcribe(wav("speech_short"), o); });
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ContextBiasDecoding, ::testing::Values("cpu", "cuda"),
                          [](const auto& info) { return info.param; });
 
