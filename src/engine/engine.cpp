@@ -189,32 +189,6 @@ class EngineImpl final : public Engine, public BenchDevice {
                                          model_->config().audio.sampling_rate);
   }
 
- private:
-  // transcribe_file with the trie of o.context_bias made already.
-  Transcript transcribe_file_biased(const std::filesystem::path& path, const TranscribeOptions& o,
-                                    const std::shared_ptr<const BiasTrie>& bias) {
-    const auto input_error = [](const Error& e) { return InputError(e.what()); };
-    std::optional<AudioFileReader> reader;
-    try {
-      reader.emplace(path, model_->config().audio.sampling_rate);
-    } catch (const Error& e) {
-      throw input_error(e);
-    }
-    const int64_t expected = reader->expected_samples().value_or(0);
-    check_audio_length(expected, o, path.string() + " (by its header)");
-    std::vector<float> block;
-    const ChunkSource next = [&]() {
-      try {
-        reader->read(block, offline_chunk_samples());
-      } catch (const Error& e) {
-        throw input_error(e);
-      }
-      return std::span<const float>(block);
-    };
-    return transcribe_chunks(next, expected, o, bias, path.string());
-  }
-
- public:
   const ModelInfo& info() const override { return info_; }
 
   EngineStats stats() const override {
@@ -283,6 +257,30 @@ class EngineImpl final : public Engine, public BenchDevice {
                     o.max_audio_seconds);
       throw InputError(what + buf);
     }
+  }
+
+  // transcribe_file with the trie of o.context_bias made already.
+  Transcript transcribe_file_biased(const std::filesystem::path& path, const TranscribeOptions& o,
+                                    const std::shared_ptr<const BiasTrie>& bias) {
+    const auto input_error = [](const Error& e) { return InputError(e.what()); };
+    std::optional<AudioFileReader> reader;
+    try {
+      reader.emplace(path, model_->config().audio.sampling_rate);
+    } catch (const Error& e) {
+      throw input_error(e);
+    }
+    const int64_t expected = reader->expected_samples().value_or(0);
+    check_audio_length(expected, o, path.string() + " (by its header)");
+    std::vector<float> block;
+    const ChunkSource next = [&]() {
+      try {
+        reader->read(block, offline_chunk_samples());
+      } catch (const Error& e) {
+        throw input_error(e);
+      }
+      return std::span<const float>(block);
+    };
+    return transcribe_chunks(next, expected, o, bias, path.string());
   }
 
   // `expected_samples` sizes the progress total and the caches reserved only; the input may turn
