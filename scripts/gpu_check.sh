@@ -19,7 +19,7 @@ tests=voxrt_tests$suffix
 nvidia-smi -L 2>&1 | head -2
 echo "== variant ${1:-main}: $tests ${variant_env[*]}"
 echo "== CUDA op tests and tiny parity"
-.carry/run "$tests" --gtest_filter='Cuda*:*QuantizedModelOnTheGpu*:*DraftRows*:*SessionRows*:*StreamsTogether*:*PagedCache*:*ConvStems*' 2>&1 | tee "$out/gpu_tests.log" | grep -v "relative error\|mel max abs" | tail -40
+.carry/run "$tests" --gtest_filter='Cuda*:*QuantizedModelOnTheGpu*:*DraftRows*:*SessionRows*:*StreamsTogether*:*ContextBiasDecoding*:*PagedCache*:*ConvStems*' 2>&1 | tee "$out/gpu_tests.log" | grep -v "relative error\|mel max abs" | tail -40
 grep -E "relative error|argmax" "$out/gpu_tests.log" | sort | awk '!seen[$0]++' | tail -40
 if [ "${VOXRT_SANITIZE:-0}" = 1 ]; then
   echo "== the CUDA op tests under compute-sanitizer (scripts/gpu_sanitize.sh)"

@@ -112,6 +112,14 @@ struct SessionOptions {
   // Turn detection (TurnDetection above); none: the session transcribes everything it is fed as one
   // utterance, ended by flush().
   std::optional<TurnDetection> turns;
+  // Context biasing (voxrt/context_bias.h): words and phrases to prefer, such as names and terms the
+  // model may not know (Mistral's context_bias): at most 100, each 1 to 100 bytes of UTF-8 once
+  // trimmed and 32 tokens. Their tokens' logits are raised by context_bias_strength (logit units, 0 to
+  // 20; default 3) as the greedy decoder chooses. Empty (or a strength of 0): no biasing, and the ids
+  // are exactly those without it. A list out of these limits is refused with an OptionError naming
+  // the field.
+  std::vector<std::string> context_bias;
+  float context_bias_strength = kDefaultContextBiasStrength;
   std::function<void(const StreamEvent&)> on_event;
 };
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "voxrt/context_bias.h"
 #include "voxrt/delays.h"
 #include "voxrt/engine_options.h"
 #include "voxrt/error.h"
@@ -50,7 +51,14 @@ struct TranscribeOptions {
   double wait_for_room_seconds = -1;
   // Asked between pieces of the input (every few seconds of audio): true stops the transcription
   // with a CancelledError and frees its session (a client that went away, a server stopping).
-  std::function<bool()> cancelled;
+  std::function<bool()> cancelled;  // Context biasing (voxrt/context_bias.h): words and phrases to prefer, such as names and terms the
+  // model may not know (Mistral's context_bias): at most 100, each 1 to 100 bytes of UTF-8 once
+  // trimmed and 32 tokens. Their tokens' logits are raised by context_bias_strength (logit units, 0 to
+  // 20; default 3) as the greedy decoder chooses. Empty (or a strength of 0): no biasing, and the ids
+  // are exactly those without it. A list out of these limits is refused with an OptionError naming
+  // the field.
+  std::vector<std::string> context_bias;
+  float context_bias_strength = kDefaultContextBiasStrength;
 };
 
 // Times. Every time is in seconds from the start of the input, a whole number of milliseconds, and

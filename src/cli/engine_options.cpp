@@ -14,7 +14,8 @@
 namespace voxrt::cli {
 namespace {
 
-// The option that sets each field the library's OptionError may name (EngineOptions, delay_ms).
+// The option that sets each field the library's OptionError may name (EngineOptions, delay_ms,
+// context_bias).
 std::string option_of(const std::string& field) {
   static const std::pair<const char*, const char*> kOptions[] = {
       {"device", "--device"},         {"gpu", "--gpu"},
@@ -26,7 +27,8 @@ std::string option_of(const std::string& field) {
       {"qlinear", "--qlinear"},       {"qlinear_group_size", "--qlinear-group-size"},
       {"qlinear_encoder", "--qlinear-encoder"}, {"qlinear_encoder_group_size", "--qlinear-encoder-group-size"},
       {"qembedding", "--qembedding"}, {"qembedding_group_size", "--qembedding-group-size"},
-      {"quantization_method", "--quantize-method"}};
+      {"quantization_method", "--quantize-method"}, {"context_bias", "--context-bias"},
+      {"context_bias_strength", "--context-bias-strength"}};
   for (const auto& [name, option] : kOptions)
     if (field == name) return option;
   return field;

@@ -1,7 +1,8 @@
 // voxrt stream --model DIR [--delay-ms N] [--format txt|jsonl|json|srt|vtt] [-o FILE]
 //              [--raw s16le|s32le|f32le [--rate HZ] [--channels N]] [--realtime] [--stats] [--stop-at-eos]
 //              [--chunk-ms N] [--turns [--turn-silence-ms N] [--turn-threshold X] [--turn-prefix-ms N]
-//              [--turn-timeout-ms N]] [INPUT|-]
+//              [--turn-timeout-ms N]] [--context-bias "a,b"] [--context-bias-file FILE]
+//              [--context-bias-strength X] [INPUT|-]
 //
 // Live transcription through a Session (include/voxrt/session.h): text is printed as the model
 // decides it, while the audio is still arriving. The input is a file (fed in chunks, optionally at
@@ -32,6 +33,7 @@
 #include "audio/audio_reader.h"
 #include "audio/pcm_stream.h"
 #include "cli/commands.h"
+#include "cli/context_bias_options.h"
 #include "cli/engine_options.h"
 #include "cli/input_check.h"
 #include "cli/output_sink.h"
@@ -68,6 +70,7 @@ struct StreamArgs {
   int chunk_ms = 80;
   std::string output;
   std::string input = "-";
+  ContextBiasArgs bias;
   bool rate_given = false, channels_given = false;
   bool turns = false;
   TurnDetection turn;
@@ -304,7 +307,7 @@ std::string turn_option_of(const std::string& field) {
 }
 
 // Every value and the input are checked before the model loads: a typo should not cost a load.
-void check_args(const StreamArgs& a) {
+void check_args(StreamArgs& a) {
   parse_stream_format(a.format);
   if (!a.raw.empty()) {
     try {
@@ -330,6 +333,7 @@ void check_args(const StreamArgs& a) {
       throw UsageError(e.renamed(turn_option_of(e.field())));
     }
   }
+  check_context_bias_args(a.bias);
   if (a.input == "-") {
     if (isatty(0))
       throw UsageError("standard input is a terminal: pipe audio in (arecord -f S16_LE -r 16000 -c 1 | voxrt stream -) "
@@ -340,7 +344,7 @@ void check_args(const StreamArgs& a) {
   }
 }
 
-void run_stream(const StreamArgs& a) {
+void run_stream(StreamArgs a) {
   check_args(a);
   // Made before the load too, so that an output that cannot be written costs nothing. A file is
   // renamed into place when the stream ends (Ctrl-C included); follow standard output to watch it live.
@@ -356,11 +360,18 @@ void run_stream(const StreamArgs& a) {
   so.delay_ms = a.delay_ms;
   so.stop_at_eos = a.stop_at_eos;
   if (a.turns) so.turns = a.turn;
+  so.context_bias = a.bias.phrases;
+  so.context_bias_strength = a.bias.strength;
   so.on_event = [&](const StreamEvent& e) {
     if (e.kind == StreamEvent::Kind::Eos) stop.on_eos();
     printer.on_event(e);
   };
-  const std::unique_ptr<Session> session = engine->open_session(so);
+  std::unique_ptr<Session> session;
+  try {
+    session = engine->open_session(so);
+  } catch (const OptionError& e) {  // a phrase of more tokens than allowed, found once the tokenizer is loaded
+    throw Error(as_option(e));
+  }
   if (!a.engine.quiet && from_stdin) std::cerr << "voxrt: listening on standard input (Ctrl-C to stop)\n";
 
   if (from_stdin)
@@ -411,6 +422,7 @@ void add_stream_command(CLI::App& app) {
                   "The longest a turn waits for the model to stop writing after the silence, in ms "
                   "(0: --turn-silence-ms + 1000)")
       ->capture_default_str();
+  add_context_bias_options(cmd, args->bias);
   cmd->add_option("input", args->input, "Audio file, or - for standard input (the default)");
   cmd->callback([args, cmd] {
     for (const char* o : {"--turn-silence-ms", "--turn-threshold", "--turn-prefix-ms", "--turn-timeout-ms"})

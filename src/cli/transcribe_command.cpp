@@ -1,6 +1,7 @@
 // voxrt transcribe [--model DIR] [--delay-ms N] [-f txt|json|srt|vtt[,...]] [-o FILE | --output-dir DIR]
 //                  [--max-line-chars N] [--max-cue-seconds S] [--timestamps] [--batch N]
-//                  [--input-list FILE] AUDIO|DIR|-...
+//                  [--input-list FILE] [--context-bias "a,b"] [--context-bias-file FILE]
+//                  [--context-bias-strength X] AUDIO|DIR|-...
 //
 // Every value and every input is checked before the model loads. Several inputs are transcribed
 // side by side (Engine::transcribe_each: their steps share the model's passes) and written in input
@@ -18,8 +19,10 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/context_bias_options.h"
 #include "cli/engine_options.h"
 #include "cli/input_check.h"
+#include "cli/list_file.h"
 #include "cli/output_sink.h"
 #include "cli/stdin_audio.h"
 #include "cli/usage.h"
@@ -45,8 +48,18 @@ struct TranscribeArgs {
   RenderOptions render;
   int batch = 0;  // files in flight; 0: the engine's choice
   std::string input_list;
+  ContextBiasArgs bias;
   std::vector<std::string> inputs;
 };
+
+// The options every input is transcribed with (progress aside).
+TranscribeOptions transcribe_options(const TranscribeArgs& a) {
+  TranscribeOptions to;
+  to.delay_ms = a.delay_ms;
+  to.context_bias = a.bias.phrases;
+  to.context_bias_strength = a.bias.strength;
+  return to;
+}
 
 // Progress on stderr for inputs longer than this: short files finish before it would help.
 constexpr double kProgressMinSeconds = 20.0;
@@ -157,15 +170,19 @@ void report_empty(const TranscribeArgs& a, const std::string& input, const Trans
 }
 
 Transcript transcribe_one(Engine& engine, const TranscribeArgs& a, const std::string& input, const std::string& path) {
-  TranscribeOptions to;
-  to.delay_ms = a.delay_ms;
+  TranscribeOptions to = transcribe_options(a);
   auto progress = std::make_shared<ProgressLine>(input, false);
   to.progress = [&, progress](int done, int total) {
     // Enable once the input is known to be long: 12.5 steps per second of audio.
     if (done == 1 && total / 12.5 > kProgressMinSeconds && !a.engine.quiet) *progress = ProgressLine(input, true);
     progress->update(done, total);
   };
-  Transcript t = engine.transcribe_file(path, to);
+  Transcript t;
+  try {
+    t = engine.transcribe_file(path, to);
+  } catch (const OptionError& e) {  // a phrase of more tokens than allowed, found once the tokenizer is loaded
+    throw Error(as_option(e));
+  }
   progress->finish();
   report_empty(a, input, t);
   return t;
@@ -193,14 +210,7 @@ void expand_inputs(TranscribeArgs& a) {
       file.open(a.input_list);
       if (!file) throw Error("--input-list " + a.input_list + ": cannot open it");
     }
-    std::istream& in = a.input_list == "-" ? std::cin : file;
-    for (std::string line; std::getline(in, line);) {
-      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
-      const size_t first = line.find_first_not_of(" \t");
-      if (first == std::string::npos || line[first] == '#') continue;
-      listed.push_back(line.substr(first));
-    }
-    if (in.bad()) throw Error("--input-list " + a.input_list + ": read failed");
+    listed = read_list(a.input_list == "-" ? std::cin : file, "--input-list " + a.input_list);
   }
   listed.insert(listed.end(), a.inputs.begin(), a.inputs.end());
   const auto stdin_inputs = std::count(listed.begin(), listed.end(), std::string(kStdinInput));
@@ -261,6 +271,7 @@ void run_transcribe(TranscribeArgs a) {
   // Everything that can be checked is, before the model loads.
   const OutputPlan plan = plan_outputs(a);
   check_engine_args(a.engine);
+  check_context_bias_args(a.bias);
   check_outputs_spare_inputs(a, plan);
   // `-`: standard input, copied to a temporary file first (stdin_audio.h), and named as itself.
   std::optional<StdinAudio> stdin_audio;
@@ -303,10 +314,10 @@ void run_transcribe(TranscribeArgs a) {
   } else {
     std::vector<std::filesystem::path> files;
     for (const std::string& input : a.inputs) files.push_back(path_of(input));
-    TranscribeOptions to;
-    to.delay_ms = a.delay_ms;
+    const TranscribeOptions to = transcribe_options(a);
     // A WriteError from the writer stops the run: everything after it would be lost too.
-    engine->transcribe_each(
+    try {
+      engine->transcribe_each(
         files, to,
         [&](BatchItem& item) {
           const std::string& input = a.inputs[item.index];
@@ -319,6 +330,9 @@ void run_transcribe(TranscribeArgs a) {
           writer.write(input, item.transcript);
         },
         a.batch);
+    } catch (const OptionError& e) {  // a phrase of more tokens than allowed: refused before any file
+      throw Error(as_option(e));
+    }
   }
   // A run whose inputs all failed leaves an existing -o FILE as it was.
   if (shared && writer.written() > 0) shared->commit();
@@ -358,6 +372,7 @@ void add_transcribe_command(CLI::App& app) {
       "Files transcribed side by side, 1 to " + std::to_string(kMaxBatch) +
           ", their steps sharing the model's passes (default: 16 on the GPU, 1 on the CPU)");
   cmd->add_option("--input-list", args->input_list, "Also transcribe the files listed in FILE, one per line (- for standard input)");
+  add_context_bias_options(cmd, args->bias);
   cmd->add_option("audio", args->inputs,
                   "Audio files (WAV, FLAC, OGG/Opus, MP3; any rate, any channels), directories of them, or - for standard input");
   cmd->callback([args] { run_transcribe(*args); });

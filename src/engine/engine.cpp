@@ -18,6 +18,7 @@
 #include "runtime/cuda/cuda_device.h"
 #endif
 #include "engine/bench_access.h"
+#include "engine/bias_phrases.h"
 #include "engine/live_session.h"
 #include "engine/turn_session.h"
 #include "engine/model_families.h"
@@ -25,6 +26,7 @@
 #include "engine/ordered_batch.h"
 #include "scheduler/scheduler.h"
 #include "tokenizer/tekken.h"
+#include "tokenizer/text_encoder.h"
 #include "voxrt/voxrt.h"
 #include "models/voxtral/stream_pipeline.h"
 #include "models/voxtral/model.h"
@@ -153,8 +155,9 @@ class EngineImpl final : public Engine, public BenchDevice {
 
   // Offline transcription: decode_whole with stop-at-EOS.
   Transcript transcribe(std::span<const float> audio, const TranscribeOptions& o) override {
+    const auto bias = context_bias(o.context_bias, o.context_bias_strength);
     check_audio_length(static_cast<int64_t>(audio.size()), o, "the audio");
-    return transcribe_chunks(chunks_of(audio), static_cast<int64_t>(audio.size()), o);
+    return transcribe_chunks(chunks_of(audio), static_cast<int64_t>(audio.size()), o, bias);
   }
 
   // The file is read a block at a time while it is transcribed: host memory does not grow with its
@@ -162,25 +165,7 @@ class EngineImpl final : public Engine, public BenchDevice {
   // A file that does not decode, or is longer than o.max_audio_seconds by its header, is an
   // InputError before any model work.
   Transcript transcribe_file(const std::filesystem::path& path, const TranscribeOptions& o) override {
-    const auto input_error = [](const Error& e) { return InputError(e.what()); };
-    std::optional<AudioFileReader> reader;
-    try {
-      reader.emplace(path, model_->config().audio.sampling_rate);
-    } catch (const Error& e) {
-      throw input_error(e);
-    }
-    const int64_t expected = reader->expected_samples().value_or(0);
-    check_audio_length(expected, o, path.string() + " (by its header)");
-    std::vector<float> block;
-    const ChunkSource next = [&]() {
-      try {
-        reader->read(block, offline_chunk_samples());
-      } catch (const Error& e) {
-        throw input_error(e);
-      }
-      return std::span<const float>(block);
-    };
-    return transcribe_chunks(next, expected, o, path.string());
+    return transcribe_file_biased(path, o, context_bias(o.context_bias, o.context_bias_strength));
   }
 
   void transcribe_each(std::span<const std::filesystem::path> files, const TranscribeOptions& o,
@@ -190,8 +175,11 @@ class EngineImpl final : public Engine, public BenchDevice {
     TranscribeOptions each = o;
     each.progress = nullptr;
     each.on_event = nullptr;
+    // The list's trie once for every file; a list out of its limits is refused before any file.
+    const auto bias = context_bias(o.context_bias, o.context_bias_strength);
     transcribe_files_in_order(
-        files, workers, [&](const std::filesystem::path& file) { return transcribe_file(file, each); }, on_result);
+        files, workers, [&](const std::filesystem::path& file) { return transcribe_file_biased(file, each, bias); },
+        on_result);
   }
 
   std::unique_ptr<Session> open_session(const SessionOptions& o) override {
@@ -201,8 +189,8 @@ class EngineImpl final : public Engine, public BenchDevice {
     if (o.turns)  // each turn an utterance of its own, opened as a plain session of this engine
       return std::make_unique<TurnSession>(o, rate, p.samples_per_position * 1000 / rate, delay_ms,
                                            [this](const SessionOptions& utterance) { return open_session(utterance); });
-    return std::make_unique<LiveSession>(*logmel_, *tokenizer_, *scheduler_, stream_options(delay_ms, o.stop_at_eos), p, o,
-                                         delay_ms, model_->config().audio.sampling_rate);
+    const StreamOptions so = stream_options(delay_ms, o.stop_at_eos, context_bias(o.context_bias, o.context_bias_strength));
+    return std::make_unique<LiveSession>(*logmel_, *tokenizer_, *scheduler_, so, p, o, delay_ms, rate);
   }
 
   const ModelInfo& info() const override { return info_; }
@@ -275,10 +263,34 @@ class EngineImpl final : public Engine, public BenchDevice {
     }
   }
 
+  // transcribe_file with the trie of o.context_bias made already.
+  Transcript transcribe_file_biased(const std::filesystem::path& path, const TranscribeOptions& o,
+                                    const std::shared_ptr<const BiasTrie>& bias) {
+    const auto input_error = [](const Error& e) { return InputError(e.what()); };
+    std::optional<AudioFileReader> reader;
+    try {
+      reader.emplace(path, model_->config().audio.sampling_rate);
+    } catch (const Error& e) {
+      throw input_error(e);
+    }
+    const int64_t expected = reader->expected_samples().value_or(0);
+    check_audio_length(expected, o, path.string() + " (by its header)");
+    std::vector<float> block;
+    const ChunkSource next = [&]() {
+      try {
+        reader->read(block, offline_chunk_samples());
+      } catch (const Error& e) {
+        throw input_error(e);
+      }
+      return std::span<const float>(block);
+    };
+    return transcribe_chunks(next, expected, o, bias, path.string());
+  }
+
   // `expected_samples` sizes the progress total and the caches reserved only; the input may turn
   // out shorter or longer. `source` names the input in errors.
   Transcript transcribe_chunks(const ChunkSource& next, int64_t expected_samples, const TranscribeOptions& o,
-                               const std::string& source = "the audio") {
+                               const std::shared_ptr<const BiasTrie>& bias, const std::string& source = "the audio") {
     const int delay_ms = o.delay_ms > 0 ? o.delay_ms : info_.default_delay_ms;
     const Protocol p = protocol(delay_ms);
     const int64_t expected_steps = expected_samples > 0 ? p.offline_outputs(static_cast<size_t>(expected_samples)) : 0;
@@ -316,7 +328,8 @@ class EngineImpl final : public Engine, public BenchDevice {
     // pages last.
     const double max_seconds = expected_samples > 0 ? expected_samples / rate * 1.02 + 1.0 : -1.0;
     const WholeRun run =
-        decode_whole(next, stream_options(delay_ms, /*stop_at_eos=*/true), p, on_step, max_seconds, o.wait_for_room_seconds, hooks);
+        decode_whole(next, stream_options(delay_ms, /*stop_at_eos=*/true, bias), p, on_step, max_seconds,
+                     o.wait_for_room_seconds, hooks);
     const double duration = static_cast<double>(run.audio_samples) / rate;
     if (events) events->finish(duration, pending), deliver();
     Transcript t = assemble_transcript(*tokenizer_, tokens, step_s, duration);
@@ -366,9 +379,20 @@ class EngineImpl final : public Engine, public BenchDevice {
   }
 
   // A stream's options as the scheduler takes them (the family makes its protocol of them).
-  StreamOptions stream_options(int delay_ms, bool stop_at_eos) const {
+  StreamOptions stream_options(int delay_ms, bool stop_at_eos, std::shared_ptr<const BiasTrie> bias = nullptr) const {
     validate_delay_ms(delay_ms);  // an OptionError naming the caller's field, as the options' rules
-    return {delay_ms, stop_at_eos, draft_rows_};
+    return {delay_ms, stop_at_eos, draft_rows_, std::move(bias)};
+  }
+
+  // The trie of a context-bias list (null: none), tokenized by the encoder made the first time a
+  // list is given (indexing the vocabulary takes a moment and memory no caller without one pays).
+  std::shared_ptr<const BiasTrie> context_bias(const std::vector<std::string>& phrases, float strength) {
+    if (phrases.empty() || strength == 0.0f) {  // no biasing: its options checked all the same
+      validate_context_bias(phrases, strength);
+      return nullptr;
+    }
+    std::call_once(encoder_once_, [&] { encoder_ = std::make_unique<TextEncoder>(*tokenizer_); });
+    return make_bias_trie(phrases, strength, *encoder_, tokenizer_->num_special());
   }
 
   Protocol protocol(int delay_ms) const override {
@@ -381,6 +405,8 @@ class EngineImpl final : public Engine, public BenchDevice {
 
   std::mutex mu_;  // serialises every use of the model and backend (the scheduler's rounds, run_alone)
   std::unique_ptr<Tokenizer> tokenizer_;
+  std::once_flag encoder_once_;
+  std::unique_ptr<TextEncoder> encoder_;  // context_bias's, made on first use
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<VoxtralModel> model_;
   std::unique_ptr<VoxtralStreamModel> family_;  // the model as the scheduler drives it

@@ -136,6 +136,7 @@ void MultiDeviceEngine::transcribe_each(std::span<const std::filesystem::path> f
   if (files_in_flight < 0) throw Error("files_in_flight " + std::to_string(files_in_flight) + ": expected 0 (automatic) or more");
   // As many files in flight as the devices take together: each file is placed as it starts.
   const int workers = files_in_flight > 0 ? files_in_flight : files_in_flight_;
+  validate_context_bias(o.context_bias, o.context_bias_strength);  // refused before any file
   TranscribeOptions each = o;
   each.progress = nullptr;
   each.on_event = nullptr;
@@ -162,6 +163,8 @@ std::unique_ptr<Session> MultiDeviceEngine::open_session(const SessionOptions& o
     const Claim claim(*this, order[k]);  // until the session is open (then its device counts it) or refused
     try {
       return devices_[order[k]]->open_session(now);
+    } catch (const OptionError&) {  // the options, not the device: every device would refuse them
+      throw;
     } catch (const Error& e) {
       if (first_refusal.empty()) first_refusal = e.what();
     }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "models/context_bias.h"
 #include "models/round_plan.h"
 #include "models/stream_work.h"
 #include "runtime/backend.h"
@@ -27,6 +28,9 @@ struct StreamOptions {
   // The most decoder rows a stream drafts in one pass (1: one position a pass); the family lowers
   // it to what its protocol allows.
   int draft_rows = 1;
+  // Context biasing: the trie of the phrases' token sequences whose logits the stream's outputs
+  // raise (models/context_bias.h), shared by the streams given the same list. Null: none.
+  std::shared_ptr<const BiasTrie> context_bias;
 };
 
 // One stream's model side, as the scheduler uses it between and after rounds (a family's stream

@@ -54,6 +54,14 @@ void Backend::check_gather_rows(Mat x, std::span<const int32_t> rows, Mat y, con
                [&] { return "row " + std::to_string(rows[r]) + " outside the " + std::to_string(x.rows) + " rows"; });
 }
 
+void Backend::check_add_at(Mat x, std::span<const MatEntry> entries, const char* op) {
+  for (const MatEntry& e : entries)
+    check_with(e.row >= 0 && e.row < x.rows && e.col >= 0 && e.col < x.cols, op, [&] {
+      return "entry (" + std::to_string(e.row) + ", " + std::to_string(e.col) + ") outside the " +
+             std::to_string(x.rows) + " x " + std::to_string(x.cols) + " matrix";
+    });
+}
+
 void Backend::rope_store_kv(Mat q, Mat k, Mat v, int n_heads, std::span<const RowRef> rows,
                             std::span<const float> inv_freq, KvCache& cache, int layer) {
   const int head_dim = cache.shape().head_dim;

@@ -77,6 +77,12 @@ struct LinearOut {
   bool accumulate = false;
 };
 
+// One element of Backend::add_at: x[row][col] += value.
+struct MatEntry {
+  int32_t row = 0, col = 0;
+  float value = 0;
+};
+
 // How a backend ran its recordings (run_recorded): captured as a graph, replayed, or run op by op.
 struct RecordingStats {
   uint64_t captured = 0, replayed = 0, eager = 0;
@@ -224,6 +230,12 @@ class Backend {
   // context (zeros at the start of a stream, the previous chunk's last rows when streaming).
   // w is [out, 3 * in] with k-major columns (see voxtral/weights.cpp).
   virtual void conv1d_k3(Mat x, const Weight& w, const Weight& bias, int stride, Mat y) = 0;
+  // x[e.row][e.col] += e.value for each entry, in place: sparse additions to a few elements of a
+  // few rows (a decoder pass's context-bias boosts on its logits, before the argmax; its entries
+  // are distinct). Entries naming one element twice both add, in an unspecified order. An entry
+  // out of x's shape throws (check_add_at).
+  virtual void add_at(Mat x, std::span<const MatEntry> entries) = 0;
+  static void check_add_at(Mat x, std::span<const MatEntry> entries, const char* op);
   // Index of the maximum of each row (first on ties), and the gap to the runner-up.
   virtual void argmax(Mat x, std::span<int32_t> ids, std::span<float> margins) = 0;
 };

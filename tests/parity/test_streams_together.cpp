@@ -8,18 +8,20 @@
 // again with passes limited below what the streams have ready (the rest wait for the next round,
 // served in rotating order). Each stream's ids equal those it gets stepped alone (StreamDecoder).
 // On the GPU (batch-invariant) drafted rows take part too; on the CPU, where rows of one pass round
-// differently from rows alone, one row per stream, and the ids still agree. GPU cases skip
-// themselves elsewhere.
+// differently from rows alone, one row per stream, and the ids still agree. Streams with context-bias
+// lists of their own stay as independent. GPU cases skip themselves elsewhere.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 #include "audio/log_mel.h"
 #include "backend_by_name.h"
+#include "engine/bias_phrases.h"
 #include "gpu_here.h"
 #include "streams_together.h"
 #include "tiny_engine.h"
 #include "tokenizer/tekken.h"
+#include "tokenizer/text_encoder.h"
 
 namespace voxrt::test {
 namespace {
@@ -106,6 +108,46 @@ TEST_P(StreamsTogether, PromptsOfStreamsOpeningTogetherShareOnePass) {
     SCOPED_TRACE(names[s]);
     EXPECT_EQ(together.ids[s], ids_alone(*model, logmel, plans[s]));
   }
+}
+
+// Streams with different context-bias lists, and one without, the same audio in two of them,
+// stepped together (drafted rows on the GPU): each stream's ids are those it gets alone with its
+// own list, and the lists change the ids they are meant to change.
+TEST_P(StreamsTogether, StreamsWithDifferentBiasListsGetTheIdsTheyGetAlone) {
+  const TextEncoder encoder(tok);
+  const auto trie = [&](const std::vector<std::string>& phrases, float strength) {
+    return make_bias_trie(phrases, strength, encoder, tok.num_special());
+  };
+  struct Case {
+    std::string audio;
+    std::shared_ptr<const BiasTrie> bias;
+    int join_round;
+    size_t chunk;
+  };
+  const std::vector<Case> cases{{"jfk", trie({"quick brown", "fox"}, 6), 0, 1280},
+                                {"jfk", nullptr, 0, 3000},
+                                {"speech_short", trie({"hello world", "the", "lazy dog"}, 4), 2, 1280},
+                                {"speech_long", trie({"jumps over", "Dog"}, 8), 1, 7000}};
+  std::vector<std::vector<float>> audio;
+  for (const Case& c : cases) audio.push_back(wav(c.audio));
+  std::vector<StreamPlan> plans, unbiased;
+  for (size_t s = 0; s < cases.size(); ++s) {
+    plans.push_back({&audio[s], options(6), cases[s].join_round, cases[s].chunk});
+    unbiased.push_back(plans.back());
+    plans.back().options.context_bias = cases[s].bias;
+  }
+  const TogetherRun open = run_together(*model, logmel, plans, 0, 0);
+  const TogetherRun limited = run_together(*model, logmel, plans, 20, 2);
+  EXPECT_GE(open.most_in_a_pass, 3) << "streams are meant to share decoder passes";
+  int changed = 0;
+  for (size_t s = 0; s < plans.size(); ++s) {
+    SCOPED_TRACE(cases[s].audio + " (stream " + std::to_string(s) + ")");
+    const std::vector<int32_t> alone = ids_alone(*model, logmel, plans[s]);
+    EXPECT_EQ(open.ids[s], alone);
+    EXPECT_EQ(limited.ids[s], alone) << "with passes limited to 2 rows, 20 positions";
+    changed += alone != ids_alone(*model, logmel, unbiased[s]);
+  }
+  EXPECT_GE(changed, 2) << "the lists are meant to change some ids";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StreamsTogether, ::testing::Values("cpu", "cuda"),

@@ -103,6 +103,22 @@ class CudaBackendTest : public ::testing::Test {
   static std::vector<float> get(Backend& b, Mat m) { return get(b, m.data, static_cast<size_t>(m.rows) * m.cols); }
   static void poison(Backend& b, Mat m) { b.fill(m.data, kNaN, static_cast<size_t>(m.rows) * m.cols); }
 
+  // The argmax of g on the GPU and of c (the same values) on the CPU: the same ids and margins, bit
+  // for bit. Returns the GPU's.
+  struct Argmax {
+    std::vector<int32_t> ids;
+    std::vector<float> margins;
+  };
+  Argmax expect_same_argmax(Mat g, Mat c) {
+    Argmax gpu_result{std::vector<int32_t>(g.rows, -7), std::vector<float>(g.rows, kNaN)};
+    Argmax cpu_result = gpu_result;
+    gpu().argmax(g, gpu_result.ids, gpu_result.margins);
+    cpu().argmax(c, cpu_result.ids, cpu_result.margins);
+    EXPECT_EQ(gpu_result.ids, cpu_result.ids);
+    EXPECT_TRUE(exact(gpu_result.margins, cpu_result.margins)) << "margins";
+    return gpu_result;
+  }
+
   // Every element within atol + rtol |want| (NaN never is); reports the worst and the first few misses.
   ::testing::AssertionResult close(const std::vector<float>& got, const std::vector<float>& want, double rtol,
                                    double atol) const {
@@ -868,18 +884,53 @@ TEST_F(CudaBackendTest, ArgmaxMatchesCpu) {
     std::fill(row(5), row(5) + cols, -std::numeric_limits<float>::infinity());
     row(5)[cols / 2] = -1.0f;
     Buffer gx = put(gpu(), x, rows, cols), cx = put(cpu(), x, rows, cols);
-    std::vector<int32_t> gi(rows, -7), ci(rows, -7);
-    std::vector<float> gm(rows, kNaN), cm(rows, kNaN);
-    gpu().argmax(gx.all(), gi, gm);
-    cpu().argmax(cx.all(), ci, cm);
-    EXPECT_EQ(gi, ci);
-    EXPECT_TRUE(exact(gm, cm)) << "margins";
-    EXPECT_EQ(gi[1], cols / 3);
-    EXPECT_EQ(gm[1], 0.0f);
+    const Argmax a = expect_same_argmax(gx.all(), cx.all());
+    EXPECT_EQ(a.ids[1], cols / 3);
+    EXPECT_EQ(a.margins[1], 0.0f);
     // Without margins.
     std::vector<int32_t> gi2(rows, -7);
     gpu().argmax(gx.all(), gi2, {});
-    EXPECT_EQ(gi2, ci);
+    EXPECT_EQ(gi2, a.ids);
+  }
+}
+
+// add_at: a decoder pass's context-bias boosts on its logits, then the argmax. Bit-exact (one fp32
+// addition an element): the boosted rows' values and ids equal the CPU's, the other rows untouched;
+// an entry outside the matrix throws on both.
+TEST_F(CudaBackendTest, AddAtThenArgmaxMatchesCpu) {
+  for (const int cols : {131072, 2048, 5}) {
+    SCOPED_TRACE("cols=" + std::to_string(cols));
+    const int rows = 7;
+    const auto x = random(static_cast<size_t>(rows) * cols, -10.0f, 10.0f);
+    // Rows 0, 2, 3 and 6 boosted (distinct ids a row, as the decoder's are), rows 1, 4, 5 not; the
+    // first and last column of a row among them, and a boost that makes a runner-up win.
+    std::vector<MatEntry> entries;
+    for (const int r : {0, 2, 3, 6})
+      for (int k = 0; k < std::min(cols, 400); ++k) {
+        const int c = k == 0 ? 0 : k == 1 ? cols - 1 : random_int(2, std::max(2, cols - 2));
+        if (std::none_of(entries.begin(), entries.end(), [&](const MatEntry& e) { return e.row == r && e.col == c; }))
+          entries.push_back({r, c, r == 3 ? 25.0f : 3.0f});
+      }
+    Buffer gx = put(gpu(), x, rows, cols), cx = put(cpu(), x, rows, cols);
+    gpu().add_at(gx.all(), entries);
+    cpu().add_at(cx.all(), entries);
+    const std::vector<float> got = get(gpu(), gx.all()), want = get(cpu(), cx.all());
+    EXPECT_TRUE(exact(got, want));
+    for (const int r : {1, 4, 5})
+      EXPECT_TRUE(exact(std::vector<float>(got.begin() + static_cast<ptrdiff_t>(r) * cols,
+                                           got.begin() + static_cast<ptrdiff_t>(r + 1) * cols),
+                        std::vector<float>(x.begin() + static_cast<ptrdiff_t>(r) * cols,
+                                           x.begin() + static_cast<ptrdiff_t>(r + 1) * cols)))
+          << "row " << r << " has no entries";
+    const std::vector<int32_t> ids = expect_same_argmax(gx.all(), cx.all()).ids;
+    EXPECT_TRUE(std::any_of(entries.begin(), entries.end(), [&](const MatEntry& e) { return e.row == 3 && e.col == ids[3]; }))
+        << "row 3's boost of 25 makes one of its boosted columns win";
+    gpu().add_at(gx.all(), {});  // nothing to add: nothing launched, nothing changed
+    EXPECT_TRUE(exact(get(gpu(), gx.all()), want));
+    for (const MatEntry bad : {MatEntry{rows, 0, 1.0f}, MatEntry{0, cols, 1.0f}, MatEntry{-1, 0, 1.0f}}) {
+      EXPECT_THROW(gpu().add_at(gx.all(), std::vector<MatEntry>{bad}), Error);
+      EXPECT_THROW(cpu().add_at(cx.all(), std::vector<MatEntry>{bad}), Error);
+    }
   }
 }
 

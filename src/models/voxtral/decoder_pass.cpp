@@ -8,8 +8,10 @@
 namespace voxrt {
 namespace {
 
-// The argmax, its margin and the logits view of every row of `logits`.
-std::vector<DecoderOutput> argmax_rows(Backend& be, Mat logits) {
+// The argmax, its margin and the logits view of every row of `logits`, after the rows' boosts are
+// added to them (when there are any).
+std::vector<DecoderOutput> argmax_rows(Backend& be, Mat logits, std::span<const MatEntry> boosts) {
+  if (!boosts.empty()) be.add_at(logits, boosts);
   const int k = logits.rows;
   std::vector<int32_t> ids(k);
   std::vector<float> margins(k);
@@ -26,6 +28,7 @@ struct SessionRowRefs {
   std::vector<RowRef> refs;
   std::vector<int32_t> inputs;
   std::vector<int> delays, logit_rows;
+  std::vector<MatEntry> boosts;  // on the logits' rows (one per row whose output is wanted)
 };
 
 SessionRowRefs check_session_rows(const VoxtralModel& model, std::span<const SessionRow> rows, Mat audio,
@@ -52,6 +55,14 @@ SessionRowRefs check_session_rows(const VoxtralModel& model, std::span<const Ses
     out.refs[i] = {r.slot, r.pos};
     out.inputs[i] = r.input;
     out.delays[i] = r.n_delay;
+    if (!r.boosted.empty()) {
+      check(r.output, "decoder pass", row + "boosts on a row whose output is not wanted");
+      const int vocab = model.config().decoder.vocab_size;
+      for (const int32_t id : r.boosted) {
+        check_with(id >= 0 && id < vocab, "decoder pass", [&] { return row + "boosted id " + std::to_string(id) + " out of range"; });
+        out.boosts.push_back({static_cast<int32_t>(out.logit_rows.size()), id, r.boost});
+      }
+    }
     if (r.output) out.logit_rows.push_back(i);
   }
   check(!out.logit_rows.empty(), "decoder pass", "no row's output is wanted");
@@ -100,7 +111,7 @@ std::vector<DecoderOutput> DecoderPass::run(std::span<const SessionRow> rows, Kv
   be.run_recorded(key_ + " x" + std::to_string(k) + (outputs < k ? " out " + std::to_string(outputs) : ""), [&] {
     logits = model_.decode(refs.inputs, in, refs.refs, refs.delays, cache, refs.logit_rows);
   });
-  return argmax_rows(be, logits);
+  return argmax_rows(be, logits, refs.boosts);
 }
 
 void append_prompt_rows(const Protocol& protocol, const ProtocolIds& ids, int slot, std::vector<SessionRow>& rows) {
@@ -120,7 +131,8 @@ DecoderOutput decode_prompt(VoxtralModel& model, const Protocol& protocol, const
 std::vector<DecoderOutput> decode_sessions(VoxtralModel& model, std::span<const SessionRow> rows, Mat audio,
                                                KvCache& cache) {
   const SessionRowRefs refs = check_session_rows(model, rows, audio, cache);
-  return argmax_rows(model.backend(), model.decode(refs.inputs, audio, refs.refs, refs.delays, cache, refs.logit_rows));
+  return argmax_rows(model.backend(), model.decode(refs.inputs, audio, refs.refs, refs.delays, cache, refs.logit_rows),
+                     refs.boosts);
 }
 
 }  // namespace voxrt

@@ -18,7 +18,7 @@ namespace voxrt {
 struct DecoderOutput {
   int32_t id = 0;
   float margin = 0;  // top-1 minus top-2 logit
-  Mat logits{};      // [1, vocab], valid until the model's next decode
+  Mat logits{};      // [1, vocab], valid until the model's next decode (with the row's boosts added)
 };
 
 // One row of a decoder pass over several sessions: the session's cache slot, its model position,
@@ -31,6 +31,12 @@ struct SessionRow {
   int n_delay = 0;
   // Whether the row's output is wanted: a prompt's rows other than its last only fill the cache.
   bool output = true;
+  // Context biasing (models/context_bias.h): `boost` is added to the logits of these ids (distinct,
+  // in range) before the argmax, on a row whose output is wanted. The span is the row's owner's and
+  // must stay valid until the pass has run. Empty: nothing is added, and a pass none of whose rows
+  // has boosts does no work for them (no upload, no kernel).
+  std::span<const int32_t> boosted{};
+  float boost = 0;
 };
 
 // A decoder pass over rows of several sessions, each in its own slot of one cache, run as a Backend

@@ -72,6 +72,7 @@ StreamState::StreamState(VoxtralModel& model, const Options& opts, CacheSlot enc
   check(opts_.draft_rows >= 1 && opts_.draft_rows <= max_draft_rows(opts_.protocol), "session",
         "draft_rows must be 1 .. " + std::to_string(max_draft_rows(opts_.protocol)));
   draft_width_ = opts_.draft_rows;
+  if (opts_.context_bias) bias_.emplace(*opts_.context_bias);
   auto check_slot = [](const CacheSlot& s, const KvCacheShape& want, const char* what) {
     const KvCacheShape& have = s.cache.shape();
     check(s.slot >= 0 && s.slot < have.slots, "session", std::string(what) + " cache slot out of range");
@@ -230,11 +231,36 @@ int StreamState::put_decoder(bool prompt, int k, std::vector<SessionRow>& rows, 
   const int64_t pos = prompt ? P : next_decode_;
   const int32_t input = prompt ? opts_.ids.streaming_pad : last_token_;
   for (int i = 0; i < k; ++i) rows.push_back({slot_, pos + i - dec_base_, input, opts_.protocol.n_delay});
+  if (bias_) put_boosts(prompt, k, input, std::span<SessionRow>(rows).subspan(static_cast<size_t>(first)));
   model_.backend().copy(pass_audio.data + static_cast<size_t>(first) * dim_, queue_.row(queue_read_),
                         static_cast<size_t>(prompt_rows + k) * dim_);
   put_prompt_ = prompt;
   put_rows_ = k;
   return (prompt ? 1 : 0) + k;
+}
+
+void StreamState::put_boosts(bool prompt, int k, int32_t input, std::span<SessionRow> mine) {
+  // A row's history is the emitted ids and then its input and the inputs before it that are guesses:
+  // behind the prompt every row's input is one (the prompt's output is not known yet), else all but
+  // row 0's, which is the last id emitted.
+  BiasMatcher at = *bias_;
+  row_boosts_.resize(static_cast<size_t>(prompt + k));  // before any span into them is taken
+  size_t n = 0;
+  const auto boost = [&](SessionRow& row) {
+    std::vector<int32_t>& ids = row_boosts_[n++];
+    at.boosted(ids);
+    row.boosted = ids;
+    row.boost = opts_.context_bias->strength();
+  };
+  const size_t P = prompt ? static_cast<size_t>(opts_.protocol.prompt_len()) : 0;
+  if (prompt) {
+    boost(mine[P - 1]);
+    at.advance(input);
+  }
+  for (int i = 0; i < k; ++i) {
+    if (i > 0) at.advance(input);
+    boost(mine[P + static_cast<size_t>(i)]);
+  }
 }
 
 void StreamState::take_results(std::span<const DecoderOutput> results, double seconds) {
@@ -293,6 +319,7 @@ double StreamState::pop(int n) {
 
 void StreamState::emit(int32_t id, double seconds) {
   last_token_ = id;
+  if (bias_) bias_->advance(id);
   if (opts_.stop_at_eos && id == opts_.ids.eos) stopped_ = true;
   outputs_.push_back({id, seconds});
 }

@@ -12,10 +12,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "models/context_bias.h"
 #include "models/voxtral/decoder_pass.h"
 #include "models/voxtral/encoder_pass.h"
 #include "models/voxtral/model.h"
@@ -48,6 +51,10 @@ class StreamState final : public PlannedStream, public ModelStream {
     // after a pass whose guesses all held, half as many after one with a wrong guess, between 1 and
     // draft_rows. Which rows share a pass never changes an id, only how much work is thrown away.
     int draft_rows = 1;
+    // Context biasing (models/context_bias.h): the logits of the trie's boosted ids are raised at
+    // every output row, each row's from the ids of its own input history (a drafted row's from the
+    // guesses before it), so the ids stay those of one position a pass. Null: none, and no work.
+    std::shared_ptr<const BiasTrie> context_bias;
   };
 
   // The most draft_rows a pass may take under this protocol: a pass's rejected rows overwrite ring
@@ -130,6 +137,9 @@ class StreamState final : public PlannedStream, public ModelStream {
   int64_t decodable_at(int64_t queued, int64_t next) const;
   double pop(int n);          // takes n vectors off the queue; returns their encoder seconds
   void emit(int32_t id, double seconds);
+  // Sets the boosts of the output rows put_decoder just appended (`mine`: the prompt's when `prompt`,
+  // then k rows fed `input`), from the stream's place in the bias trie.
+  void put_boosts(bool prompt, int k, int32_t input, std::span<SessionRow> mine);
   // Shifts `base` (and the cache slot) so that model positions [next, next + count) stay below `limit`.
   void rebase_if_needed(KvCache& cache, int slot, bool encoder, int64_t& base, int64_t next, int count, int64_t limit);
 
@@ -162,6 +172,8 @@ class StreamState final : public PlannedStream, public ModelStream {
   int64_t prepared_decode_ = 0;     // the first decoder position of the rows prepared
   int draft_width_ = 1;             // rows_ready()'s most, 1 .. Options::draft_rows
   std::vector<PositionOutput> outputs_;
+  std::optional<BiasMatcher> bias_;  // the stream's place in Options::context_bias, after its emitted ids
+  std::vector<std::vector<int32_t>> row_boosts_;  // the boosted ids of the rows put last (their spans)
   bool stopped_ = false;
   int64_t rebases_ = 0;
   int64_t decoder_passes_ = 0;

@@ -57,7 +57,8 @@ StreamModel::Frames VoxtralStreamModel::frames() const {
 
 std::unique_ptr<ModelStream> VoxtralStreamModel::open_stream(const StreamOptions& options, CacheSlot encoder,
                                                              CacheSlot decoder) {
-  const StreamState::Options o = stream_options(protocol(options.delay_ms), options.stop_at_eos, options.draft_rows);
+  StreamState::Options o = stream_options(protocol(options.delay_ms), options.stop_at_eos, options.draft_rows);
+  o.context_bias = options.context_bias;
   return std::make_unique<StreamState>(model_, o, encoder, decoder);
 }
 

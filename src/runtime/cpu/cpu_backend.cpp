@@ -406,6 +406,11 @@ class CpuBackend final : public Backend {
     linear(Mat{patches.data(), t_out, 3 * cin}, w, &bias, y, false);
   }
 
+  void add_at(Mat x, std::span<const MatEntry> entries) override {
+    check_add_at(x, entries, "cpu add_at");
+    for (const MatEntry& e : entries) x.data[static_cast<size_t>(e.row) * x.cols + e.col] += e.value;
+  }
+
   void argmax(Mat x, std::span<int32_t> ids, std::span<float> margins) override {
     for (int r = 0; r < x.rows; ++r) {
       const float* v = x.data + static_cast<size_t>(r) * x.cols;

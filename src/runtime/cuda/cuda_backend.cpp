@@ -190,6 +190,7 @@ class CudaBackend final : public Backend, public KernelSwitches {
   }
   void embed(const Weight& table, std::span<const int32_t> ids, Mat y) override { ops_.embed(table, ids, y); }
   void gather_rows(Mat x, std::span<const int32_t> rows, Mat y) override { ops_.gather_rows(x, rows, y); }
+  void add_at(Mat x, std::span<const MatEntry> entries) override { ops_.add_at(x, entries); }
   void argmax(Mat x, std::span<int32_t> ids, std::span<float> margins) override { ops_.argmax(x, ids, margins); }
 
  private:

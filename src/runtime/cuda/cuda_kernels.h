@@ -20,6 +20,13 @@ struct DevRowRef {
   long long pos;
 };
 
+// The device copy of a voxrt::MatEntry (same layout: int row at 0, int col at 4, float value at 8).
+struct DevMatEntry {
+  int row;
+  int col;
+  float value;
+};
+
 // Where a launcher enqueues, and whether its kernels may be scheduled while the previous kernel on
 // the stream finishes (programmatic dependent launch, launch.cuh; off only to measure it).
 struct Stream {
@@ -247,6 +254,9 @@ void launch_linear_f32_weight(const float* x, int M, int K, size_t ldx, const fl
 void launch_embed(DevVec table, int cols, const int32_t* ids, int n_rows, float* y, int ldy, Stream s);
 // The same from a quantized table (GemvOut's quantized fields: format, packed, scales).
 void launch_embed_quantized(const GemvOut& table, int cols, const int32_t* ids, int n_rows, float* y, int ldy, Stream s);
+// x[e.row * cols + e.col] += e.value for the n entries (Backend::add_at): a decoder pass's context-bias
+// boosts on its logits, before the argmax.
+void launch_add_at(float* x, int cols, const DevMatEntry* entries, int n, Stream s);
 // Per row of x [rows, cols]: index of the maximum (first on ties) and max - runner-up (the runner-up
 // is the second largest value counted with multiplicity, so a tie gives 0).
 void launch_argmax(const float* x, int rows, int cols, int32_t* ids, float* margins, Stream s);

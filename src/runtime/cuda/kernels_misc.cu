@@ -1,4 +1,4 @@
-// Token embedding gather and the greedy sampler's argmax. (The conv stem's im2col needs no kernel of
+// Token embedding gather, the greedy sampler's argmax and the logit boosts before it. (The conv stem's im2col needs no kernel of
 // its own: a patch row is 3 consecutive input rows, so the fp32 -> bf16 conversion in
 // kernels_elementwise.cu reads the patches straight from x with a row stride of stride * cin.)
 #include <cuda_bf16.h>
@@ -113,6 +113,17 @@ __global__ void __launch_bounds__(kArgmaxThreads) argmax_kernel(const float* __r
   }
 }
 
+// One thread an entry. Atomic, so that two entries naming one element both add (the decoder's never
+// do: a row's boosted ids are distinct, so each element gets one addition, the CPU's).
+__global__ void add_at_kernel(float* __restrict__ x, int cols, const DevMatEntry* __restrict__ entries, int n) {
+  pdl_trigger();
+  pdl_wait();
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const DevMatEntry e = entries[i];
+  atomicAdd(x + static_cast<size_t>(e.row) * cols + e.col, e.value);
+}
+
 }  // namespace
 
 // y[r] = the dequantized row ids[r] of a quantized table, one block per row, each element
@@ -146,6 +157,12 @@ void launch_embed_quantized(const GemvOut& table, int cols, const int32_t* ids, 
 void launch_embed(DevVec table, int cols, const int32_t* ids, int n_rows, float* y, int ldy, Stream s) {
   if (n_rows <= 0 || cols <= 0) return;
   launch_kernel("embed", embed_kernel, dim3(n_rows), dim3(256), 0, s, table, cols, ids, y, ldy);
+}
+
+void launch_add_at(float* x, int cols, const DevMatEntry* entries, int n, Stream s) {
+  if (n <= 0) return;
+  constexpr int kThreads = 256;
+  launch_kernel("add_at", add_at_kernel, dim3((n + kThreads - 1) / kThreads), dim3(kThreads), 0, s, x, cols, entries, n);
 }
 
 void launch_argmax(const float* x, int rows, int cols, int32_t* ids, float* margins, Stream s) {

@@ -1,5 +1,7 @@
 #include "runtime/cuda/op_table.h"
 
+#include <climits>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -207,6 +209,26 @@ void OpTable::gather_rows(Mat x, std::span<const int32_t> rows, Mat y) {
   // The embedding gather, over an fp32 matrix as its table.
   launch_embed(DevVec{x.data, false}, x.cols, static_cast<const int32_t*>(d[0]), y.rows, y.data, y.cols,
                device_.launch());
+}
+
+static_assert(sizeof(MatEntry) == sizeof(DevMatEntry) && offsetof(MatEntry, row) == offsetof(DevMatEntry, row) &&
+                  offsetof(MatEntry, col) == offsetof(DevMatEntry, col) &&
+                  offsetof(MatEntry, value) == offsetof(DevMatEntry, value),
+              "MatEntry and DevMatEntry must have the same layout");
+
+// The entries go to the device as an op's arguments do (upload_args: the staging buffer and the
+// argument buffer, both grown to fit, or a recording's arena). The decoder calls it outside its
+// recordings, between the pass and the argmax, and only for a pass whose rows have boosts: their
+// count changes from pass to pass, which inside a graph would change its launches every time.
+void OpTable::add_at(Mat x, std::span<const MatEntry> entries) {
+  Backend::check_add_at(x, entries, "cuda add_at");
+  if (entries.empty()) return;
+  check(entries.size() <= static_cast<size_t>(INT_MAX), "cuda add_at", "too many entries");
+  device_.use();
+  const auto d = memory_.upload_args({{entries.data(), entries.size() * sizeof(MatEntry)}});
+  const int n = static_cast<int>(entries.size());
+  if (recorder_.recorded(28, x.data, x.cols, d[0], n)) return;
+  launch_add_at(x.data, x.cols, static_cast<const DevMatEntry*>(d[0]), n, device_.launch());
 }
 
 void OpTable::argmax(Mat x, std::span<int32_t> ids, std::span<float> margins) {

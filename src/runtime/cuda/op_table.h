@@ -1,5 +1,5 @@
 // One job: the CUDA backend's ops that have no choice of kernels to make (norms, RoPE, the
-// elementwise ops, K/V stores and key shifts, embedding and row gathers, argmax). Each checks its
+// elementwise ops, K/V stores and key shifts, embedding and row gathers, add_at, argmax). Each checks its
 // shapes, sends the host data it takes (RowRefs, token ids, scale row indices, inv_freq) through
 // one upload_args transfer (or the recording's arena), mixes its launch into the recording's
 // signature and launches its one kernel. The ops with a choice live apart: the products in
@@ -43,6 +43,7 @@ class OpTable {
                      KvCache& cache, int layer);
   void embed(const Weight& table, std::span<const int32_t> ids, Mat y);
   void gather_rows(Mat x, std::span<const int32_t> rows, Mat y);
+  void add_at(Mat x, std::span<const MatEntry> entries);
   void argmax(Mat x, std::span<int32_t> ids, std::span<float> margins);
 
  private:
