@@ -26,7 +26,7 @@ if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
     # again took ~4 of CI's minutes.
     cuda_tests=$(grep -l VOXRT_WITH_CUDA tests/unit/*.cpp tests/parity/*.cpp | sed 's|^|CMakeFiles/voxrt_tests.dir/|; s|$|.o|')
     # shellcheck disable=SC2086
-    cmake --build build/cuda -j"$(nproc)" --target voxrt_library voxrt_mma_numerics voxrt_kernel $cuda_tests
+    cmake --build build/cuda -j"$(nproc)" --target voxrt_library voxrt_mma_numerics voxrt_mma_fp8_numerics voxrt_kernel $cuda_tests
     # The kernels for Ampere too, through ptxas (the cuda preset is sm_90a alone): an instruction
     # only Hopper has, outside its guards, fails here rather than on an A100 (docs/cuda.md).
     echo "test: compiling the CUDA kernels for sm_80 (Ampere)" >&2

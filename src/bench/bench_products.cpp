@@ -108,9 +108,11 @@ nlohmann::json time_products(Backend& b, const ModelConfig& c, const ProductTimi
     if (quantized.quantized()) formats.push_back(quantized);
     for (const WeightFormat& f : formats) {
       Prepared d = prepare(b, p, *std::max_element(rows.begin(), rows.end()), f);
-      // A quantized weight takes the backend's own path (the GEMV dequantizes it); bf16, each path.
-      const std::vector<std::pair<const char*, Kernels>> through =
-          f.quantized() ? std::vector<std::pair<const char*, Kernels>>{{"auto", Kernels::Automatic}} : paths;
+      // bf16 takes each path; a quantized weight each but the library's (cuBLAS takes no packed
+      // weights: the kernels dequantize them).
+      std::vector<std::pair<const char*, Kernels>> through;
+      for (const auto& path : paths)
+        if (!f.quantized() || path.second != Kernels::Library) through.push_back(path);
       for (const int M : rows) {
         double flops = 0;
         for (const int n : p.n) flops += 2.0 * M * n * p.K;

@@ -9,7 +9,9 @@
 // served in rotating order). Each stream's ids equal those it gets stepped alone (StreamDecoder).
 // On the GPU (batch-invariant) drafted rows take part too; on the CPU, where rows of one pass round
 // differently from rows alone, one row per stream, and the ids still agree. Streams with context-bias
-// lists of their own stay as independent. GPU cases skip themselves elsewhere.
+// lists of their own stay as independent. "cuda_4w": the same on the GPU with 4w weights (quantized
+// as they load; the embedding 8w), whose passes of two rows and more take the quantized tiled GEMM.
+// GPU cases skip themselves elsewhere.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,9 +32,14 @@ namespace {
 class StreamsTogether : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (GetParam() == "cuda") REQUIRE_GPU();
+    if (GetParam() != "cpu") REQUIRE_GPU();
     be = backend_named(GetParam());
-    model = tiny_model(*be);
+    QuantPlan q;
+    if (GetParam() == "cuda_4w") {
+      q.encoder = q.decoder = q.head = {QuantKind::Int4, 32};
+      q.embedding = {QuantKind::Int8, 64};
+    }
+    model = tiny_model(*be, q);
   }
   // A stream's options: the tokenizer's ids, and drafted rows where a pass's rows are batch-invariant.
   StreamState::Options options(int n_delay) const {
@@ -150,7 +157,7 @@ TEST_P(StreamsTogether, StreamsWithDifferentBiasListsGetTheIdsTheyGetAlone) {
   EXPECT_GE(changed, 2) << "the lists are meant to change some ids";
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, StreamsTogether, ::testing::Values("cpu", "cuda"),
+INSTANTIATE_TEST_SUITE_P(Backends, StreamsTogether, ::testing::Values("cpu", "cuda", "cuda_4w"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

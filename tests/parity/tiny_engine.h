@@ -11,6 +11,7 @@
 #include "models/voxtral/checkpoint.h"
 #include "voxrt/voxrt.h"
 #include "models/voxtral/model.h"
+#include "models/voxtral/quant_plan.h"
 
 namespace voxrt::test {
 
@@ -19,10 +20,11 @@ inline Engine& tiny_engine() {
   return *engine;
 }
 
-// The tiny model's weights uploaded to `backend` (the checkpoint's mapping is released once they are).
-inline std::unique_ptr<VoxtralModel> tiny_model(Backend& backend) {
+// The tiny model's weights uploaded to `backend` (the checkpoint's mapping is released once they
+// are), quantized as they load when `quantize` says so.
+inline std::unique_ptr<VoxtralModel> tiny_model(Backend& backend, const QuantPlan& quantize = {}) {
   const Checkpoint ckpt = Checkpoint::open(test_data() / "tiny" / "mistral", LayoutPreference::Mistral);
-  return std::make_unique<VoxtralModel>(ckpt, backend);
+  return std::make_unique<VoxtralModel>(ckpt, backend, quantize);
 }
 
 // tests/data/audio/<name>.wav as 16 kHz mono samples.

@@ -1,7 +1,7 @@
 // The CUDA backend's quantized weights (4w, 8w; fp8 refused at upload until its kernels come): every
 // product and lookup is, bit for bit, what the same backend computes with a bf16 weight holding the
-// dequantized values (quant/weight_format.h), at every row count (so a quantized product keeps the
-// batch invariance of the bf16 ones), alone,
+// dequantized values (quant/weight_format.h), at every row count, through the GEMV and the tiled
+// GEMM (so a quantized product keeps the batch invariance of the bf16 ones), alone,
 // fused (linears, gated_linear) and as the embedding; and the tiny model with quantized weights
 // on the GPU agrees with the CPU backend's within the bf16 tolerances. Skipped, saying so, without
 // a CUDA device.
@@ -100,12 +100,16 @@ TEST_P(CudaQuantized, ProductsAreTheBf16ProductsOfTheDequantizedWeightsAtEveryRo
   const WeightFormat f = GetParam();
   auto b = make_cuda_backend(0), r = bf16_reference_backend();
   const int K = 1280, N = 640;  // the encoder's width
-  expect_bf16_products(*b, *r, f, N, K, {1, 3, 8, 17, 32, 33, 100});
+  // From CudaOptions::gemm_packed_min_rows rows on, the quantized tiled GEMM (mma.sync, dequantizing
+  // in registers) against the bf16 one (wgmma on Hopper): 200 and 300 rows split K across blocks.
+  expect_bf16_products(*b, *r, f, N, K, {1, 3, 8, 17, 32, 33, 100, 200, 300});
   // A ragged last tile of features, and (groups of 32) a last chunk of K that is half padding.
-  expect_bf16_products(*b, *r, f, 653, f.group_size == 32 ? 1312 : K, {1, 17, 33});
+  expect_bf16_products(*b, *r, f, 653, f.group_size == 32 ? 1312 : K, {1, 17, 33, 130});
+  // Enough tiles that the GEMM does not split: each block adds its pieces of K itself.
+  expect_bf16_products(*b, *r, f, 2048, K, {520});
   Quantized w = make_weight(N, K, f, 11);
   const Weight q = b->upload_quantized(QuantizedMatrix(w.q));
-  // A row's result does not depend on the rows beside it.
+  // A row's result does not depend on the rows beside it (40 rows: the tiled GEMM; one: the GEMV).
   const int M = 40;
   const std::vector<float> xh = random_rows(M, K, 7);
   Buffer x(b.get(), M, K), y(b.get(), M, N), one(b.get(), 1, N);

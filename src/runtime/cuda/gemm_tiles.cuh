@@ -82,9 +82,9 @@ struct Cursor {
 // launches gemm_fold_kernel after it when p.split. kernels_gemm_wgmma.cu, on wgmma (sm_90a):
 void launch_gemm_wgmma(const Params& p, int nt, bool gated, Stream s);
 size_t wgmma_smem_bytes(int nt);
-// kernels_gemm_mma.cu, on mma.sync (any tensor-core GPU), and the shared memory its blocks of
-// block_rows(nt) rows take:
+// kernels_gemm_mma.cu, on mma.sync (any tensor-core GPU; bf16 and quantized weights), and the
+// shared memory its blocks of block_rows(nt) rows take for weights of that format:
 void launch_gemm_mma(const Params& p, int nt, bool gated, Stream s);
-size_t mma_smem_bytes(int nt);
+size_t mma_smem_bytes(int nt, int format = kGemvBf16);
 
 }  // namespace voxrt::cuda::gemm

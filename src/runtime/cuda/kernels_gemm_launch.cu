@@ -1,5 +1,5 @@
-// The tiled GEMM's launch, whichever kernel multiplies (kernels_gemm_wgmma.cu on Hopper,
-// kernels_gemm_mma.cu elsewhere): its plan (rows a block, whether to split K across blocks), and
+// The tiled GEMM's launch, whichever kernel multiplies (kernels_gemm_wgmma.cu on Hopper for bf16
+// weights, kernels_gemm_mma.cu elsewhere and for quantized ones): its plan (rows a block, whether to split K across blocks), and
 // the fold that ends a split launch. Both kernels take the same plan and leave the same workspace,
 // and both follow the products' order (tensor_core.cuh), so that switching between them, or from
 // the GEMV to either, changes nothing but the speed.
@@ -74,6 +74,10 @@ void launch_fold(const Params& p, bool gated, Stream s) {
   else launch_kernel("gemm_fold", gemm_fold_kernel<false>, grid, dim3(256), 0, s, p);
 }
 
+// Whether the wgmma kernel multiplies: on Hopper, for bf16 weights (it stages them by TMA as they
+// are stored; quantized weights are dequantized in registers, which mma.sync takes).
+bool wgmma(const GemvTuning& t, const GemvOut* outs) { return t.wgmma_gemm && outs[0].format == kGemvBf16; }
+
 // The launch's shape: rows per block (nt: block_rows(nt)), whether to split by piece, and the
 // split's workspace (workspace_floats; 0 unsplit).
 Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t, int& nt,
@@ -89,7 +93,7 @@ Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const Gem
   int feature_tiles = 0, pieces = 1;
   for (int i = 0; i < p.n_outs; ++i) {
     feature_tiles += (outs[i].n + block_features(gated) - 1) / block_features(gated);
-    p.pieces[i] = gemv_mma_pieces(outs[i].n, K, t);
+    p.pieces[i] = gemv_mma_pieces(outs[i].n, K, t, outs[i].format);
     check(p.pieces[i] >= 1 && p.pieces[i] <= p.chunks, "cuda gemm", "a piece of K without a chunk");
     pieces = std::max(pieces, p.pieces[i]);
   }
@@ -112,7 +116,7 @@ Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const Gem
       M > block_rows(2) && M <= block_rows(4) && (splits(tiles(4)) || tiles(2) > t.sm_count);
   // The mma.sync kernel's 128-row blocks stage 128 KiB, more than a block may have on Ampere's 8.6
   // and Ada (99 KiB): there, 64 rows a block.
-  const bool fits4 = t.wgmma_gemm || gemm::mma_smem_bytes(4) <= static_cast<size_t>(t.smem_per_block);
+  const bool fits4 = wgmma(t, outs) || gemm::mma_smem_bytes(4, outs[0].format) <= static_cast<size_t>(t.smem_per_block);
   nt = fits4 && (tiles(4) >= t.sm_count || one_row_tile) ? 4 : 2;
   p.row_tiles = row_tiles(nt);
   p.split = splits(tiles(nt));
@@ -142,7 +146,7 @@ size_t gemm_block_smem_bytes(int M, int K, const GemvOut* outs, int n_outs, bool
   int nt = 0;
   size_t floats = 0;
   plan(M, K, outs, n_outs, gated, t, nt, floats);
-  return t.wgmma_gemm ? gemm::wgmma_smem_bytes(nt) : gemm::mma_smem_bytes(nt);
+  return wgmma(t, outs) ? gemm::wgmma_smem_bytes(nt) : gemm::mma_smem_bytes(nt, outs[0].format);
 }
 
 void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
@@ -150,16 +154,19 @@ void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut
   check(t.tensor_cores, "cuda gemm", "the tiled GEMM reproduces the tensor-core GEMV only");
   check((reinterpret_cast<uintptr_t>(x) & 15) == 0 && ldx % 8 == 0, "cuda gemm", "x must be 16-byte aligned per row");
   for (int i = 0; i < n_outs; ++i)
-    check((reinterpret_cast<uintptr_t>(outs[i].w) & 15) == 0, "cuda gemm", "weights must be 16-byte aligned");
+    check((reinterpret_cast<uintptr_t>(outs[i].data()) & 15) == 0 && outs[i].format == outs[0].format, "cuda gemm",
+          "weights must be 16-byte aligned and of one format");
   int nt = 0;
   size_t need = 0;
   Params p = plan(M, K, outs, n_outs, gated, t, nt, need);
+  for (int i = 0; i < n_outs; ++i)
+    if (p.out[i].format != kGemvBf16) p.out[i].group_div = qlayout::divider(p.out[i].group);
   if (p.block_end[p.n_outs - 1] == 0) return;
   check(workspace_floats >= need, "cuda gemm", "split workspace too small");
   p.x = x;
   p.ldx8 = static_cast<long long>(ldx / 8);
   p.workspace = workspace;
-  if (t.wgmma_gemm) gemm::launch_gemm_wgmma(p, nt, gated, s);
+  if (wgmma(t, outs)) gemm::launch_gemm_wgmma(p, nt, gated, s);
   else gemm::launch_gemm_mma(p, nt, gated, s);
   if (p.split) launch_fold(p, gated, s);
 }

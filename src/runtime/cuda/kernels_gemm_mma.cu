@@ -35,6 +35,13 @@
 // copies that fill one row, fall in different banks. kStages - 1 chunks are in flight while one is
 // multiplied; the first ones' weights are requested before waiting for the previous kernel
 // (launch.cuh).
+//
+// Quantized weights (4w, 8w; quant_layout.h). The stage holds, in place of the 128 bf16 rows, the
+// packed values of the block's 8 feature tiles for the chunk (each lane's fragments in one piece)
+// and their scale blocks, copied as they are stored; a warp dequantizes its 4 tiles' fragments
+// into registers (quant_fragments.cuh), exactly the A fragments the GEMV makes of them, and runs
+// the same mma on them. A quarter (4w) to a half (8w) of the bytes a stage, at the price of each
+// of the 4 row warps dequantizing the same fragments.
 #include <cuda_bf16.h>
 
 #include <cstdint>
@@ -44,6 +51,7 @@
 #include "runtime/cuda/gemm_tiles.cuh"
 #include "runtime/cuda/gemv_common.cuh"
 #include "runtime/cuda/launch.cuh"
+#include "runtime/cuda/quant_fragments.cuh"
 #include "runtime/cuda/tensor_core.cuh"
 
 namespace voxrt::cuda::gemm {
@@ -64,9 +72,21 @@ constexpr int kFeatureTiles = 4;  // 16-feature tiles a warp
 constexpr int kRowBytes = kChunkK8 * 16;
 constexpr int kCopyRows = kThreads / kChunkK8;  // rows one pass of the block's copies fills: 32
 
-__host__ __device__ constexpr int stage_bytes(int NT) { return (kWeightRows + block_rows(NT)) * kRowBytes; }
-__host__ __device__ constexpr size_t smem_bytes(int NT) { return static_cast<size_t>(kStages) * stage_bytes(NT); }
+constexpr int kSlots = kWeightRows / 16;  // 16-feature tiles a block stages (gated: 4 gate, then 4 up)
+// A quantized tile's part of a stage: the 32 lanes' packed vectors of the chunk, then the scale
+// blocks of the chunk's two halves (4 vectors each; the same group's twice when they share one).
+constexpr int kScaleVecs = 8;
+__host__ __device__ constexpr int lane_vecs(int fmt) { return qlayout::lane_bytes(fmt) / 16; }
+__host__ __device__ constexpr int slot_vecs(int fmt) { return 32 * lane_vecs(fmt) + kScaleVecs; }
+__host__ __device__ constexpr int weight_stage_bytes(int fmt) {
+  return fmt == kGemvBf16 ? kWeightRows * kRowBytes : kSlots * slot_vecs(fmt) * 16;
+}
+__host__ __device__ constexpr int stage_bytes(int NT, int fmt) { return weight_stage_bytes(fmt) + block_rows(NT) * kRowBytes; }
+__host__ __device__ constexpr size_t smem_bytes(int NT, int fmt) {
+  return static_cast<size_t>(kStages) * stage_bytes(NT, fmt);
+}
 static_assert(kWeightRows % kCopyRows == 0 && block_rows(2) % kCopyRows == 0, "whole copy passes");
+static_assert(kSlots * kScaleVecs <= kThreads, "one scale vector a thread at most");
 
 // f(i, j, e) for every accumulator element a lane holds: tile i of features, tile j of rows, element e.
 template <int NT, typename F>
@@ -79,9 +99,10 @@ __device__ __forceinline__ void each_element(F&& f) {
       for (int e = 0; e < 4; ++e) f(i, j, e);
 }
 
-template <int NT, bool GATED>
+template <int NT, bool GATED, int FMT>
 __global__ void __launch_bounds__(kThreads, 1) gemm_mma_kernel(const __grid_constant__ Params p) {
   pdl_trigger();
+  constexpr bool kQuantized = FMT != kGemvBf16;
   constexpr int BR = block_rows(NT);
   constexpr int kWCopies = kWeightRows / kCopyRows, kXCopies = BR / kCopyRows;  // rows a thread fills
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -97,14 +118,51 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_mma_kernel(const __grid_cons
   // feature or row.
   const int c = threadIdx.x % kChunkK8, row0 = threadIdx.x / kChunkK8;
   const int c_swizzled = c ^ (row0 % 8);  // row0 + 32 i: the same row % 8
-  const uint4* w_src[kWCopies];
+  // Quantized: slot s of a stage is tile f0 / 16 + s of the weight (gated: s % 4 of the gate
+  // weight, then of the up one); this thread copies packed vectors threadIdx.x + 256 i of the
+  // stage's values, and (threads 0-63) scale vector threadIdx.x % 8 of slot threadIdx.x / 8: lanes
+  // 0-3 of a slot the block of the chunk's first half's group, 4-7 the second half's.
+  constexpr int kVCopies = kQuantized ? 32 * lane_vecs(FMT) * kSlots / kThreads : 1;
+  auto slot_tile = [&](int s, const uint8_t*& base, const __nv_bfloat16*& scales) {
+    const bool up = GATED && s >= kSlots / 2;
+    const GemvOut& w = up ? p.out[1] : o;
+    const int tile = f0 / 16 + (up ? s - kSlots / 2 : s);
+    base = w.packed;
+    scales = w.scales;
+    return 16 * tile < n ? tile : -1;
+  };
+  const uint4* w_src[kQuantized ? kVCopies : kWCopies];
+  int w_dst[kQuantized ? kVCopies : 1];
+  const uint4* scale_src = nullptr;
+  if constexpr (kQuantized) {
 #pragma unroll
-  for (int i = 0; i < kWCopies; ++i) {
-    const int r = row0 + kCopyRows * i;
-    const bool up = GATED && r >= kWeightRows / 2;
-    const int f = f0 + (up ? r - kWeightRows / 2 : r);
-    const void* w = up ? p.out[1].w : o.w;
-    w_src[i] = f < n ? reinterpret_cast<const uint4*>(w) + static_cast<size_t>(f) * K8 : nullptr;
+    for (int i = 0; i < kVCopies; ++i) {
+      const int v = threadIdx.x + kThreads * i, s = v / (32 * lane_vecs(FMT)), within = v % (32 * lane_vecs(FMT));
+      const uint8_t* base;
+      const __nv_bfloat16* scales;
+      const int tile = slot_tile(s, base, scales);
+      w_src[i] = tile >= 0 ? reinterpret_cast<const uint4*>(base) + static_cast<size_t>(tile) * p.chunks * 32 *
+                                                                         lane_vecs(FMT) + within
+                           : nullptr;
+      w_dst[i] = s * slot_vecs(FMT) + within;
+    }
+    if (threadIdx.x < kSlots * kScaleVecs) {
+      const uint8_t* base;
+      const __nv_bfloat16* scales;
+      const int tile = slot_tile(threadIdx.x / kScaleVecs, base, scales);
+      if (tile >= 0)
+        scale_src = reinterpret_cast<const uint4*>(scales) +
+                    static_cast<size_t>(tile) * qlayout::groups_of(8 * K8, o.group) * 4 + threadIdx.x % 4;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < kWCopies; ++i) {
+      const int r = row0 + kCopyRows * i;
+      const bool up = GATED && r >= kWeightRows / 2;
+      const int f = f0 + (up ? r - kWeightRows / 2 : r);
+      const void* w = up ? p.out[1].w : o.w;
+      w_src[i] = f < n ? reinterpret_cast<const uint4*>(w) + static_cast<size_t>(f) * K8 : nullptr;
+    }
   }
   const uint4* x_src[kXCopies];
 #pragma unroll
@@ -114,20 +172,34 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_mma_kernel(const __grid_cons
   }
 
   extern __shared__ __align__(128) uint4 smem[];
-  constexpr int kStageVecs = stage_bytes(NT) / 16;
-  const void* any = o.w;  // a valid address for the copies that read nothing
+  constexpr int kStageVecs = stage_bytes(NT, FMT) / 16, kWeightVecs = weight_stage_bytes(FMT) / 16;
+  const void* any = o.data();  // a valid address for the copies that read nothing
   auto load_weights = [&](int chunk, int s) {
-    const int k = chunk * kChunkK8 + c;
-    uint4* dst = smem + s * kStageVecs + row0 * kChunkK8 + c_swizzled;
+    uint4* stage = smem + s * kStageVecs;
+    if constexpr (kQuantized) {
 #pragma unroll
-    for (int i = 0; i < kWCopies; ++i) {
-      const bool live = k < K8 && w_src[i];
-      cp_async16(dst + i * kCopyRows * kChunkK8, live ? w_src[i] + k : any, live);
+      for (int i = 0; i < kVCopies; ++i)
+        cp_async16(stage + w_dst[i], w_src[i] ? w_src[i] + chunk * 32 * lane_vecs(FMT) : any, w_src[i] != nullptr);
+      if (threadIdx.x < kSlots * kScaleVecs) {
+        const int k = chunk * 64 + (threadIdx.x & 4 ? 32 : 0);
+        const bool live = scale_src && k < 8 * K8;
+        const uint4* block = live ? scale_src + qlayout::divide(k, o.group_div) * 4 : static_cast<const uint4*>(any);
+        cp_async16(stage + (threadIdx.x / kScaleVecs) * slot_vecs(FMT) + 32 * lane_vecs(FMT) + threadIdx.x % kScaleVecs,
+                   block, live);
+      }
+    } else {
+      const int k = chunk * kChunkK8 + c;
+      uint4* dst = stage + row0 * kChunkK8 + c_swizzled;
+#pragma unroll
+      for (int i = 0; i < kWCopies; ++i) {
+        const bool live = k < K8 && w_src[i];
+        cp_async16(dst + i * kCopyRows * kChunkK8, live ? w_src[i] + k : any, live);
+      }
     }
   };
   auto load_x = [&](int chunk, int s) {
     const int k = chunk * kChunkK8 + c;
-    uint4* dst = smem + s * kStageVecs + (kWeightRows + row0) * kChunkK8 + c_swizzled;
+    uint4* dst = smem + s * kStageVecs + kWeightVecs + row0 * kChunkK8 + c_swizzled;
 #pragma unroll
     for (int i = 0; i < kXCopies; ++i) {
       const bool live = k < K8 && x_src[i];
@@ -135,8 +207,8 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_mma_kernel(const __grid_cons
     }
   };
 
-  // The staged weight row of this warp's tile i. Gated: tiles 2h and 2h + 1 are the gate and the up
-  // rows of features wf * 32 + 16 h.
+  // The staged weight row of this warp's tile i (its slot: the row / 16). Gated: tiles 2h and
+  // 2h + 1 are the gate and the up rows of features wf * 32 + 16 h.
   auto tile_row = [&](int i) { return GATED ? (i % 2) * 64 + wf * 32 + (i / 2) * 16 : wf * 64 + i * 16; };
   // Accumulator element e of tile (i, j): feature row g (+ 8 for e >= 2) of tile i, x row 2t (+ 1
   // for odd e) of tile j.
@@ -154,7 +226,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_mma_kernel(const __grid_cons
   const uint32_t smem0 = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   const int a_vec = lane / 16, b_vec = lane / 8 % 2, sw = lane % 8;
   const uint32_t a_at = smem0 + (lane % 16) * kRowBytes;
-  const uint32_t b_at = smem0 + (kWeightRows + wr * 8 * NT + 8 * (lane / 16) + lane % 8) * kRowBytes;
+  const uint32_t b_at = smem0 + weight_stage_bytes(FMT) + (wr * 8 * NT + 8 * (lane / 16) + lane % 8) * kRowBytes;
 
   float acc[kFeatureTiles][NT][4], total[kFeatureTiles][NT][4];
   each_element<NT>([&](int i, int j, int e) { acc[i][j][e] = total[i][j][e] = 0; });
@@ -183,14 +255,34 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_mma_kernel(const __grid_cons
       load_x(b.chunk0 + job + kStages - 1, s);
     }
     cp_async_commit();
-    const uint32_t stage = (job % kStages) * stage_bytes(NT);
+    const uint32_t stage = (job % kStages) * stage_bytes(NT, FMT);
+    // Quantized: this lane's packed words and scale words of each tile, for the whole chunk.
+    uint32_t qw[kFeatureTiles][kQuantized ? 4 * lane_vecs(FMT) : 1];
+    uint2 sb[kFeatureTiles][2];
+    if constexpr (kQuantized) {
+      const uint4* st = smem + (job % kStages) * kStageVecs;
+#pragma unroll
+      for (int i = 0; i < kFeatureTiles; ++i) {
+        const uint4* slot = st + (tile_row(i) / 16) * slot_vecs(FMT);
+#pragma unroll
+        for (int v = 0; v < lane_vecs(FMT); ++v) {
+          const uint4 q = slot[lane * lane_vecs(FMT) + v];
+          qw[i][4 * v] = q.x, qw[i][4 * v + 1] = q.y, qw[i][4 * v + 2] = q.z, qw[i][4 * v + 3] = q.w;
+        }
+        const uint2* blocks = reinterpret_cast<const uint2*>(slot + 32 * lane_vecs(FMT));
+        sb[i][0] = blocks[g];
+        sb[i][1] = blocks[8 + g];
+      }
+    }
     // The chunk's k16 groups in order, each on every accumulator before the next.
 #pragma unroll
     for (int h = 0; h < kGroupsPerChunk; ++h) {
       uint32_t a[kFeatureTiles][4], bx[NT][2];
 #pragma unroll
-      for (int i = 0; i < kFeatureTiles; ++i)
-        ldmatrix_x4(a[i], a_at + stage + tile_row(i) * kRowBytes + (((2 * h + a_vec) ^ sw) << 4));
+      for (int i = 0; i < kFeatureTiles; ++i) {
+        if constexpr (kQuantized) qfrag::fragments<FMT>(qw[i], h, sb[i][h / 2], a[i]);
+        else ldmatrix_x4(a[i], a_at + stage + tile_row(i) * kRowBytes + (((2 * h + a_vec) ^ sw) << 4));
+      }
 #pragma unroll
       for (int j = 0; j < NT; j += 2) {
         uint32_t r[4];
@@ -240,23 +332,32 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_mma_kernel(const __grid_cons
   });
 }
 
-template <int NT, bool GATED>
+template <int NT, bool GATED, int FMT>
 void launch_instance(const Params& p, Stream s) {
-  const auto kernel = gemm_mma_kernel<NT, GATED>;
-  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes(NT), "gemm_mma shared memory");
+  const auto kernel = gemm_mma_kernel<NT, GATED, FMT>;
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes(NT, FMT), "gemm_mma shared memory");
   launch_kernel("gemm_mma", kernel, dim3(static_cast<unsigned>(p.block_end[p.n_outs - 1])), dim3(kThreads),
-                smem_bytes(NT), s, p);
+                smem_bytes(NT, FMT), s, p);
+}
+
+template <int NT, bool GATED>
+void launch_format(const Params& p, Stream s) {
+  switch (p.out[0].format) {
+    case kGemvInt4: launch_instance<NT, GATED, kGemvInt4>(p, s); return;
+    case kGemvInt8: launch_instance<NT, GATED, kGemvInt8>(p, s); return;
+    default: launch_instance<NT, GATED, kGemvBf16>(p, s);
+  }
 }
 
 template <int NT>
 void launch_nt(const Params& p, bool gated, Stream s) {
-  if (gated) launch_instance<NT, true>(p, s);
-  else launch_instance<NT, false>(p, s);
+  if (gated) launch_format<NT, true>(p, s);
+  else launch_format<NT, false>(p, s);
 }
 
 }  // namespace
 
-size_t mma_smem_bytes(int nt) { return smem_bytes(nt); }
+size_t mma_smem_bytes(int nt, int format) { return smem_bytes(nt, format); }
 
 void launch_gemm_mma(const Params& p, int nt, bool gated, Stream s) {
   check(nt == 2 || nt == 4, "cuda gemm (mma)", "64 or 128 rows a block");

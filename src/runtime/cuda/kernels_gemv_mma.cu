@@ -12,9 +12,9 @@
 // split across warps is a different order of summation, which the tiled GEMM would have to
 // reproduce at the cost of most of its rate (docs/scheduler.md).
 //
-// Split K. With S > 1 pieces, each block writes its warps' 16 x M partial sums to the workspace
-// and counts itself in on its tile group's counter; the last to arrive adds the S partials in piece
-// order, applies the epilogue and resets the counter. The order of every addition is fixed by the
+// Split K. With S > 1 pieces, each warp writes its tile's 16 x M partial sums to the workspace and
+// counts itself in on the tile's counter; the last to arrive adds the S partials in piece order,
+// applies the epilogue and resets the counter. The order of every addition is fixed by the
 // weight's shape and the SM count: a row's result never depends on M, on the other rows in the
 // launch or on which block finishes last, and a weight gives the same result alone or in a fused
 // launch.
@@ -307,17 +307,19 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 
   float* sum = &acc[0][0][0];  // acc viewed as kAcc floats, index (v * NT + j) * 4 + e
   if (S > 1) {
-    // Publish this piece; the group's last piece to arrive adds all S in piece order.
+    // Publish this piece; the tile's last piece to arrive adds all S in piece order. Each warp
+    // counts in on its own tile's counter, so a warp that finishes early neither waits for the
+    // others of its block nor makes them wait (a block barrier here was the kernel's top stall).
+    if (idle) return;  // no tile: nothing to publish, and no warp of another piece waits for it
     float* mine = p.partials + (static_cast<size_t>(blockIdx.x) * kWarps + warp) * kWarpPartialFloats;
 #pragma unroll
     for (int a = 0; a < kAcc; ++a) mine[a * 32 + lane] = sum[a];
     __threadfence();
-    __syncthreads();
-    __shared__ int last;
-    const int group_id = (seg ? p.group_end[seg - 1] : 0) + group;
-    if (threadIdx.x == 0) last = atomicAdd(&p.counters[group_id], 1) == S - 1;
-    __syncthreads();
-    if (!last) return;
+    __syncwarp();
+    const int counter = ((seg ? p.group_end[seg - 1] : 0) + group) * kWarps + warp;
+    int last = 0;
+    if (lane == 0) last = atomicAdd(&p.counters[counter], 1) == S - 1;
+    if (!__shfl_sync(0xffffffffu, last, 0)) return;
     __threadfence();
     const float* first = p.partials + (static_cast<size_t>(blockIdx.x - piece) * kWarps + warp) * kWarpPartialFloats;
     // The partials are loaded kFoldPieces pieces at a time, every load issued before the first add,
@@ -341,7 +343,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
     }
 #pragma unroll
     for (int a = 0; a < kAcc; ++a) sum[a] = total[a];
-    if (threadIdx.x == 0) p.counters[group_id] = 0;  // ready for the next launch
+    if (lane == 0) p.counters[counter] = 0;  // ready for the next launch
   }
   if (idle) return;
 
@@ -436,7 +438,7 @@ GemvWorkspaceSize gemv_mma_workspace(const Params& p, const GemvTuning& t) {
   }
   if (split) {
     need.partial_floats = blocks * kWarps * kWarpPartialFloats;
-    need.counters = groups;
+    need.counters = groups * kWarps;  // one a tile (kernel: the split-K fold)
   }
   return need;
 }

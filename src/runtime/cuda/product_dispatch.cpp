@@ -199,9 +199,11 @@ bool ProductDispatch::library() const {
 // is one of speed alone. Measured (bench/results/2026-12-03-products-one-chain.txt): the GEMM's
 // time is flat from 1 to 64 rows; at one row the two are level over a decoder step's products, at
 // 8 the GEMM is faster on every product, so it takes 2 rows and more (CudaOptions::gemm_min_rows).
-bool ProductDispatch::tiled(int M) const {
+// Quantized weights: their own threshold (CudaOptions::gemm_packed_min_rows).
+bool ProductDispatch::tiled(int M, int format) const {
   if (!tuning_.tensor_cores || products_ == KernelSwitches::ProductKernels::Gemv) return false;
-  return products_ == KernelSwitches::ProductKernels::Gemm || M >= options_.gemm_min_rows;
+  const int min_rows = format == kGemvBf16 ? options_.gemm_min_rows : options_.gemm_packed_min_rows;
+  return products_ == KernelSwitches::ProductKernels::Gemm || M >= min_rows;
 }
 
 const __nv_bfloat16* ProductDispatch::bf16_copy(const float* x, int M, int K, size_t ldx) {
@@ -211,9 +213,7 @@ const __nv_bfloat16* ProductDispatch::bf16_copy(const float* x, int M, int K, si
 }
 
 void ProductDispatch::run_products(const float* x, int M, int K, size_t ldx, GemvOut* outs, int n_outs, bool gated) {
-  // Quantized weights go through the GEMV, 32 rows a launch, at every M: the tiled GEMMs have no
-  // dequantizing tiles yet (the same bits either way, so only speed is at stake).
-  if (tiled(M) && outs[0].format == kGemvBf16) {
+  if (tiled(M, outs[0].format)) {
     const __nv_bfloat16* xb = bf16_copy(x, M, K, ldx);
     const size_t ws_floats = gemm_workspace_floats(M, K, outs, n_outs, gated, tuning_);
     float* ws = ws_floats ? static_cast<float*>(memory_.grow(gemm_workspace_, ws_floats * sizeof(float))) : nullptr;

@@ -3,8 +3,9 @@
 // fused) and conv1d_k3 (a linear over im2col patches) all come here. route() is the one place a
 // weight's storage format and K pick the kernels: the GEMV (tensor cores: kernels_gemv_mma.cu, 32
 // rows per launch, long rows split across blocks with a fixed-order sum; or kernels_gemv.cu) when
-// K % 8 == 0, or, from CudaOptions::gemm_min_rows rows on (tiled()), the tiled GEMM
-// (kernels_gemm_launch.cu: wgmma on Hopper, else mma.sync) that computes the same bits (the
+// K % 8 == 0, or, from CudaOptions::gemm_min_rows rows on (gemm_packed_min_rows for quantized
+// weights; tiled()), the tiled GEMM (kernels_gemm_launch.cu: wgmma on Hopper for bf16 weights,
+// else mma.sync, which dequantizes quantized ones in registers) that computes the same bits (the
 // products' order, tensor_core.cuh), which keeps every row's result independent of the batch;
 // otherwise x is rounded into a bf16 scratch copy and cublasGemmEx (bf16 A and B, fp32 C,
 // CUBLAS_COMPUTE_32F) runs with a small bias kernel. The choice lives in one place because batch
@@ -34,7 +35,7 @@ namespace voxrt::cuda {
 // The kernels that compute a product with a weight (ProductDispatch::route).
 enum class ProductRoute {
   Fp32Weight,  // a weight stored as a vector ([N, 1], so K == 1): launch_linear_f32_weight
-  Kernels,     // bf16, K % 8 == 0: the GEMV in groups of rows, or the tiled GEMM (the same bits)
+  Kernels,     // bf16 with K % 8 == 0, or quantized: the GEMV in groups of rows, or the tiled GEMM (the same bits)
   Library,     // bf16 otherwise, or every product asked of cuBLAS: cublasGemmEx
 };
 
@@ -79,8 +80,9 @@ class ProductDispatch {
   GemvOut gemv_out(const Weight& w, const Weight* bias, float* y, int ldy, bool accumulate, const char* where);
   // Whether every product goes through cuBLAS: asked for, or the options' default for Automatic.
   bool library() const;
-  // Whether M rows go through the tiled GEMM rather than the GEMV in groups of 32.
-  bool tiled(int M) const;
+  // Whether M rows of a weight of this format (GemvWeightFormat) go through the tiled GEMM rather
+  // than the GEMV in groups of 32.
+  bool tiled(int M, int format) const;
   // x [M, K] (row stride ldx) rounded into the packed bf16 scratch copy the product kernels read.
   const __nv_bfloat16* bf16_copy(const float* x, int M, int K, size_t ldx);
   // The products of M rows: the tiled GEMM or the GEMV in groups (tiled()).
