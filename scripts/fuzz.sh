@@ -102,7 +102,8 @@ for target in $targets; do
   case "$target" in
     form)
       build fuzz_transcription_form tests/fuzz/fuzz_transcription_form.cpp src/server/multipart_form.cpp \
-        src/server/request_error.cpp src/server/openai_transcriptions.cpp src/formats/output_formats.cpp \
+        src/server/request_error.cpp src/server/openai_transcriptions.cpp src/server/context_bias_fields.cpp \
+        src/engine/context_bias_rules.cpp src/tokenizer/tekken.cpp src/common/base64.cpp src/formats/output_formats.cpp \
         src/formats/subtitle_cues.cpp src/engine/model_delays.cpp src/models/voxtral/protocol.cpp
       run fuzz_transcription_form form 4096
       ;;
@@ -111,7 +112,7 @@ for target in $targets; do
         src/server/mistral_realtime.cpp src/server/openai_realtime.cpp src/server/vllm_realtime.cpp \
         src/server/realtime_audio.cpp src/server/event_json.cpp src/server/websocket_connection.cpp \
         src/server/spooled_body.cpp src/audio/pcm_stream.cpp src/audio/stream_resampler.cpp src/common/base64.cpp \
-        src/common/histogram_counter.cpp src/server/text_deltas.cpp src/server/turn_detection_json.cpp src/engine/turn_options.cpp src/engine/model_delays.cpp src/models/voxtral/protocol.cpp \
+        src/common/histogram_counter.cpp src/server/text_deltas.cpp src/server/turn_detection_json.cpp src/engine/turn_options.cpp src/server/context_bias_fields.cpp src/engine/context_bias_rules.cpp src/tokenizer/tekken.cpp src/engine/model_delays.cpp src/models/voxtral/protocol.cpp \
         -lsoxr -lpthread
       run fuzz_realtime_events events 4096
       ;;

@@ -500,6 +500,8 @@ void ApiService::transcribe(Request request, const Reply& reply, TranscriptionQu
                            whole_seconds(options_.max_audio_seconds) + " a request may hold (--max-audio-minutes)", "file");
     TranscribeOptions to;
     to.delay_ms = r.delay_ms;
+    to.context_bias = r.bias.phrases;
+    to.context_bias_strength = r.bias.strength;
     to.max_audio_seconds = options_.max_audio_seconds;
     to.wait_for_room_seconds = std::max(0.0, timeout_s - waited_s);
     to.cancelled = [&] { return cancelling_.load() || reply.closed(); };

@@ -129,8 +129,8 @@ void LiveTranscription::after_queued(std::function<void()> task) {
   });
 }
 
-void LiveTranscription::begin_utterance(int delay_ms, const std::optional<TurnDetection>& turns) {
-  after_queued([this, delay_ms, turns] { start_session(delay_ms, turns); });
+void LiveTranscription::begin_utterance(int delay_ms, const std::optional<TurnDetection>& turns, const BiasRequest& bias) {
+  after_queued([this, delay_ms, turns, bias] { start_session(delay_ms, turns, bias); });
 }
 
 void LiveTranscription::feed(std::vector<float> samples) {
@@ -211,11 +211,13 @@ void LiveTranscription::cancel_utterance() {
   });
 }
 
-void LiveTranscription::start_session(int delay_ms, const std::optional<TurnDetection>& turns) {
+void LiveTranscription::start_session(int delay_ms, const std::optional<TurnDetection>& turns, const BiasRequest& bias) {
   failed_ = false;
   SessionOptions so;
   so.delay_ms = delay_ms;
   so.turns = turns;
+  so.context_bias = bias.phrases;
+  so.context_bias_strength = bias.strength;
   delta_words_.clear();
   text_deltas_.reset();
   utterance_begin_ = fed_;

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/histogram_counter.h"
+#include "server/context_bias_fields.h"
 #include "server/event_json.h"
 #include "server/text_deltas.h"
 #include "server/websocket_connection.h"
@@ -131,7 +132,8 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   // events (SpeechStarted, SpeechStopped, TurnEnd) come through on_model_event, each turn's text
   // deltas start afresh (they add up to the TurnEnd's text), and times count from the connection's
   // first audio.
-  void begin_utterance(int delay_ms, const std::optional<TurnDetection>& turns = std::nullopt);
+  // `bias`: its context biasing (SessionOptions::context_bias), checked by the dialect.
+  void begin_utterance(int delay_ms, const std::optional<TurnDetection>& turns = std::nullopt, const BiasRequest& bias = {});
   void feed(std::vector<float> samples);  // 16 kHz mono
   // The end of the utterance's input: its last words decoded, then on_utterance_done.
   void end_utterance();
@@ -160,7 +162,7 @@ class LiveTranscription : public WebSocketHandler, public std::enable_shared_fro
   double utterance_offset_seconds() const { return static_cast<double>(utterance_begin_) / 16000; }
 
  private:
-  void start_session(int delay_ms, const std::optional<TurnDetection>& turns);
+  void start_session(int delay_ms, const std::optional<TurnDetection>& turns, const BiasRequest& bias);
   void feed_session(std::span<const float> samples);
   void finish_session();
   // Backpressure (pause_reading): whether the worker is too far behind to read on, and whether it

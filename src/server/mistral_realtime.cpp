@@ -38,7 +38,9 @@ json MistralRealtime::session_json() const {
           {"model", model_},
           {"audio_format", {{"encoding", encoding_}, {"sample_rate", audio_.sample_rate()}}},
           {"target_streaming_delay_ms", delay_ms_},
-          {"turn_detection", turns_ ? mistral_turn_detection_json(*turns_) : json(nullptr)}};
+          {"turn_detection", turns_ ? mistral_turn_detection_json(*turns_) : json(nullptr)},
+          {"context_bias", bias_.phrases},
+          {"context_bias_strength", bias_.strength}};
 }
 
 void MistralRealtime::on_open(const WebSocketSender& out) {
@@ -117,7 +119,14 @@ void MistralRealtime::update(const json& session) {
   } catch (const TurnDetectionError& e) {
     return send_error(e.what(), kBadRequest);
   }
+  BiasRequest bias;
+  try {
+    bias = updated_bias(session, bias_, "session.");
+  } catch (const BiasFieldError& e) {
+    return send_error(e.what(), kBadRequest);
+  }
   turns_ = turns;
+  bias_ = bias;
   encoding_ = encoding;
   audio_ = RealtimeAudio(*encoding_type(encoding), rate);
   delay_ms_ = delay;
@@ -129,7 +138,7 @@ void MistralRealtime::append(std::string_view bytes) {
   if (bytes.empty()) return;
   if (!audio_started_) {
     audio_started_ = true;
-    begin_utterance(delay_ms_, turns_);
+    begin_utterance(delay_ms_, turns_, bias_);
   }
   std::vector<float> samples = audio_.decode(bytes);
   if (!samples.empty()) feed(std::move(samples));
@@ -138,7 +147,7 @@ void MistralRealtime::append(std::string_view bytes) {
 void MistralRealtime::end() {
   if (ended_) return;
   ended_ = true;
-  if (!audio_started_) begin_utterance(delay_ms_, turns_);  // no audio: still a done event, with no text
+  if (!audio_started_) begin_utterance(delay_ms_, turns_, bias_);  // no audio: still a done event, with no text
   std::vector<float> tail = audio_.finish();
   if (!tail.empty()) feed(std::move(tail));
   end_utterance();

@@ -2,8 +2,9 @@
 // as the official SDKs' RealtimeTranscription clients speak it (@mistralai/mistralai extra/realtime),
 // so that they connect with only their server URL changed:
 //   server: session.created {session: {request_id, model, audio_format, target_streaming_delay_ms}}
-//   client: session.update {session: {audio_format: {encoding, sample_rate}, target_streaming_delay_ms}}
-//           (before the audio) -> session.updated
+//   client: session.update {session: {audio_format: {encoding, sample_rate}, target_streaming_delay_ms,
+//           context_bias (as Mistral's transcription requests name it), context_bias_strength
+//           (voxrt's)}} (before the audio) -> session.updated
 //   client: input_audio.append {audio: base64} (or a binary frame of the same bytes: voxrt's extension)
 //   server: transcription.text.delta {text} as the model emits it; transcription.segment
 //           {text, start, end, words (voxrt's extension)} as each word group ends
@@ -54,6 +55,7 @@ class MistralRealtime final : public LiveTranscription {
   int delay_ms_;
   bool audio_started_ = false, ended_ = false;
   std::optional<TurnDetection> turns_;
+  BiasRequest bias_;
   bool refused_ = false;  // the model name was refused: the connection is closing, its messages unheard
   // On the worker strand: the words of the word group in progress (for its segment event), and of
   // the turn in progress.

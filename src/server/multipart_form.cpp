@@ -8,7 +8,7 @@
 namespace voxrt::server {
 namespace {
 
-constexpr size_t kMaxParts = 64;            // OpenAI's forms have a dozen fields
+constexpr size_t kMaxParts = 128;           // a dozen fields, and up to 100 context_bias phrases (one a field)
 constexpr size_t kMaxPartHeaderBytes = 8192;
 
 [[noreturn]] void malformed(const std::string& what) { throw RequestError(400, "malformed multipart body: " + what); }

@@ -122,6 +122,7 @@ void OpenAiRealtime::update(const json& event) {
                       "session.type");
   std::string format = format_;
   int delay = delay_ms_;
+  BiasRequest bias = bias_;
   json transcription = transcription_;
   const json input = session.contains("audio") && session["audio"].is_object() && session["audio"].contains("input")
                          ? session["audio"]["input"]
@@ -159,6 +160,15 @@ void OpenAiRealtime::update(const json& event) {
                           param);
       transcription[key] = v;
     }
+    if (tr.contains("prompt")) {
+      const json& prompt = tr["prompt"];
+      bias.phrases = prompt.is_string() ? prompt_phrases(prompt.get_ref<const std::string&>()) : std::vector<std::string>();
+      try {
+        check_bias(bias, "session.audio.input.transcription.prompt", "session.audio.input.transcription.prompt");
+      } catch (const BiasFieldError& e) {
+        return send_error(event, "invalid_value", e.what(), e.param());
+      }
+    }
     if (tr.contains("delay") && !tr["delay"].is_null()) {
       const auto named = tr["delay"].is_string() ? named_delays().find(tr["delay"].get<std::string>()) : named_delays().end();
       if (named == named_delays().end())
@@ -182,7 +192,8 @@ void OpenAiRealtime::update(const json& event) {
     return send_error(event, "invalid_value", e.what(), e.param());
   }
   const auto as_json = [](const std::optional<TurnDetection>& t) { return t ? openai_turn_detection_json(*t) : json(nullptr); };
-  if ((!item_id_.empty() || vad_open_) && (format != format_ || delay != delay_ms_ || as_json(turns) != as_json(turns_)))
+  if ((!item_id_.empty() || vad_open_) &&
+      (format != format_ || delay != delay_ms_ || as_json(turns) != as_json(turns_) || bias.phrases != bias_.phrases))
     return send_error(event, "session_busy",
                       "The audio format, delay and turn detection change between items: commit or clear first.",
                       "session.audio.input");
@@ -194,6 +205,7 @@ void OpenAiRealtime::update(const json& event) {
   }
   delay_ms_ = delay;
   turns_ = turns;
+  bias_ = bias;
   transcription_ = transcription;
   send_event({{"type", "session.updated"}, {"session", session_json()}});
 }
@@ -202,14 +214,14 @@ void OpenAiRealtime::append(std::string_view bytes) {
   if (bytes.empty()) return;
   if (turns_ && !vad_open_) {  // the server finds the items: each turn is one
     vad_open_ = true;
-    begin_utterance(delay_ms_, turns_);
+    begin_utterance(delay_ms_, turns_, bias_);
     after_queued([this] {
       worker_vad_ = true;
       in_turn_ = false;
     });
   } else if (!turns_ && item_id_.empty()) {
     item_id_ = random_id("item_");
-    begin_utterance(delay_ms_);
+    begin_utterance(delay_ms_, std::nullopt, bias_);
     after_queued([this, item = item_id_] {
       working_item_ = item;
       worker_vad_ = false;

@@ -3,7 +3,8 @@
 // written for OpenAI's transcription sessions can point at voxrt:
 //   server: session.created {event_id, session: {type: "transcription", id, audio: {input: {...}}}}
 //   client: session.update {session: {type: "transcription", audio: {input: {format, transcription:
-//           {model, language, prompt, delay, delay_ms (voxrt's extension)}, turn_detection}}}}
+//           {model, language, prompt, delay, delay_ms (voxrt's extension)}, turn_detection}}}}; the
+//           prompt's text is a context-bias list (split at commas, semicolons and line breaks)
 //           -> session.updated (the whole session). format: audio/pcm at 24 kHz (resampled to the
 //           model's 16 kHz), audio/pcmu or audio/pcma (G.711, 8 kHz).
 //   client: input_audio_buffer.append {audio: base64}: the first audio after a commit opens an item
@@ -67,6 +68,7 @@ class OpenAiRealtime final : public LiveTranscription {
   std::string item_id_;           // the item open (audio appended since the last commit), or empty
   std::string previous_item_id_;  // the last item committed
   std::optional<TurnDetection> turns_;  // turn detection asked for (session.update)
+  BiasRequest bias_;                    // the prompt's phrases (context biasing)
   bool vad_open_ = false;               // an utterance with turn detection is open
   // On the worker strand: the item whose words the model is deciding.
   std::string working_item_;

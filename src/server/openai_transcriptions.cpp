@@ -56,6 +56,16 @@ TranscriptionRequest parse_transcription_request(const std::vector<FormPart>& fo
       r.language = std::string(v);
     } else if (p.name == "prompt") {
       r.prompt = std::string(v);
+    } else if (p.name == "context_bias" || p.name == "context_bias[]") {
+      if (r.bias.phrases.size() == static_cast<size_t>(kMaxContextBiasPhrases))
+        throw RequestError(400, "context_bias: more than " + std::to_string(kMaxContextBiasPhrases) + " phrases", "context_bias");
+      r.bias.phrases.emplace_back(v);
+    } else if (p.name == "context_bias_strength") {
+      float s = -1;
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+      if (ec != std::errc() || end != v.data() + v.size())
+        throw RequestError(400, "context_bias_strength must be a number", "context_bias_strength");
+      r.bias.strength = s;
     } else if (p.name == "temperature") {
       double t = -1;
       const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), t);
@@ -86,6 +96,13 @@ TranscriptionRequest parse_transcription_request(const std::vector<FormPart>& fo
   if (r.stream && r.format != ResponseFormat::Json && r.format != ResponseFormat::Text)
     throw RequestError(400, "stream=true answers text events: response_format must be json or text", "stream");
   if (!r.words && !r.segments) r.segments = true;  // OpenAI's default granularity
+  const bool from_prompt = r.bias.phrases.empty();
+  for (std::string& phrase : prompt_phrases(r.prompt)) r.bias.phrases.push_back(std::move(phrase));
+  try {
+    check_bias(r.bias, from_prompt && !r.prompt.empty() ? "prompt" : "context_bias", "context_bias_strength");
+  } catch (const BiasFieldError& e) {
+    throw RequestError(400, e.what(), e.param());
+  }
   return r;
 }
 

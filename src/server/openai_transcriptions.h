@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/context_bias_fields.h"
 #include "server/multipart_form.h"
 #include "voxrt/voxrt.h"
 
@@ -21,15 +22,19 @@ struct TranscriptionRequest {
   std::string model;       // accepted whatever it is: one model is served
   ResponseFormat format = ResponseFormat::Json;
   std::string language;    // accepted; the model finds the language itself (verbose_json echoes it)
-  std::string prompt;      // accepted and unused: the model takes no text prompt
+  std::string prompt;      // its phrases feed the context biasing (context_bias_fields.h)
   bool stream = false;     // Server-Sent Events (json and text formats only, as OpenAI)
   bool words = false, segments = false;  // timestamp_granularities[] (verbose_json)
   int delay_ms = 0;        // extension: the transcription delay (0: the model's default)
+  // Context biasing: Mistral's context_bias fields (one phrase each, repeated), then the prompt's
+  // phrases; context_bias_strength (voxrt's extension).
+  BiasRequest bias;
 };
 
 // Reads the form's fields. Throws RequestError 400 naming the field (param) for a missing file,
 // an unknown response_format, a temperature other than 0, a stream or granularity that is not one,
-// a delay the model has not (`delays`: the loaded model's ModelInfo::delays).
+// a delay the model has not (`delays`: the loaded model's ModelInfo::delays), a context-bias list
+// or strength out of its limits.
 TranscriptionRequest parse_transcription_request(const std::vector<FormPart>& form, const DelayRange& delays);
 
 // The answer's body and Content-Type for the request's format.

@@ -45,6 +45,11 @@ void VllmRealtime::on_message(std::string message, bool binary) {
     } catch (const TurnDetectionError& e) {
       return send_error(e.what(), "invalid_turn_detection");
     }
+    try {
+      bias_ = updated_bias(event, bias_, "");
+    } catch (const BiasFieldError& e) {
+      return send_error(e.what(), "invalid_context_bias");
+    }
     session_updated_ = true;  // one model is served: any name is taken
     return;
   }
@@ -94,7 +99,7 @@ void VllmRealtime::commit(bool final) {
     utterance_open_ = true;
     waiting_samples_ = 0;  // the utterance takes them
     said_waiting_full_ = false;
-    return begin_utterance(delay_ms_, turns_);
+    return begin_utterance(delay_ms_, turns_, bias_);
   }
   if (!utterance_open_) return send_error("input_audio_buffer.commit with final before any commit started one", "no_utterance");
   utterance_open_ = false;

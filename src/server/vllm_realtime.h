@@ -16,6 +16,7 @@
 //           input_audio_buffer.speech_stopped {audio_end_ms}; transcription.turn.done {text, start,
 //           end, segments, words} once the turn's last words are decoded
 // and the final commit ends a turn in progress, then transcription.done has all the turns' text.
+// Context biasing (voxrt's extension): session.update {context_bias: [...], context_bias_strength}.
 #pragma once
 
 #include <atomic>
@@ -48,6 +49,7 @@ class VllmRealtime final : public LiveTranscription {
   std::atomic<bool> utterance_failed_{false};
   int delay_ms_ = 0;
   std::optional<TurnDetection> turns_;
+  BiasRequest bias_;
   // On the worker strand: the turn in progress's words.
   TurnWords turn_words_;
   // The audio appended before the commit that opens the next utterance (kept for it, within

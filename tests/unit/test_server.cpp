@@ -122,8 +122,8 @@ TEST(MultipartForm, MalformedBodiesAreRefusedSayingWhatIsWrong) {
   refused(ok_type, "--b\r\nContent-Disposition: form-data; name=\"x\r\n\r\nx\r\n--b--", "unterminated");
   refused(ok_type, "--bX", "no line break after the boundary");
   std::string many;
-  for (int i = 0; i < 65; ++i) many += "--b\r\nContent-Disposition: form-data; name=x\r\n\r\nv\r\n";
-  refused(ok_type, many + "--b--", "more than 64 parts");
+  for (int i = 0; i < 129; ++i) many += "--b\r\nContent-Disposition: form-data; name=x\r\n\r\nv\r\n";
+  refused(ok_type, many + "--b--", "more than 128 parts");
 }
 
 // ---- the request's fields and the answers' bodies ----
