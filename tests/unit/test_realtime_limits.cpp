@@ -247,7 +247,11 @@ TEST(RealtimeLimitsEcho, OpenAiTranscriptionModelLanguageAndPromptAreShortString
   expect_refused({{"language", {{"code", "en"}}}}, "invalid_type", "language");
   expect_refused({{"model", json::array({"a", "b"})}}, "invalid_type", "model");
   expect_refused({{"prompt", 7}}, "invalid_type", "prompt");
-  const json taken = {{"model", std::string(128, 'm')}, {"language", nullptr}, {"prompt", std::string(4096, 'p')}};
+  // The prompt's phrases are a context-bias list (docs/serve.md): one of over 100 bytes is refused.
+  expect_refused({{"prompt", std::string(101, 'p')}}, "invalid_value", "prompt");
+  // 4096 bytes are echoed: here one phrase of 40 bytes and separators.
+  const json taken = {{"model", std::string(128, 'm')}, {"language", nullptr},
+                      {"prompt", std::string(40, 'p') + std::string(4056, ',')}};
   const json e = update(taken);
   ASSERT_EQ(e["type"], "session.updated") << e.dump();
   for (const char* key : {"model", "language", "prompt"})
