@@ -25,18 +25,11 @@
 #include <random>
 #include <vector>
 
+#include "cuda_check.h"
+
 namespace {
 
 constexpr int kM = 64, kN = 8, kK = 32, kTrials = 4096;
-
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    const cudaError_t e = (call);                                                    \
-    if (e != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e));                \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (0)
 
 __device__ uint32_t quad(const uint8_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 

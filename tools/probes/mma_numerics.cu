@@ -23,18 +23,11 @@
 #include <random>
 #include <vector>
 
+#include "cuda_check.h"
+
 namespace {
 
 constexpr int kM = 64, kN = 8, kK = 16, kTrials = 4096;
-
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    const cudaError_t e = (call);                                                    \
-    if (e != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e));                \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (0)
 
 __device__ uint32_t pair(const __nv_bfloat16* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
