@@ -98,29 +98,37 @@ void expect_bf16_products(Backend& b, Backend& r, WeightFormat f, int N, int K, 
 TEST_P(CudaQuantized, ProductsAreTheBf16ProductsOfTheDequantizedWeightsAtEveryRowCount) {
   REQUIRE_GPU();
   const WeightFormat f = GetParam();
-  auto b = make_cuda_backend(0), r = bf16_reference_backend();
-  const int K = 1280, N = 640;  // the encoder's width
-  // From CudaOptions::gemm_packed_min_rows rows on, the quantized tiled GEMM (mma.sync, dequantizing
-  // in registers) against the bf16 one (wgmma on Hopper): 200 and 300 rows split K across blocks.
-  expect_bf16_products(*b, *r, f, N, K, {1, 3, 8, 17, 32, 33, 100, 200, 300});
-  // A ragged last tile of features, and (groups of 32) a last chunk of K that is half padding.
-  expect_bf16_products(*b, *r, f, 653, f.group_size == 32 ? 1312 : K, {1, 17, 33, 130});
-  // Enough tiles that the GEMM does not split: each block adds its pieces of K itself.
-  expect_bf16_products(*b, *r, f, 2048, K, {520});
-  Quantized w = make_weight(N, K, f, 11);
-  const Weight q = b->upload_quantized(QuantizedMatrix(w.q));
-  // A row's result does not depend on the rows beside it (40 rows: the tiled GEMM; one: the GEMV).
-  const int M = 40;
-  const std::vector<float> xh = random_rows(M, K, 7);
-  Buffer x(b.get(), M, K), y(b.get(), M, N), one(b.get(), 1, N);
-  b->upload(x.data(), xh.data(), xh.size());
-  b->linear(x.all(), q, nullptr, y.all());
-  const std::vector<float> all = download(*b, y);
-  for (int r : {0, 17, 39}) {
-    b->linear(x.view(r, 1), q, nullptr, one.all());
-    const std::vector<float> alone = download(*b, one);
-    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin() + static_cast<size_t>(r) * N))
-        << format_name(f) << " row " << r;
+  auto r = bf16_reference_backend();
+  // Both tiled GEMMs: the default (on Hopper, wgmma taking the fragments dequantized in registers as
+  // its A operand) and mma.sync (every other GPU; VOXRT_CUDA_GEMM=mma).
+  for (const bool wgmma : {true, false}) {
+    SCOPED_TRACE(wgmma ? "tiled GEMM: the default (wgmma on Hopper)" : "tiled GEMM: mma.sync");
+    CudaOptions o = cuda_options_from_environment();
+    o.wgmma_gemm = wgmma;
+    auto b = make_cuda_backend(0, o);
+    const int K = 1280, N = 640;  // the encoder's width
+    // From CudaOptions::gemm_packed_min_rows rows on, the quantized tiled GEMM against the bf16 one
+    // (wgmma on Hopper): 200 and 300 rows split K across blocks.
+    expect_bf16_products(*b, *r, f, N, K, {1, 3, 8, 17, 32, 33, 100, 200, 300});
+    // A ragged last tile of features, and (groups of 32) a last chunk of K that is half padding.
+    expect_bf16_products(*b, *r, f, 653, f.group_size == 32 ? 1312 : K, {1, 17, 33, 130});
+    // Enough tiles that the GEMM does not split: each block adds its pieces of K itself.
+    expect_bf16_products(*b, *r, f, 2048, K, {520});
+    Quantized w = make_weight(N, K, f, 11);
+    const Weight q = b->upload_quantized(QuantizedMatrix(w.q));
+    // A row's result does not depend on the rows beside it (40 rows: the tiled GEMM; one: the GEMV).
+    const int M = 40;
+    const std::vector<float> xh = random_rows(M, K, 7);
+    Buffer x(b.get(), M, K), y(b.get(), M, N), one(b.get(), 1, N);
+    b->upload(x.data(), xh.data(), xh.size());
+    b->linear(x.all(), q, nullptr, y.all());
+    const std::vector<float> all = download(*b, y);
+    for (int row : {0, 17, 39}) {
+      b->linear(x.view(row, 1), q, nullptr, one.all());
+      const std::vector<float> alone = download(*b, one);
+      EXPECT_TRUE(std::equal(alone.begin(), alone.end(), all.begin() + static_cast<size_t>(row) * N))
+          << format_name(f) << " row " << row;
+    }
   }
 }
 

@@ -2,8 +2,13 @@
 // needs before a GEMV on mma.sync and a GEMM on wgmma can promise each other's bits (as
 // tools/probes/mma_numerics.cu established for bf16). For many random 64 x 8 x 32 products of e4m3
 // values over their whole range with an fp32 accumulator C spread over a wide range, it compares:
-//   1. wgmma m64n8k32 (operands in shared memory, K-major, no swizzle) against mma.sync m16n8k32 on
-//      the same data: do the two instructions round alike?
+//   1. wgmma m64n8k32 against mma.sync m16n8k32 on the same data: do the two instructions round
+//      alike? Two ways of feeding wgmma: both operands in shared memory (K-major, no swizzle: the
+//      leading byte offset between the core matrices along K, the stride one between 8-row groups)
+//      and A from registers in mma.sync's fragment layout (B in shared memory). A first run
+//      disagreed with mma.sync on almost every output; the first outputs printed beside the exact
+//      sum tell a wrong operand layout (unrelated values) from rounding (values within a few
+//      thousand ulp: bench/results/2026-12-06-issue36-wgmma-4w.txt found the latter).
 //   2. mma.sync with the 32 k-slots permuted (the same permutation on both operands): does the
 //      order of the products within one instruction change the result?
 //   3. both against the exact value C + sum(a b) (in double, then rounded once to fp32): how many
@@ -35,7 +40,9 @@ __device__ uint32_t quad(const uint8_t* p) { return *reinterpret_cast<const uint
 
 // One trial per block of 128 threads (a warpgroup): A [64][32], B [8][32] (K contiguous, e4m3
 // bytes), C [64][8]. out_mma and out_wgmma [64][8]: C + A B^T by each instruction.
-__global__ void probe(const uint8_t* A, const uint8_t* B, const float* C, float* out_mma, float* out_wgmma) {
+// variant: how wgmma gets its operands (0: both in shared memory; 1: A from registers).
+__global__ void probe(const uint8_t* A, const uint8_t* B, const float* C, float* out_mma, float* out_wgmma,
+                      int variant) {
   const int trial = blockIdx.x, warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const uint8_t* a = A + trial * kM * kK;
   const uint8_t* b = B + trial * kN * kK;
@@ -86,14 +93,28 @@ __global__ void probe(const uint8_t* A, const uint8_t* B, const float* C, float*
   };
   const uint64_t da = desc(sa, 128, 256), db = desc(sb, 128, 256);
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-  asm volatile(
-      "{\n"
-      ".reg .pred accumulate;\n"
-      "setp.ne.b32 accumulate, %6, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, %4, %5, accumulate, 1, 1;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "l"(da), "l"(db), "r"(1));
+  if (variant == 1) {
+    // A in registers: warp w's rows 16w .. 16w + 15 in mma.sync m16n8k32's A fragment layout.
+    const uint32_t a0 = quad(a + r * kK + 4 * t), a1 = quad(a + (r + 8) * kK + 4 * t);
+    const uint32_t a2 = quad(a + r * kK + 16 + 4 * t), a3 = quad(a + (r + 8) * kK + 16 + 4 * t);
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %9, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
+  } else {
+    asm volatile(
+        "{\n"
+        ".reg .pred accumulate;\n"
+        "setp.ne.b32 accumulate, %6, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%0,%1,%2,%3}, %4, %5, accumulate, 1, 1;\n"
+        "}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "l"(da), "l"(db), "r"(1));
+  }
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
   asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 #endif
@@ -130,7 +151,8 @@ struct Results {
   std::vector<float> mma, wgmma;
 };
 
-Results run(const std::vector<uint8_t>& A, const std::vector<uint8_t>& B, const std::vector<float>& C) {
+Results run(const std::vector<uint8_t>& A, const std::vector<uint8_t>& B, const std::vector<float>& C,
+            int variant = 1) {
   uint8_t *da, *db;
   float *dc, *dm, *dw;
   const size_t outs = static_cast<size_t>(kTrials) * kM * kN;
@@ -142,7 +164,7 @@ Results run(const std::vector<uint8_t>& A, const std::vector<uint8_t>& B, const 
   CHECK(cudaMemcpy(da, A.data(), A.size(), cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(db, B.data(), B.size(), cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(dc, C.data(), C.size() * 4, cudaMemcpyHostToDevice));
-  probe<<<kTrials, 128>>>(da, db, dc, dm, dw);
+  probe<<<kTrials, 128>>>(da, db, dc, dm, dw, variant);
   CHECK(cudaGetLastError());
   Results r{std::vector<float>(outs), std::vector<float>(outs)};
   CHECK(cudaMemcpy(r.mma.data(), dm, outs * 4, cudaMemcpyDeviceToHost));
@@ -196,17 +218,22 @@ void report(const char* what, const std::vector<float>& C, const std::vector<uin
   const Results base = run(A, B, C);
   const std::vector<float> want = exact(A, B, C);
   std::printf("== %s\n", what);
-  std::printf("wgmma vs mma.sync, same data:                  %zu differ\n", differing(base.wgmma, base.mma));
   std::printf("mma.sync vs exact, rounded once:               %zu differ, worst %.3g ulp\n", differing(base.mma, want),
               worst_ulps(base.mma, want));
-  std::printf("wgmma vs exact, rounded once:                  %zu differ, worst %.3g ulp\n",
-              differing(base.wgmma, want), worst_ulps(base.wgmma, want));
+  const char* variants[2] = {"wgmma, both in shared memory", "wgmma, A in registers"};
+  for (int v = 0; v < 2; ++v) {
+    const Results r = v == 1 ? base : run(A, B, C, v);
+    std::printf("%-31s: vs mma.sync %zu differ; vs exact %zu differ, worst %.3g ulp; first outputs", variants[v],
+                differing(r.wgmma, base.mma), differing(r.wgmma, want), worst_ulps(r.wgmma, want));
+    for (int i = 0; i < 3; ++i) std::printf(" %.6g (mma %.6g, exact %.6g)", r.wgmma[i], base.mma[i], want[i]);
+    std::printf("\n");
+  }
   int reversed[kK], halves[kK];
   for (int k = 0; k < kK; ++k) reversed[k] = kK - 1 - k, halves[k] = (k + 16) % kK;
   for (const auto& [name, perm] : {std::pair<const char*, const int(*)[kK]>{"halves swapped", &halves},
                                    std::pair<const char*, const int(*)[kK]>{"reversed", &reversed}}) {
     const Results p = run(permuted(A, *perm), permuted(B, *perm), C);
-    std::printf("mma.sync, K permuted (%-14s):            %zu differ; wgmma on it vs mma.sync on it: %zu differ\n", name,
+    std::printf("mma.sync, K permuted (%-14s):            %zu differ; wgmma (A in registers) on it vs mma.sync on it: %zu differ\n", name,
                 differing(p.mma, base.mma), differing(p.wgmma, p.mma));
   }
   std::vector<uint8_t> lo = A, hi = A;

@@ -79,9 +79,10 @@ struct Cursor {
 };
 
 // The main kernel of a planned launch (block_rows(nt) rows a block); kernels_gemm_launch.cu
-// launches gemm_fold_kernel after it when p.split. kernels_gemm_wgmma.cu, on wgmma (sm_90a):
+// launches gemm_fold_kernel after it when p.split. kernels_gemm_wgmma.cu, on wgmma (sm_90a; bf16 and
+// quantized weights), and the shared memory its blocks take:
 void launch_gemm_wgmma(const Params& p, int nt, bool gated, Stream s);
-size_t wgmma_smem_bytes(int nt);
+size_t wgmma_smem_bytes(int nt, int format = kGemvBf16);
 // kernels_gemm_mma.cu, on mma.sync (any tensor-core GPU; bf16 and quantized weights), and the
 // shared memory its blocks of block_rows(nt) rows take for weights of that format:
 void launch_gemm_mma(const Params& p, int nt, bool gated, Stream s);

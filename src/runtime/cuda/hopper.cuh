@@ -1,5 +1,5 @@
 // Hopper's asynchronous machinery as the wgmma GEMM (kernels_gemm_wgmma.cu) uses it, one PTX
-// instruction each: warpgroup MMA (wgmma) with both operands in shared memory, its fences and
+// instruction each: warpgroup MMA (wgmma) with B in shared memory and A there or in registers, its fences and
 // waits; mbarriers; tensor-memory copies (TMA) that announce their bytes to an
 // mbarrier; setmaxnreg. Everything here needs sm_90a; callers compile it only there
 // (VOXRT_HAS_WGMMA).
@@ -73,6 +73,21 @@ __device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr) {
          (static_cast<uint64_t>(1024 >> 4) << 32) | (static_cast<uint64_t>(1) << 62);
 }
 
+// The accumulator operands of a wgmma of N = 64 (32 a thread) or 128 (64 a thread): their names in
+// the instruction's text, and the constraints binding d[0 ..] to them.
+#define VOXRT_WGMMA_D32_NAMES \
+  "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+#define VOXRT_WGMMA_D64_NAMES                                                                                      \
+  VOXRT_WGMMA_D32_NAMES                                                                                             \
+  ",%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58," \
+  "%59,%60,%61,%62,%63"
+#define VOXRT_WGMMA_D8(d, i)                                                                                   \
+  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+      "+f"(d[i + 7])
+#define VOXRT_WGMMA_D32(d) VOXRT_WGMMA_D8(d, 0), VOXRT_WGMMA_D8(d, 8), VOXRT_WGMMA_D8(d, 16), VOXRT_WGMMA_D8(d, 24)
+#define VOXRT_WGMMA_D64(d) \
+  VOXRT_WGMMA_D32(d), VOXRT_WGMMA_D8(d, 32), VOXRT_WGMMA_D8(d, 40), VOXRT_WGMMA_D8(d, 48), VOXRT_WGMMA_D8(d, 56)
+
 // d (64 x N, fp32) += a (64 x 16) b (N x 16)^T, both K-major in shared memory (descriptors),
 // added to d as it is (scale-d 1: a chain starts from a zeroed d).
 template <int N>
@@ -80,36 +95,55 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t
 template <>
 __device__ __forceinline__ void wgmma_ss<64>(float (&d)[32], uint64_t a, uint64_t b) {
   asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" VOXRT_WGMMA_D32_NAMES
       "}, %32, %33, 1, 1, 1, 0, 0;\n"
       :
-        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        VOXRT_WGMMA_D32(d)
       : "l"(a), "l"(b));
 }
 template <>
 __device__ __forceinline__ void wgmma_ss<128>(float (&d)[64], uint64_t a, uint64_t b) {
   asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" VOXRT_WGMMA_D64_NAMES
       "}, %64, %65, 1, 1, 1, 0, 0;\n"
       :
-        "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        VOXRT_WGMMA_D64(d)
       : "l"(a), "l"(b));
+}
+
+// d (64 x N, fp32) += a (64 x 16, bf16 in registers) b (N x 16)^T (K-major in shared memory):
+// the A operand as four registers a lane, warp w of the warpgroup holding rows 16 w .. 16 w + 15 in
+// mma.sync m16n8k16's A fragment layout (tensor_core.cuh), so fragments made in registers (a
+// quantized weight dequantized on the way, quant_fragments.cuh) feed it directly. The registers
+// must hold their values until a wgmma_wait covers the instruction: it reads them asynchronously.
+template <int N>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t b);
+template <>
+__device__ __forceinline__ void wgmma_rs<64>(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {" VOXRT_WGMMA_D32_NAMES
+      "}, {%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
+      :
+        VOXRT_WGMMA_D32(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+template <>
+__device__ __forceinline__ void wgmma_rs<128>(float (&d)[64], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {" VOXRT_WGMMA_D64_NAMES
+      "}, {%64,%65,%66,%67}, %68, 1, 1, 1, 0;\n"
+      :
+        VOXRT_WGMMA_D64(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+// Keeps the compiler from reusing registers a wgmma_rs still reads until this point (after the wait
+// that covers it), as pin() does for the accumulators.
+template <int N>
+__device__ __forceinline__ void pin_u32(uint32_t (&r)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) asm volatile("" : "+r"(r[i][j])::"memory");
 }
 
 // A barrier among the `threads` threads (a multiple of 32) that name barrier `id` (1-15: 0 is

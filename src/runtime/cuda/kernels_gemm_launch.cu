@@ -1,5 +1,5 @@
-// The tiled GEMM's launch, whichever kernel multiplies (kernels_gemm_wgmma.cu on Hopper for bf16
-// weights, kernels_gemm_mma.cu elsewhere and for quantized ones): its plan (rows a block, whether to split K across blocks), and
+// The tiled GEMM's launch, whichever kernel multiplies (kernels_gemm_wgmma.cu on Hopper,
+// kernels_gemm_mma.cu elsewhere): its plan (rows a block, whether to split K across blocks), and
 // the fold that ends a split launch. Both kernels take the same plan and leave the same workspace,
 // and both follow the products' order (tensor_core.cuh), so that switching between them, or from
 // the GEMV to either, changes nothing but the speed.
@@ -74,9 +74,9 @@ void launch_fold(const Params& p, bool gated, Stream s) {
   else launch_kernel("gemm_fold", gemm_fold_kernel<false>, grid, dim3(256), 0, s, p);
 }
 
-// Whether the wgmma kernel multiplies: on Hopper, for bf16 weights (it stages them by TMA as they
-// are stored; quantized weights are dequantized in registers, which mma.sync takes).
-bool wgmma(const GemvTuning& t, const GemvOut* outs) { return t.wgmma_gemm && outs[0].format == kGemvBf16; }
+// Whether the wgmma kernel multiplies: on Hopper, for every format (quantized weights dequantized
+// in registers into its A operand).
+bool wgmma(const GemvTuning& t, const GemvOut*) { return t.wgmma_gemm; }
 
 // The launch's shape: rows per block (nt: block_rows(nt)), whether to split by piece, and the
 // split's workspace (workspace_floats; 0 unsplit).
@@ -146,7 +146,7 @@ size_t gemm_block_smem_bytes(int M, int K, const GemvOut* outs, int n_outs, bool
   int nt = 0;
   size_t floats = 0;
   plan(M, K, outs, n_outs, gated, t, nt, floats);
-  return wgmma(t, outs) ? gemm::wgmma_smem_bytes(nt) : gemm::mma_smem_bytes(nt, outs[0].format);
+  return wgmma(t, outs) ? gemm::wgmma_smem_bytes(nt, outs[0].format) : gemm::mma_smem_bytes(nt, outs[0].format);
 }
 
 void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,

@@ -14,13 +14,24 @@
 // The block: one thread copies, two warpgroups multiply (warp specialisation). The copying thread
 // stages, per 64-element chunk, the tile's 128 weight rows (gated: the 64 features' gate rows, then
 // their up rows) and BR (64 or 128) x rows, each a TMA box in the 128-byte swizzle that wgmma reads
-// without bank conflicts, stage_count(BR) stages deep. A stage is handed over through a pair of
+// without bank conflicts, stage_count stages deep. A stage is handed over through a pair of
 // mbarriers: "full" when its bytes have landed, "empty" once both warpgroups' wgmma that read it
 // are done. Each warpgroup owns 64 weight rows times all BR x rows: four m64nBRk16 wgmma a chunk
 // into the running chain, at most two chunks in flight; only at a piece's end is the chain drained
 // and added into the total. The copying warpgroup gives its registers to the multiplying ones
 // (setmaxnreg). Gated, warpgroup 0 multiplies the gate rows and 1 the up rows of the same 64
 // features; the up totals cross through shared memory at the end, where silu(gate) * up is formed.
+//
+// Quantized weights (4w, 8w; quant_layout.h), Marlin's idea on wgmma with A in registers: a stage
+// holds, for each warpgroup's 4 tiles of 16 features, the packed values of the chunk as they are
+// stored (each lane's fragments in one 16- or 32-byte piece, copied by TMA as a 2-D box of tiles x
+// words) and the scale blocks of the chunk's two halves; each warp dequantizes its own tile's
+// fragments into registers (quant_fragments.cuh), exactly the A fragments the GEMV and the mma.sync
+// GEMM make of them, and the warpgroup's wgmma takes them as its A operand. Every packed value is
+// dequantized once a block, against the mma.sync kernel's four times (each of its row warps), and
+// the weights' part of a stage is a quarter (4w) or a half (8w) of bf16's, so more chunks are in
+// flight. The fragments are double-buffered: a chunk's are made while the previous chunk's wgmma
+// still read theirs.
 
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -36,6 +47,7 @@
 #include "runtime/cuda/gemv_common.cuh"
 #include "runtime/cuda/hopper.cuh"
 #include "runtime/cuda/launch.cuh"
+#include "runtime/cuda/quant_fragments.cuh"
 #include "runtime/cuda/tensor_core.cuh"
 
 // wgmma exists in sm_90a code only: every other target (a plain sm_90, compute_80 PTX the driver
@@ -66,53 +78,93 @@ constexpr int kAlign = 1024;                      // the 128-byte swizzle's peri
 constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;  // 24 + 2 x 240 = 3 x 168
 static_assert(kProducerRegisters + kConsumers * kConsumerRegisters <= 3 * 168, "setmaxnreg: the block's registers");
 
-// A stage: the weights' chunk [128 rows][128 bytes] (gated: 64 gate rows, then 64 up rows), then
-// x's [BR rows][128 bytes], both as TMA's 128-byte swizzle lays them out.
-constexpr int kWeightStageBytes = kWeightRows * kRowBytes;
-__host__ __device__ constexpr int stage_bytes(int BR) { return kWeightStageBytes + BR * kRowBytes; }
-// Stages in flight: 192 KiB of them either way (6 of 32 KiB, or 8 of 24 KiB).
-__host__ __device__ constexpr int stage_count(int BR) { return BR == 128 ? 6 : 8; }
-static_assert(2 * 8 * 8 <= kBarrierBytes, "the mbarriers must fit their room");
-__host__ __device__ constexpr size_t smem_bytes(int BR) {
-  return kBarrierBytes + kAlign + static_cast<size_t>(stage_count(BR)) * stage_bytes(BR);
+// A stage: the weights' chunk, then x's [BR rows][128 bytes] as TMA's 128-byte swizzle lays it out
+// (1024-byte aligned). bf16 weights: [128 rows][128 bytes] (gated: 64 gate rows, then 64 up rows),
+// swizzled as x. Quantized: the packed values [warpgroup][tile of 4][32 lanes][lane_bytes], then
+// the scale blocks [half of the chunk][warpgroup][tile of 4][64 bytes] (quant_layout.h; gated,
+// warpgroup 0's tiles are the gate weight's and 1's the up weight's of the same features).
+constexpr int kTilesPerWarpgroup = 4;
+constexpr int kScaleBlockBytes = 64;
+__host__ __device__ constexpr int packed_tile_bytes(int fmt) { return 32 * qlayout::lane_bytes(fmt); }
+__host__ __device__ constexpr int packed_values_bytes(int fmt) {
+  return kConsumers * kTilesPerWarpgroup * packed_tile_bytes(fmt);
+}
+__host__ __device__ constexpr int weight_stage_bytes(int fmt) {
+  return fmt == kGemvBf16 ? kWeightRows * kRowBytes
+                          : packed_values_bytes(fmt) + 2 * kConsumers * kTilesPerWarpgroup * kScaleBlockBytes;
+}
+__host__ __device__ constexpr int stage_bytes(int BR, int fmt) { return weight_stage_bytes(fmt) + BR * kRowBytes; }
+// Stages in flight: as many as 192 KiB hold (bf16: 6 of 32 KiB, or 8 of 24 KiB; 4w: 9 or 14).
+constexpr int kStagesBytes = 192 * 1024, kMaxStages = 16;
+__host__ __device__ constexpr int stage_count(int BR, int fmt) {
+  return kStagesBytes / stage_bytes(BR, fmt) < kMaxStages ? kStagesBytes / stage_bytes(BR, fmt) : kMaxStages;
+}
+static_assert(2 * 8 * kMaxStages <= kBarrierBytes, "the mbarriers must fit their room");
+static_assert(weight_stage_bytes(kGemvInt4) % kAlign == 0 && weight_stage_bytes(kGemvInt8) % kAlign == 0,
+              "x's part of a stage on the swizzle's period");
+__host__ __device__ constexpr size_t smem_bytes(int BR, int fmt) {
+  return kBarrierBytes + kAlign + static_cast<size_t>(stage_count(BR, fmt)) * stage_bytes(BR, fmt);
 }
 // Gated: the up totals, [accumulator][thread of the warpgroup], in the stages' memory once they are done.
-static_assert(128 * 64 * 4 <= 6 * (kWeightStageBytes + 128 * kRowBytes), "the up totals must fit the stages");
+static_assert(128 * 64 * 4 <= kStagesBytes - stage_bytes(128, kGemvBf16), "the up totals must fit the stages");
 
-// The tensor maps of a launch: one per weight (gated: gate, up), and x.
+// The tensor maps of a launch: one per weight (gated: gate, up), and x; quantized weights, their
+// packed values in w and their scale blocks in scales.
 struct TmaMaps {
   CUtensorMap w[kGemvMaxOutputs];
+  CUtensorMap scales[kGemvMaxOutputs];
   CUtensorMap x;
 };
 
 // The copying thread: every chunk of the block, in order, into stage i % stage_count once the
 // multiplying warpgroups have released it.
-template <int BR, bool GATED>
-__device__ __forceinline__ void copy_chunks(const TmaMaps& maps, const BlockJob& b, uint32_t full0, uint32_t empty0,
-                                            uint32_t stage0) {
-  constexpr int NS = stage_count(BR);
-  const CUtensorMap* w = &maps.w[GATED ? 0 : b.seg];
+template <int BR, bool GATED, int FMT>
+__device__ __forceinline__ void copy_chunks(const Params& p, const TmaMaps& maps, const BlockJob& b, uint32_t full0,
+                                            uint32_t empty0, uint32_t stage0) {
+  constexpr int NS = stage_count(BR, FMT);
+  const int m = GATED ? 0 : b.seg;
+  const int K = 8 * p.K8, groups = FMT == kGemvBf16 ? 0 : qlayout::groups_of(K, p.out[b.seg].group);
   for (int c = b.chunk0, i = 0; c < b.chunk1; ++c, ++i) {
     const int s = i % NS;
     if (i >= NS) mbar_wait(empty0 + 8 * s, (i / NS - 1) & 1);
-    const uint32_t stage = stage0 + s * stage_bytes(BR), bar = full0 + 8 * s;
+    const uint32_t stage = stage0 + s * stage_bytes(BR, FMT), bar = full0 + 8 * s;
     const int k = c * kChunkK8 * 8;
-    mbar_arrive_expect_bytes(bar, stage_bytes(BR));
-    tma_load_2d(stage, w, k, b.f0, bar);  // gated: the gate rows, then the up rows
-    if (GATED) tma_load_2d(stage + kWeightStageBytes / 2, w + 1, k, b.f0, bar);
-    tma_load_2d(stage + kWeightStageBytes, &maps.x, k, b.r0, bar);
+    mbar_arrive_expect_bytes(bar, stage_bytes(BR, FMT));
+    if constexpr (FMT == kGemvBf16) {
+      tma_load_2d(stage, &maps.w[m], k, b.f0, bar);  // gated: the gate rows, then the up rows
+      if (GATED) tma_load_2d(stage + weight_stage_bytes(FMT) / 2, &maps.w[1], k, b.f0, bar);
+    } else {
+      // Each warpgroup's 4 tiles (gated: the gate's, then the up weight's same tiles), their values
+      // of chunk c and the scale blocks of its halves' groups; a half past K gets a block past the
+      // last group, which arrives as zeros (zero weights, as the GEMV's).
+#pragma unroll
+      for (int wg = 0; wg < kConsumers; ++wg) {
+        const int map = GATED ? wg : m, tile = b.f0 / 16 + (GATED ? 0 : kTilesPerWarpgroup * wg);
+        tma_load_2d(stage + wg * kTilesPerWarpgroup * packed_tile_bytes(FMT), &maps.w[map],
+                    c * packed_tile_bytes(FMT) / 4, tile, bar);
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int kh = k + 32 * half;
+          const int group = kh < K ? qlayout::divide(kh, p.out[b.seg].group_div) : groups;
+          tma_load_2d(stage + packed_values_bytes(FMT) + (half * kConsumers + wg) * kTilesPerWarpgroup * kScaleBlockBytes,
+                      &maps.scales[map], group * kScaleBlockBytes / 4, tile, bar);
+        }
+      }
+    }
+    tma_load_2d(stage + weight_stage_bytes(FMT), &maps.x, k, b.r0, bar);
   }
 }
 
-template <int BR, bool GATED>
+template <int BR, bool GATED, int FMT>
 __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_constant__ Params p,
                                                                  const __grid_constant__ TmaMaps maps) {
 #if !VOXRT_HAS_WGMMA
   __trap();
 #else
   pdl_trigger();
+  constexpr bool kQuantized = FMT != kGemvBf16;
   constexpr int NA = BR / 2;  // accumulators a thread: 64 x BR a warpgroup over 128 threads
-  constexpr int NS = stage_count(BR);
+  constexpr int NS = stage_count(BR, FMT);
   const BlockJob b = block_job<GATED>(p, BR);
   extern __shared__ uint4 smem[];
   const uint32_t smem0 = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
@@ -129,7 +181,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
   pdl_wait();  // x (and y, for accumulating outputs) come from the previous kernel
   if (threadIdx.x < 128) {
     registers_down<kProducerRegisters>();
-    if (threadIdx.x == 0) copy_chunks<BR, GATED>(maps, b, full0, empty0, stage0);
+    if (threadIdx.x == 0) copy_chunks<BR, GATED, FMT>(p, maps, b, full0, empty0, stage0);
     return;
   }
   registers_up<kConsumerRegisters>();
@@ -151,29 +203,72 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
   // piece's end its chain is drained and added into the total. The chunks of a piece are a loop of
   // their own, with nothing but wgmma touching the accumulators inside it: a path into the loop
   // that wrote them otherwise would make the compiler drain every chunk (its warning C7517).
-  const uint32_t a_off = wg * 64 * kRowBytes;  // this warpgroup's 64 weight rows
+  const uint32_t a_off = wg * 64 * kRowBytes;  // this warpgroup's 64 weight rows (bf16)
+  // Quantized: this lane's packed vectors and the scale blocks of its tile (warp wq of warpgroup wg).
+  const int tile_slot = wg * kTilesPerWarpgroup + wq;
   auto release = [&](int s) {
     if (lane == 0) mbar_arrive(empty0 + 8 * s);
   };
+  // Chunk i into the chain; quantized, its fragments made into `a` while the previous chunk's wgmma
+  // still read `previous`, which the wait then frees.
+  auto multiply = [&](int i, bool release_previous, uint32_t (&a)[kGroupsPerChunk][4],
+                      uint32_t (&previous)[kGroupsPerChunk][4]) {
+    const int s = i % NS;
+    const uint32_t stage = stage0 + s * stage_bytes(BR, FMT);
+    mbar_wait(full0 + 8 * s, (i / NS) & 1);
+    const uint64_t db = smem_desc_sw128(stage + weight_stage_bytes(FMT));
+    if constexpr (kQuantized) {
+      const char* st = reinterpret_cast<const char*>(smem) + (stage - smem0);
+      constexpr int kLaneVecs = qfrag::Traits<FMT>::kLaneVecs;
+      uint32_t qw[4 * kLaneVecs];
+      const uint4* mine = reinterpret_cast<const uint4*>(st + tile_slot * packed_tile_bytes(FMT)) + lane * kLaneVecs;
+#pragma unroll
+      for (int v = 0; v < kLaneVecs; ++v) {
+        const uint4 q = mine[v];
+        qw[4 * v] = q.x, qw[4 * v + 1] = q.y, qw[4 * v + 2] = q.z, qw[4 * v + 3] = q.w;
+      }
+      uint2 sb[2];
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        sb[half] = reinterpret_cast<const uint2*>(st + packed_values_bytes(FMT) +
+                                                  ((half * kConsumers + wg) * kTilesPerWarpgroup + wq) *
+                                                      kScaleBlockBytes)[g];
+#pragma unroll
+      for (int h = 0; h < kGroupsPerChunk; ++h) qfrag::fragments<FMT>(qw, h, sb[h / 2], a[h]);
+    }
+    pin(acc);
+    wgmma_fence();
+    if constexpr (kQuantized) {
+#pragma unroll
+      for (int h = 0; h < kGroupsPerChunk; ++h) wgmma_rs<BR>(acc, a[h], db + 2 * h);
+    } else {
+      const uint64_t da = smem_desc_sw128(stage + a_off);
+#pragma unroll
+      for (int h = 0; h < kGroupsPerChunk; ++h) wgmma_ss<BR>(acc, da + 2 * h, db + 2 * h);
+    }
+    wgmma_commit();
+    wgmma_wait<1>();
+    pin(acc);
+    if constexpr (kQuantized) pin_u32(previous);
+    if (release_previous) release((i - 1) % NS);
+  };
+  uint32_t frag0[kGroupsPerChunk][4], frag1[kGroupsPerChunk][4];
   int i = 0;  // chunks multiplied so far
   for (int q = b.piece0; q < b.piece1; ++q) {
     const int chunks = tc::piece_begin(q + 1, p.chunks, S) - tc::piece_begin(q, p.chunks, S);
-    for (int c = 0; c < chunks; ++c, ++i) {
-      const int s = i % NS;
-      const uint32_t stage = stage0 + s * stage_bytes(BR);
-      mbar_wait(full0 + 8 * s, (i / NS) & 1);
-      const uint64_t da = smem_desc_sw128(stage + a_off), db = smem_desc_sw128(stage + kWeightStageBytes);
-      pin(acc);
-      wgmma_fence();
-#pragma unroll
-      for (int h = 0; h < kGroupsPerChunk; ++h) wgmma_ss<BR>(acc, da + 2 * h, db + 2 * h);
-      wgmma_commit();
-      wgmma_wait<1>();
-      pin(acc);
-      if (c > 0) release((i - 1) % NS);
+    // Two chunks a turn, so that each fragment buffer is a fixed set of registers.
+    int c = 0;
+    for (; c + 1 < chunks; c += 2, i += 2) {
+      multiply(i, c > 0, frag0, frag1);
+      multiply(i + 1, true, frag1, frag0);
     }
+    if (c < chunks) multiply(i++, c > 0, frag0, frag1);
     wgmma_wait<0>();
     pin(acc);
+    if constexpr (kQuantized) {
+      pin_u32(frag0);
+      pin_u32(frag1);
+    }
     release((i - 1) % NS);
     const bool first = q == b.piece0;
 #pragma unroll
@@ -233,37 +328,65 @@ PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
   return fn;
 }
 
-// A row-major bf16 matrix [rows, cols] (row stride `stride` bytes) for boxes of 64 columns x
-// box_rows rows, in the 128-byte swizzle; what lies outside it arrives as zeros.
-void encode(CUtensorMap& map, const void* base, int cols, int rows, size_t stride, int box_rows, const char* what) {
+// A row-major matrix [rows, cols] of `type` (row stride `stride` bytes) for boxes of box_cols x
+// box_rows, in `swizzle`; what lies outside it arrives as zeros.
+void encode(CUtensorMap& map, CUtensorMapDataType type, const void* base, long long cols, long long rows, size_t stride,
+            int box_cols, int box_rows, CUtensorMapSwizzle swizzle, const char* what) {
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(stride)};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(kChunkK8 * 8), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t ones[2] = {1, 1};
-  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides,
-                                    box, ones, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = encode_tiled()(&map, type, 2, const_cast<void*>(base), dims, strides, box, ones,
+                                    CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   check(r == CUDA_SUCCESS, "cuda gemm (wgmma)", std::string("cannot describe ") + what + " to the TMA (error " +
                                                     std::to_string(static_cast<int>(r)) + ")");
 }
+// bf16 rows of K, 64 columns a box, in the 128-byte swizzle wgmma's descriptors read.
+void encode_bf16(CUtensorMap& map, const void* base, int cols, int rows, size_t stride, int box_rows, const char* what) {
+  encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, base, cols, rows, stride, kChunkK8 * 8, box_rows,
+         CU_TENSOR_MAP_SWIZZLE_128B, what);
+}
+// A quantized weight (quant_layout.h) as two matrices of 32-bit words, a row a tile of 16 features:
+// its packed values (a chunk's a box column) and its scale blocks (a group's 64 bytes a box
+// column), 4 tiles a box, unswizzled (each lane reads its own 16 bytes).
+void encode_packed(TmaMaps& maps, int i, const GemvOut& w, int K, int chunks) {
+  const int tiles = qlayout::tiles_of(w.n), groups = qlayout::groups_of(K, w.group);
+  const int tile_words = packed_tile_bytes(w.format) / 4;
+  encode(maps.w[i], CU_TENSOR_MAP_DATA_TYPE_UINT32, w.packed, static_cast<long long>(chunks) * tile_words, tiles,
+         static_cast<size_t>(chunks) * packed_tile_bytes(w.format), tile_words, kTilesPerWarpgroup,
+         CU_TENSOR_MAP_SWIZZLE_NONE, "a weight's packed values");
+  encode(maps.scales[i], CU_TENSOR_MAP_DATA_TYPE_UINT32, w.scales, static_cast<long long>(groups) * kScaleBlockBytes / 4,
+         tiles, static_cast<size_t>(groups) * kScaleBlockBytes, kScaleBlockBytes / 4, kTilesPerWarpgroup,
+         CU_TENSOR_MAP_SWIZZLE_NONE, "a weight's scales");
+}
+
+template <int BR, bool GATED, int FMT>
+void launch_instance(const Params& p, const TmaMaps& maps, Stream s) {
+  const auto kernel = gemm_wgmma_kernel<BR, GATED, FMT>;
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes(BR, FMT), "gemm_wgmma shared memory");
+  launch_kernel("gemm_wgmma", kernel, dim3(static_cast<unsigned>(p.block_end[p.n_outs - 1])), dim3(kThreads),
+                smem_bytes(BR, FMT), s, p, maps);
+}
 
 template <int BR, bool GATED>
-void launch_instance(const Params& p, const TmaMaps& maps, Stream s) {
-  const auto kernel = gemm_wgmma_kernel<BR, GATED>;
-  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes(BR), "gemm_wgmma shared memory");
-  launch_kernel("gemm_wgmma", kernel, dim3(static_cast<unsigned>(p.block_end[p.n_outs - 1])), dim3(kThreads),
-                smem_bytes(BR), s, p, maps);
+void launch_format(const Params& p, const TmaMaps& maps, Stream s) {
+  switch (p.out[0].format) {
+    case kGemvInt4: launch_instance<BR, GATED, kGemvInt4>(p, maps, s); return;
+    case kGemvInt8: launch_instance<BR, GATED, kGemvInt8>(p, maps, s); return;
+    default: launch_instance<BR, GATED, kGemvBf16>(p, maps, s);
+  }
 }
 
 template <int BR>
 void launch_rows(const Params& p, const TmaMaps& maps, bool gated, Stream s) {
-  if (gated) launch_instance<BR, true>(p, maps, s);
-  else launch_instance<BR, false>(p, maps, s);
+  if (gated) launch_format<BR, true>(p, maps, s);
+  else launch_format<BR, false>(p, maps, s);
 }
 
 }  // namespace
 
-size_t wgmma_smem_bytes(int nt) { return smem_bytes(block_rows(nt)); }
+size_t wgmma_smem_bytes(int nt, int format) { return smem_bytes(block_rows(nt), format); }
 
 void launch_gemm_wgmma(const Params& p, int nt, bool gated, Stream s) {
   check(nt == 2 || nt == 4, "cuda gemm (wgmma)", "64 or 128 rows a block");
@@ -271,9 +394,13 @@ void launch_gemm_wgmma(const Params& p, int nt, bool gated, Stream s) {
   TmaMaps maps{};
   const int K = p.K8 * 8;
   const int weights = gated ? 2 : p.n_outs;
-  for (int i = 0; i < weights; ++i)
-    encode(maps.w[i], p.out[i].w, K, p.out[i].n, static_cast<size_t>(K) * 2, gated ? 64 : 128, "a weight");
-  encode(maps.x, p.x, K, p.M, static_cast<size_t>(p.ldx8) * 16, BR, "x");
+  for (int i = 0; i < weights; ++i) {
+    if (p.out[i].format == kGemvBf16)
+      encode_bf16(maps.w[i], p.out[i].w, K, p.out[i].n, static_cast<size_t>(K) * 2, gated ? 64 : 128, "a weight");
+    else
+      encode_packed(maps, i, p.out[i], K, p.chunks);
+  }
+  encode_bf16(maps.x, p.x, K, p.M, static_cast<size_t>(p.ldx8) * 16, BR, "x");
   if (nt == 4) launch_rows<block_rows(4)>(p, maps, gated, s);
   else launch_rows<block_rows(2)>(p, maps, gated, s);
 }
