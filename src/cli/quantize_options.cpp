@@ -4,7 +4,7 @@ namespace voxrt::cli {
 
 void add_quantize_options(CLI::App* cmd, QuantizeArgs& a) {
   const std::string group = "Quantization";
-  cmd->add_option("--qlinear", a.linear, "Decoder linear layers: none, 4w (int4, W4A16), 8w (int8, W8A16) or fp8 (e4m3, W8A8; the CPU only for now)")
+  cmd->add_option("--qlinear", a.linear, "Decoder linear layers: none, 4w (int4, W4A16), 8w (int8, W8A16) or fp8 (e4m3, W8A8: GPUs with fp8 tensor cores, sm_89 and later, and the CPU)")
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--qlinear-group-size", a.linear_group_size,

@@ -22,9 +22,14 @@ struct CudaOptions {
   int gemv_packed_split_warps_per_sm = 12;
   int gemv_packed_min_piece_chunks = 2;
   int gemm_min_rows = 2;             // VOXRT_CUDA_GEMM_MIN_ROWS (1..4096): products of this many rows or more take the tiled GEMM (same bits)
-  // The same for quantized weights (VOXRT_CUDA_GEMM_PACKED_MIN_ROWS): their GEMV reads a quarter or
-  // half of bf16's bytes, so it stays ahead of the GEMM over more rows.
-  int gemm_packed_min_rows = 17;
+  // The same for 4w and 8w weights (VOXRT_CUDA_GEMM_PACKED_MIN_ROWS): their GEMV reads a quarter or
+  // half of bf16's bytes, so it stays ahead of the GEMM over more rows; from 9 rows (where the GEMV
+  // takes two tiles of 8 rows) the GEMM is the faster over a decoder layer's products (H100:
+  // bench/results/2026-12-06-issue36-fp8-products.txt).
+  int gemm_packed_min_rows = 9;
+  // The same for fp8 weights (VOXRT_CUDA_GEMM_FP8_MIN_ROWS): their tiled GEMM is mma.sync's, slower
+  // than the GEMV below 17 rows on every decoder product but w2 (same file).
+  int gemm_fp8_min_rows = 17;
   int gemm_split_percent = 35;       // VOXRT_CUDA_GEMM_SPLIT_PERCENT (0..1000): the GEMM splits K across blocks when its tiles are fewer than this % of the SMs (same bits)
   bool fp32_kv = false;              // VOXRT_CUDA_KV=fp32: K/V caches in fp32 instead of bf16
   bool fp8_kv = false;               // VOXRT_CUDA_KV=fp8 (EngineOptions::kv_cache): fp8 e4m3, a scale per head

@@ -1,4 +1,5 @@
-// The backends a parity test is instantiated over ("cpu", "cuda", "cuda_fp8", "cuda_4w"), and reading a
+// The backends a parity test is instantiated over ("cpu", "cuda", "cuda_fp8", "cuda_4w",
+// "cuda_w8a8"), and reading a
 // backend matrix back to the host. GPU cases check REQUIRE_GPU() (gpu_here.h) before asking for "cuda".
 #pragma once
 
@@ -19,9 +20,9 @@ inline std::unique_ptr<Backend> backend_named(const std::string& name) {
     o.fp32_kv = false;
     return make_cuda_backend(0, o);
   }
-  if (name == "cuda_4w") {  // for 4w weights (the test quantizes them, tiny_model): the tiled GEMM
+  if (name == "cuda_4w" || name == "cuda_w8a8") {  // for 4w or fp8 weights (the test quantizes them, tiny_model): the tiled GEMM
     CudaOptions o = cuda_options_from_environment();  // from 2 rows on, as bf16 weights take it
-    o.gemm_packed_min_rows = o.gemm_min_rows;
+    o.gemm_packed_min_rows = o.gemm_fp8_min_rows = o.gemm_min_rows;
     return make_cuda_backend(0, o);
   }
 #endif

@@ -39,7 +39,7 @@ class ScopedEnv {
 const char* const kAll[] = {"VOXRT_CUDA_GRAPHS",     "VOXRT_CUDA_PDL",        "VOXRT_CUDA_GEMV",
                             "VOXRT_CUDA_GEMV_MAX_ROWS", "VOXRT_CUDA_GEMV_SPLIT", "VOXRT_CUDA_GEMV_MIN_CHUNKS", "VOXRT_CUDA_GEMM_MIN_ROWS",
                             "VOXRT_CUDA_GEMV_PACKED_SPLIT", "VOXRT_CUDA_GEMV_PACKED_MIN_CHUNKS", "VOXRT_CUDA_GEMM_PACKED_MIN_ROWS",
-                            "VOXRT_CUDA_GEMM_SPLIT_PERCENT",
+                            "VOXRT_CUDA_GEMM_FP8_MIN_ROWS", "VOXRT_CUDA_GEMM_SPLIT_PERCENT",
                             "VOXRT_CUDA_KV",         "VOXRT_CUDA_ATTN_BLOCKS_PER_SM", "VOXRT_CUDA_ATTN_GROUP_ROWS",
                             "VOXRT_CUDA_REPEAT",     "VOXRT_CUDA_GEMM",       "VOXRT_CUDA_ATTN",
                             "VOXRT_CUDA_AS_GPU"};
@@ -67,6 +67,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
     EXPECT_EQ(o.gemv_packed_min_piece_chunks, defaults.gemv_packed_min_piece_chunks);
     EXPECT_EQ(o.gemm_min_rows, defaults.gemm_min_rows);
     EXPECT_EQ(o.gemm_packed_min_rows, defaults.gemm_packed_min_rows);
+    EXPECT_EQ(o.gemm_fp8_min_rows, defaults.gemm_fp8_min_rows);
     EXPECT_EQ(o.gemm_split_percent, defaults.gemm_split_percent);
     EXPECT_EQ(o.fp32_kv, defaults.fp32_kv);
     EXPECT_EQ(o.attention_blocks_per_sm, defaults.attention_blocks_per_sm);
@@ -87,6 +88,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   env.set("VOXRT_CUDA_GEMV_PACKED_MIN_CHUNKS", "0");  // clamped to 1
   env.set("VOXRT_CUDA_GEMM_MIN_ROWS", "0");  // clamped to 1
   env.set("VOXRT_CUDA_GEMM_PACKED_MIN_ROWS", "33");
+  env.set("VOXRT_CUDA_GEMM_FP8_MIN_ROWS", "9999");  // clamped to 4096
   env.set("VOXRT_CUDA_GEMM_SPLIT_PERCENT", "5000");  // clamped to 1000
   env.set("VOXRT_CUDA_KV", "fp32");
   env.set("VOXRT_CUDA_ATTN_BLOCKS_PER_SM", "2.5");
@@ -106,6 +108,7 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   EXPECT_EQ(o.gemv_packed_min_piece_chunks, 1);
   EXPECT_EQ(o.gemm_min_rows, 1);
   EXPECT_EQ(o.gemm_packed_min_rows, 33);
+  EXPECT_EQ(o.gemm_fp8_min_rows, 4096);
   EXPECT_EQ(o.gemm_split_percent, 1000);
   EXPECT_TRUE(o.fp32_kv);
   EXPECT_DOUBLE_EQ(o.attention_blocks_per_sm, 2.5);

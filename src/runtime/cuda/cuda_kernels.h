@@ -197,8 +197,13 @@ struct GemvOut {
   const __nv_bfloat16* scales = nullptr;  // the scale blocks
   int group = 0;
   qlayout::Divider group_div;  // by the group (launch_gemv_mma sets it)
-  // The weight's first bytes: the bf16 values, or the packed ones.
-  VOXRT_HOST_DEVICE const void* data() const { return format == kGemvBf16 ? static_cast<const void*>(w) : packed; }
+  // fp8 (W8A8; quant_layout.h): w holds the e4m3 codes (the kernels read them as bf16 pairs), K
+  // counts them in pairs, and the epilogue scales the sum (finish()): row_scales one a feature,
+  // x_scales one a row of the launch's x (launch_quantize_rows_e4m3's).
+  const float* row_scales = nullptr;
+  const float* x_scales = nullptr;
+  // The weight's first bytes: the bf16 (or e4m3) values, or the packed ones.
+  VOXRT_HOST_DEVICE const void* data() const { return packed_format(format) ? packed : static_cast<const void*>(w); }
 };
 // Whether the product kernels take rows of K elements (a multiple of 8).
 bool gemv_supports_k(int K);
@@ -242,6 +247,14 @@ void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut
 // ---- kernels_gemm_wgmma.cu ----
 // Whether the wgmma GEMM runs on the current device (an sm_90a build on a Hopper GPU).
 bool gemm_wgmma_available();
+
+// ---- kernels_fp8_rows.cu ----
+// fp8 products' activations (quant/fp8_e4m3.h: quantize_activation_row_e4m3, bit for bit): row m of
+// x [M, K] (fp32, row stride ldx) as K e4m3 codes at q + m K and its scale at scales[m].
+void launch_quantize_rows_e4m3(const float* x, int M, int K, size_t ldx, uint8_t* q, float* scales, Stream s);
+// Whether the code the driver loaded for the current device has the fp8 products' tensor-core
+// instruction (sm_89 and later code: not a compute_80 build the driver compiled for a newer GPU).
+bool fp8_products_available();
 
 // ---- kernels_gemv.cu ----
 // The same product with fp32 weights and fp32 x (row stride ldx): for weights stored as vectors

@@ -26,6 +26,7 @@ CudaOptions cuda_options_from_environment() {
   if (const char* v = env("VOXRT_CUDA_GEMV_PACKED_MIN_CHUNKS")) o.gemv_packed_min_piece_chunks = clamped_int(v, 1, 256);
   if (const char* v = env("VOXRT_CUDA_GEMM_MIN_ROWS")) o.gemm_min_rows = clamped_int(v, 1, 4096);
   if (const char* v = env("VOXRT_CUDA_GEMM_PACKED_MIN_ROWS")) o.gemm_packed_min_rows = clamped_int(v, 1, 4096);
+  if (const char* v = env("VOXRT_CUDA_GEMM_FP8_MIN_ROWS")) o.gemm_fp8_min_rows = clamped_int(v, 1, 4096);
   if (const char* v = env("VOXRT_CUDA_GEMM_SPLIT_PERCENT")) o.gemm_split_percent = clamped_int(v, 0, 1000);
   o.fp32_kv = is(env("VOXRT_CUDA_KV"), "fp32");
   o.fp8_kv = is(env("VOXRT_CUDA_KV"), "fp8");

@@ -70,21 +70,24 @@ Weight WeightStore::upload_bf16(std::vector<uint16_t>&& bits, int rows, int cols
 
 Weight WeightStore::upload_quantized(QuantizedMatrix&& m) {
   m.check_consistent("cuda upload_quantized");
+  const std::string what = " for a " + format_name(m.format) + " weight [" + std::to_string(m.rows) + ", " +
+                           std::to_string(m.cols) + "]";
   if (m.format.kind == QuantKind::Fp8) {
-    // fp8 weights' products quantize their activations too (W8A8, quant/weight_format.h): fp8
-    // tensor cores' work, and their kernels are not written yet. Refused before anything is allocated.
+    // fp8 weights' products quantize their activations too (W8A8, quant/weight_format.h) and run on
+    // the e4m3 tensor cores: refused, before anything is allocated, where the GPU or this build's
+    // code for it has none, and for rows the kernels cannot read as bf16 rows of K / 2.
     check_fp8_weights_supported(device_.caps());
-    throw Error("fp8 weights: the CUDA backend's fp8 products are not built yet; run them on the CPU (--device cpu) "
-                "or use 8w");
+    check(fp8_products_available(), "fp8 weights",
+          "this build's code for the GPU has no fp8 tensor-core instructions (a compute_80 build the driver "
+          "compiled): build for the GPU's own architecture (cuda-release preset), or use 8w");
+    check(m.cols % 16 == 0, "fp8 weights", "the CUDA products need K a multiple of 16" + what);
   }
   check(!recorder_.in_recording(), "cuda upload_weight", "not allowed inside a recording");
   device_.use();
   auto d = std::make_shared<DeviceWeight>();
   d->device = device_.device();
-  d->format = m.format.kind == QuantKind::Int4 ? kGemvInt4 : kGemvInt8;
+  d->format = m.format.kind == QuantKind::Int4 ? kGemvInt4 : m.format.kind == QuantKind::Int8 ? kGemvInt8 : kGemvFp8;
   d->group = m.format.group_size;
-  const std::string what = " for a " + format_name(m.format) + " weight [" + std::to_string(m.rows) + ", " +
-                           std::to_string(m.cols) + "]";
   // One allocation each, copied from the host as they are (the caller's pageable memory: synced).
   auto put = [&](void** dst, const void* src, size_t bytes) {
     if (bytes == 0) return;
@@ -95,6 +98,25 @@ Weight WeightStore::upload_quantized(QuantizedMatrix&& m) {
     }
     VOXRT_CUDA_CHECK(cudaMemcpyAsync(*dst, src, bytes, cudaMemcpyHostToDevice, device_.stream()));
   };
+  // The Weight, once the copies from the caller's memory are done.
+  auto uploaded = [&] {
+    memory_.sync();
+    Weight w;
+    w.storage = std::shared_ptr<void>(d, d.get());
+    w.rows = m.rows;
+    w.cols = m.cols;
+    w.format = m.format;
+    return w;
+  };
+  if (d->format == kGemvFp8) {
+    // The codes as they are (row-major, the kernels read them as bf16 rows), and the scales as fp32
+    // (bf16 values: exact), one a feature, as the epilogue multiplies by them.
+    std::vector<float> scales(m.scales.size());
+    for (size_t i = 0; i < scales.size(); ++i) scales[i] = bf16_to_float(m.scales[i]);
+    put(&d->data, m.packed.data(), m.packed.size());
+    put(&d->scales, scales.data(), scales.size() * sizeof(float));
+    return uploaded();
+  }
   // Repacked in the kernels' layout (quant_layout.h), a tile of 16 features at a time (tiles write
   // disjoint bytes; a byte of 4w holds two features' nibbles).
   const int fmt = d->format, K = m.cols, groups = qlayout::groups_of(K, m.format.group_size);
@@ -121,13 +143,7 @@ Weight WeightStore::upload_quantized(QuantizedMatrix&& m) {
   });
   put(&d->data, values.data(), values.size());
   put(&d->scales, blocks.data(), blocks.size() * 2);
-  memory_.sync();
-  Weight w;
-  w.storage = std::shared_ptr<void>(d, d.get());
-  w.rows = m.rows;
-  w.cols = m.cols;
-  w.format = m.format;
-  return w;
+  return uploaded();
 }
 
 Weight WeightStore::new_weight(int rows, int cols, bool bf16) {

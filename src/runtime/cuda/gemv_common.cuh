@@ -50,16 +50,27 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   return *reinterpret_cast<const uint32_t*>(&h);
 }
 
+// A product's sum for row m, feature f as the value it stands for: itself, or for fp8 weights
+// (acc * s_x[m]) * s_w[f], in that order (quant/fp8_e4m3.h).
+__device__ __forceinline__ float finish(const GemvOut& o, int m, int f, float acc) {
+  return o.format == kGemvFp8 ? (acc * o.x_scales[m]) * o.row_scales[f] : acc;
+}
 // The epilogue of every product kernel, in one place so that each computes the same bits: y[m, f]
 // of a plain output (+ y when accumulating, as sgemv's W x + beta y, then the bias) ...
 __device__ __forceinline__ void store_output(const GemvOut& o, int m, int f, float val) {
+  val = finish(o, m, f, val);
   float* out = o.y + static_cast<size_t>(m) * o.ldy + f;
   if (o.accumulate) val += *out;
   if (o.bias.data) val += vec_at(o.bias, f);
   *out = val;
 }
-// ... and of a gated one: silu(gate) * up, as the silu_mul kernel computes it.
+// ... and of a gated one: silu(gate) * up, as the silu_mul kernel computes it (gate and up are
+// finished sums: gated_output() finishes them).
 __device__ __forceinline__ float silu_times(float gate, float up) { return gate / (1.0f + expf(-gate)) * up; }
+__device__ __forceinline__ float gated_output(const GemvOut& gate_w, const GemvOut& up_w, int m, int f, float gate,
+                                              float up) {
+  return silu_times(finish(gate_w, m, f, gate), finish(up_w, m, f, up));
+}
 
 // Elements 8k .. 8k+7 of row m of x, as 8 packed bf16.
 template <typename XT>

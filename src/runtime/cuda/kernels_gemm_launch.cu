@@ -60,7 +60,7 @@ __global__ void gemm_fold_kernel(const Params p) {
         for (int v = 0; v < kV; ++v)
           if (q0 + i < S) sum[v] = q0 + i == 0 ? piece[i][v] : sum[v] + piece[i][v];
     }
-    if constexpr (GATED) o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::silu_times(sum[0], sum[1]);
+    if constexpr (GATED) o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::gated_output(o, p.out[1], m, f, sum[0], sum[1]);
     else gemv::store_output(o, m, f, sum[0]);
     return;
   }
@@ -74,9 +74,10 @@ void launch_fold(const Params& p, bool gated, Stream s) {
   else launch_kernel("gemm_fold", gemm_fold_kernel<false>, grid, dim3(256), 0, s, p);
 }
 
-// Whether the wgmma kernel multiplies: on Hopper, for every format (quantized weights dequantized
-// in registers into its A operand).
-bool wgmma(const GemvTuning& t, const GemvOut*) { return t.wgmma_gemm; }
+// Whether the wgmma kernel multiplies: on Hopper, for bf16 and the packed formats (dequantized in
+// registers into its A operand); not for fp8, whose sums wgmma's e4m3 would round otherwise than
+// the GEMV's mma.sync (tensor_core.cuh).
+bool wgmma(const GemvTuning& t, const GemvOut* outs) { return t.wgmma_gemm && outs[0].format != kGemvFp8; }
 
 // The launch's shape: rows per block (nt: block_rows(nt)), whether to split by piece, and the
 // split's workspace (workspace_floats; 0 unsplit).
@@ -160,7 +161,7 @@ void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut
   size_t need = 0;
   Params p = plan(M, K, outs, n_outs, gated, t, nt, need);
   for (int i = 0; i < n_outs; ++i)
-    if (p.out[i].format != kGemvBf16) p.out[i].group_div = qlayout::divider(p.out[i].group);
+    if (packed_format(p.out[i].format)) p.out[i].group_div = qlayout::divider(p.out[i].group);
   if (p.block_end[p.n_outs - 1] == 0) return;
   check(workspace_floats >= need, "cuda gemm", "split workspace too small");
   p.x = x;

@@ -36,6 +36,9 @@
 // multiplied; the first ones' weights are requested before waiting for the previous kernel
 // (launch.cuh).
 //
+// fp8 weights are staged and read as bf16 ones (quant_layout.h: the same bytes), each group's mma an
+// e4m3 one (tc::mma_group).
+//
 // Quantized weights (4w, 8w; quant_layout.h). The stage holds, in place of the 128 bf16 rows, the
 // packed values of the block's 8 feature tiles for the chunk (each lane's fragments in one piece)
 // and their scale blocks, copied as they are stored; a warp dequantizes its 4 tiles' fragments
@@ -79,7 +82,7 @@ constexpr int kScaleVecs = 8;
 __host__ __device__ constexpr int lane_vecs(int fmt) { return qlayout::lane_bytes(fmt) / 16; }
 __host__ __device__ constexpr int slot_vecs(int fmt) { return 32 * lane_vecs(fmt) + kScaleVecs; }
 __host__ __device__ constexpr int weight_stage_bytes(int fmt) {
-  return fmt == kGemvBf16 ? kWeightRows * kRowBytes : kSlots * slot_vecs(fmt) * 16;
+  return packed_format(fmt) ? kSlots * slot_vecs(fmt) * 16 : kWeightRows * kRowBytes;
 }
 __host__ __device__ constexpr int stage_bytes(int NT, int fmt) { return weight_stage_bytes(fmt) + block_rows(NT) * kRowBytes; }
 __host__ __device__ constexpr size_t smem_bytes(int NT, int fmt) {
@@ -102,7 +105,7 @@ __device__ __forceinline__ void each_element(F&& f) {
 template <int NT, bool GATED, int FMT>
 __global__ void __launch_bounds__(kThreads, 1) gemm_mma_kernel(const __grid_constant__ Params p) {
   pdl_trigger();
-  constexpr bool kQuantized = FMT != kGemvBf16;
+  constexpr bool kQuantized = packed_format(FMT);  // dequantized in registers (fp8: staged as bf16 is)
   constexpr int BR = block_rows(NT);
   constexpr int kWCopies = kWeightRows / kCopyRows, kXCopies = BR / kCopyRows;  // rows a thread fills
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -295,7 +298,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_mma_kernel(const __grid_cons
 #pragma unroll
       for (int i = 0; i < kFeatureTiles; ++i)
 #pragma unroll
-        for (int j = 0; j < NT; ++j) mma16816(acc[i][j], a[i][0], a[i][1], a[i][2], a[i][3], bx[j][0], bx[j][1]);
+        for (int j = 0; j < NT; ++j) tc::mma_group<FMT>(acc[i][j], a[i], bx[j][0], bx[j][1]);
     }
 
     if (running.piece_ends()) {
@@ -326,7 +329,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_mma_kernel(const __grid_cons
     const int f = feature_of(i, e), m = row_of(j, e);
     if (f >= n || m >= p.M || (GATED && i % 2)) return;  // gated: tile i + 1 is tile i's up
     if constexpr (GATED)
-      o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::silu_times(total[i][j][e], total[i + 1][j][e]);
+      o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::gated_output(o, p.out[1], m, f, total[i][j][e], total[i + 1][j][e]);
     else
       gemv::store_output(o, m, f, total[i][j][e]);
   });
@@ -345,6 +348,7 @@ void launch_format(const Params& p, Stream s) {
   switch (p.out[0].format) {
     case kGemvInt4: launch_instance<NT, GATED, kGemvInt4>(p, s); return;
     case kGemvInt8: launch_instance<NT, GATED, kGemvInt8>(p, s); return;
+    case kGemvFp8: launch_instance<NT, GATED, kGemvFp8>(p, s); return;
     default: launch_instance<NT, GATED, kGemvBf16>(p, s);
   }
 }

@@ -303,7 +303,8 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
 #pragma unroll
     for (int a = 0; a < NA; ++a) {
       const int f = feature_of(a), m = row_of(a);
-      if (f < n && m < p.M) o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::silu_times(total[a], up[a * 128 + tid]);
+      if (f < n && m < p.M)
+        o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::gated_output(o, p.out[1], m, f, total[a], up[a * 128 + tid]);
     }
   } else {
 #pragma unroll

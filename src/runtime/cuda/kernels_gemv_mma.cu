@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
@@ -65,7 +66,7 @@ constexpr int kScaleBlockVecs = 8;
 __host__ __device__ constexpr int lane_vecs(int fmt) { return qlayout::lane_bytes(fmt) / 16; }
 __host__ __device__ constexpr int packed_values_vecs(int fmt) { return 32 * lane_vecs(fmt); }
 __host__ __device__ constexpr int packed_stage_vecs(int fmt) {
-  return fmt == kGemvBf16 ? kStageVecs : packed_values_vecs(fmt) + kScaleBlockVecs;
+  return packed_format(fmt) ? packed_values_vecs(fmt) + kScaleBlockVecs : kStageVecs;
 }
 constexpr int kXStageMaxBytes = 11 * 1024;
 constexpr int kMaxRingStages = 16;  // cp_async_wait_dynamic's reach
@@ -131,7 +132,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   const int c0 = piece_begin(piece, chunks, S), c1 = piece_begin(piece + 1, chunks, S);
   const bool idle = f0 >= n;  // a tile past the last feature (the last group's)
 
-  constexpr bool kQuantized = FMT != kGemvBf16;
+  constexpr bool kQuantized = packed_format(FMT);  // dequantized in registers (fp8: read as bf16 is)
   constexpr int kPackedVecs = packed_stage_vecs(FMT);
   extern __shared__ uint4 smem[];
   // The warp's ring: stage s of weight v, [row][vector ^ (row % 8)] (bf16) or the packed vectors of
@@ -296,7 +297,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 #pragma unroll
       for (int j = 0; j < NT; ++j)
 #pragma unroll
-        for (int v = 0; v < NV; ++v) mma16816(acc[v][j], a[v][0], a[v][1], a[v][2], a[v][3], b[j][0], b[j][1]);
+        for (int v = 0; v < NV; ++v) tc::mma_group<FMT>(acc[v][j], a[v], b[j][0], b[j][1]);
     }
     __syncwarp();  // every lane has read the stage before any refills it
     if (c + R < c1) fill(c + R, stage);
@@ -354,7 +355,8 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
     for (int e = 0; e < 4; ++e) {
       const int f = f0 + g + (e >= 2 ? 8 : 0), m = 8 * j + 2 * t + (e & 1);
       if (f >= n || m >= p.M) continue;
-      if constexpr (GATED) o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::silu_times(sum[j * 4 + e], sum[(NT + j) * 4 + e]);
+      if constexpr (GATED)
+        o.y[static_cast<size_t>(m) * o.ldy + f] = gemv::gated_output(o, p.out[1], m, f, sum[j * 4 + e], sum[(NT + j) * 4 + e]);
       else gemv::store_output(o, m, f, sum[j * 4 + e]);
     }
   }
@@ -393,6 +395,11 @@ void launch_format(const Params& p, int longest, const GemvTuning& t, Stream s) 
   switch (p.out[0].format) {
     case kGemvInt4: launch_instance<NT, XT, GATED, kGemvInt4>(p, longest, t, s); return;
     case kGemvInt8: launch_instance<NT, XT, GATED, kGemvInt8>(p, longest, t, s); return;
+    case kGemvFp8:
+      // fp8's x is the e4m3 codes of launch_quantize_rows_e4m3, read as bf16 pairs.
+      if constexpr (std::is_same_v<XT, __nv_bfloat16>) launch_instance<NT, XT, GATED, kGemvFp8>(p, longest, t, s);
+      else check(false, "cuda gemv", "fp8 weights take quantized rows of x, not fp32 ones");
+      return;
     default: launch_instance<NT, XT, GATED, kGemvBf16>(p, longest, t, s);
   }
 }
@@ -418,7 +425,7 @@ int groups_of(int n) { return (n + kWarps * kTileRows - 1) / (kWarps * kTileRows
 // t.split_warps_per_sm an SM, each piece at least t.min_piece_chunks chunks (a quantized weight:
 // the packed_ pair, its chunks being fewer bytes). Depends on the weight and the device only.
 int gemv_mma_pieces(int n, int K, const GemvTuning& t, int format) {
-  const bool packed = format != kGemvBf16;
+  const bool packed = packed_format(format);  // fp8's chunks are bf16's bytes: bf16's tuning
   const int tiles = (n + kTileRows - 1) / kTileRows, chunks = chunks_of(K / 8);
   const int target = (packed ? t.packed_split_warps_per_sm : t.split_warps_per_sm) * t.sm_count;
   const int min_chunks = packed ? t.packed_min_piece_chunks : t.min_piece_chunks;
@@ -463,7 +470,7 @@ void launch_gemv_mma(const gemv::Params& params, bool x_bf16, bool gated, const 
   }
   if (blocks == 0) return;
   for (int i = 0; i < p.n_outs; ++i)
-    if (p.out[i].format != kGemvBf16) p.out[i].group_div = qlayout::divider(p.out[i].group);
+    if (packed_format(p.out[i].format)) p.out[i].group_div = qlayout::divider(p.out[i].group);
   // Stage x when the longest piece's rows fit (top comment of the kernel's x staging).
   const int stride = longest * kChunkK8 * 4 + 4;
   p.x_stage_stride = static_cast<size_t>(p.M) * stride * 4 <= kXStageMaxBytes ? stride : 0;

@@ -186,6 +186,7 @@ void OpTable::embed(const Weight& table, std::span<const int32_t> ids, Mat y) {
   const auto d = memory_.upload_args({{ids.data(), y.rows * sizeof(int32_t)}});
   const DeviceWeight& w = device_weight(table, "cuda embed");
   if (w.quantized()) {
+    check(packed_format(w.format), "cuda embed", "an fp8 table: fp8 is a format for products (use 8w or 4w)");
     GemvOut q;
     q.format = w.format;
     q.packed = static_cast<const uint8_t*>(w.data);

@@ -41,7 +41,7 @@ ProductDispatch::ProductDispatch(const DeviceStream& device, DeviceMemory& memor
 
 ProductDispatch::~ProductDispatch() {
   make_current(device_.device());
-  for (Scratch* s : {&xbf_, &gemv_partials_, &gemv_counters_, &gemm_workspace_}) memory_.drop(*s);
+  for (Scratch* s : {&xbf_, &fp8_rows_, &gemv_partials_, &gemv_counters_, &gemm_workspace_}) memory_.drop(*s);
   cudaStreamSynchronize(device_.stream());
   if (cublas_) cublasDestroy(cublas_);
   if (cublas_workspace_) cudaFree(cublas_workspace_);
@@ -171,7 +171,11 @@ GemvOut ProductDispatch::gemv_out(const Weight& w, const Weight* bias, float* y,
                                   const char* where) {
   GemvOut g;
   const DeviceWeight& d = device_weight(w, where);
-  if (d.quantized()) {
+  if (d.format == kGemvFp8) {
+    g.format = d.format;
+    g.w = static_cast<const __nv_bfloat16*>(d.data);  // the e4m3 codes, read as bf16 pairs
+    g.row_scales = static_cast<const float*>(d.scales);
+  } else if (d.quantized()) {
     g.format = d.format;
     g.packed = static_cast<const uint8_t*>(d.data);
     g.scales = static_cast<const __nv_bfloat16*>(d.scales);
@@ -199,10 +203,12 @@ bool ProductDispatch::library() const {
 // is one of speed alone. Measured (bench/results/2026-12-03-products-one-chain.txt): the GEMM's
 // time is flat from 1 to 64 rows; at one row the two are level over a decoder step's products, at
 // 8 the GEMM is faster on every product, so it takes 2 rows and more (CudaOptions::gemm_min_rows).
-// Quantized weights: their own threshold (CudaOptions::gemm_packed_min_rows).
+// Quantized weights: their own thresholds (CudaOptions::gemm_packed_min_rows, gemm_fp8_min_rows).
 bool ProductDispatch::tiled(int M, int format) const {
   if (!tuning_.tensor_cores || products_ == KernelSwitches::ProductKernels::Gemv) return false;
-  const int min_rows = format == kGemvBf16 ? options_.gemm_min_rows : options_.gemm_packed_min_rows;
+  const int min_rows = format == kGemvBf16  ? options_.gemm_min_rows
+                       : format == kGemvFp8 ? options_.gemm_fp8_min_rows
+                                            : options_.gemm_packed_min_rows;
   return products_ == KernelSwitches::ProductKernels::Gemm || M >= min_rows;
 }
 
@@ -213,49 +219,67 @@ const __nv_bfloat16* ProductDispatch::bf16_copy(const float* x, int M, int K, si
 }
 
 void ProductDispatch::run_products(const float* x, int M, int K, size_t ldx, GemvOut* outs, int n_outs, bool gated) {
-  if (tiled(M, outs[0].format)) {
-    const __nv_bfloat16* xb = bf16_copy(x, M, K, ldx);
-    const size_t ws_floats = gemm_workspace_floats(M, K, outs, n_outs, gated, tuning_);
-    float* ws = ws_floats ? static_cast<float*>(memory_.grow(gemm_workspace_, ws_floats * sizeof(float))) : nullptr;
-    uint64_t h = Recorder::words(24, xb, M, K, n_outs, gated, device_.sm_count(), ws);
-    for (int i = 0; i < n_outs; ++i)
-      h ^= Recorder::words(outs[i].data(), outs[i].n, outs[i].bias.data, outs[i].y, outs[i].ldy, outs[i].accumulate) + i;
-    if (recorder_.recorded(h, repeat_[OpKind::Product])) return;
-    for (int i = 0; i < repeat_[OpKind::Product]; ++i)
-      launch_gemm(xb, K, M, K, outs, n_outs, gated, ws, ws_floats, tuning_, device_.launch());
+  if (outs[0].format == kGemvFp8) {
+    // fp8 (W8A8): the rows of x quantized to e4m3 codes and scales, then the kernels over the codes
+    // read as bf16 pairs, K / 2 of them a row (quant_layout.h: kGemvFp8).
+    const uint8_t* codes = fp8_rows(x, M, K, ldx, outs, n_outs);
+    launch_products(codes, true, K / 2, M, K / 2, outs, n_outs, gated);
     return;
   }
-  gemv_in_groups(x, M, K, ldx, outs, n_outs, gated);
+  // The tiled GEMM reads bf16 rows; the GEMV reads fp32 rows directly where they are 16-byte
+  // aligned, else the same bf16 copy (same rounding, same result).
+  if (tiled(M, outs[0].format) || !gemv_reads_f32(x, ldx)) launch_products(bf16_copy(x, M, K, ldx), true, K, M, K, outs, n_outs, gated);
+  else launch_products(x, false, ldx, M, K, outs, n_outs, gated);
 }
 
-// The GEMV over M rows in groups of gemv_max_rows(). x is read as fp32 where its rows are 16-byte
-// aligned, else through a bf16 copy (same rounding, same result).
-void ProductDispatch::gemv_in_groups(const float* x, int M, int K, size_t ldx, GemvOut* outs, int n_outs, bool gated) {
-  const void* xin = x;
-  size_t ld = ldx;
-  const bool direct = gemv_reads_f32(x, ldx);
-  if (!direct) {
-    xin = bf16_copy(x, M, K, ldx);
-    ld = K;
+const uint8_t* ProductDispatch::fp8_rows(const float* x, int M, int K, size_t ldx, GemvOut* outs, int n_outs) {
+  const size_t code_bytes = (static_cast<size_t>(M) * K + 15) / 16 * 16;  // the scales 16-byte aligned after them
+  auto* codes = static_cast<uint8_t*>(memory_.grow(fp8_rows_, code_bytes + static_cast<size_t>(M) * sizeof(float)));
+  auto* scales = reinterpret_cast<float*>(codes + code_bytes);
+  if (!recorder_.recorded(28, x, M, K, ldx, codes, scales))
+    launch_quantize_rows_e4m3(x, M, K, ldx, codes, scales, device_.launch());
+  for (int i = 0; i < n_outs; ++i) outs[i].x_scales = scales;
+  return codes;
+}
+
+// The products of M rows of x (row stride ld elements: fp32, or bf16 when x_bf16) through the tiled
+// GEMM (bf16 x only) or the GEMV in groups of gemv_max_rows() rows (tiled()).
+void ProductDispatch::launch_products(const void* x, bool x_bf16, size_t ld, int M, int K, GemvOut* outs, int n_outs,
+                                      bool gated) {
+  if (tiled(M, outs[0].format)) {
+    check(x_bf16, "cuda products", "the tiled GEMM reads bf16 rows");
+    const auto* xb = static_cast<const __nv_bfloat16*>(x);
+    const size_t ws_floats = gemm_workspace_floats(M, K, outs, n_outs, gated, tuning_);
+    float* ws = ws_floats ? static_cast<float*>(memory_.grow(gemm_workspace_, ws_floats * sizeof(float))) : nullptr;
+    uint64_t h = Recorder::words(24, xb, ld, M, K, n_outs, gated, device_.sm_count(), ws);
+    for (int i = 0; i < n_outs; ++i)
+      h ^= Recorder::words(outs[i].data(), outs[i].n, outs[i].bias.data, outs[i].y, outs[i].ldy, outs[i].accumulate,
+                           outs[i].x_scales) +
+           i;
+    if (recorder_.recorded(h, repeat_[OpKind::Product])) return;
+    for (int i = 0; i < repeat_[OpKind::Product]; ++i)
+      launch_gemm(xb, ld, M, K, outs, n_outs, gated, ws, ws_floats, tuning_, device_.launch());
+    return;
   }
-  const size_t elem = direct ? sizeof(float) : sizeof(__nv_bfloat16);
+  const size_t elem = x_bf16 ? sizeof(__nv_bfloat16) : sizeof(float);
   const GemvWorkspace ws = gemv_workspace(K, outs, n_outs, gated);
   GemvOut group[kGemvMaxOutputs];
   const int group_rows = gemv_max_rows(tuning_);
   for (int m0 = 0; m0 < M; m0 += group_rows) {
     const int rows = std::min(group_rows, M - m0);
-    uint64_t h = Recorder::words(23, xin, ld, rows, K, n_outs, gated, direct, ws.partials, ws.counters);
+    uint64_t h = Recorder::words(23, x, ld, rows, K, n_outs, gated, x_bf16, ws.partials, ws.counters);
     for (int i = 0; i < n_outs; ++i) {
       group[i] = outs[i];
       if (group[i].y) group[i].y += static_cast<size_t>(m0) * group[i].ldy;
+      if (group[i].x_scales) group[i].x_scales += m0;
       h ^= Recorder::words(group[i].data(), group[i].n, group[i].bias.data, group[i].y, group[i].ldy,
-                               group[i].accumulate) +
+                           group[i].accumulate, group[i].x_scales) +
            i;
     }
-    const void* xg = static_cast<const char*>(xin) + static_cast<size_t>(m0) * ld * elem;
+    const void* xg = static_cast<const char*>(x) + static_cast<size_t>(m0) * ld * elem;
     if (recorder_.recorded(h, xg, repeat_[OpKind::Product])) continue;
     for (int i = 0; i < repeat_[OpKind::Product]; ++i)
-      launch_gemv(xg, !direct, ld, rows, K, group, n_outs, gated, ws, tuning_, device_.launch());
+      launch_gemv(xg, x_bf16, ld, rows, K, group, n_outs, gated, ws, tuning_, device_.launch());
   }
 }
 

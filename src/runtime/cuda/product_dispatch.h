@@ -3,9 +3,10 @@
 // fused) and conv1d_k3 (a linear over im2col patches) all come here. route() is the one place a
 // weight's storage format and K pick the kernels: the GEMV (tensor cores: kernels_gemv_mma.cu, 32
 // rows per launch, long rows split across blocks with a fixed-order sum; or kernels_gemv.cu) when
-// K % 8 == 0, or, from CudaOptions::gemm_min_rows rows on (gemm_packed_min_rows for quantized
-// weights; tiled()), the tiled GEMM (kernels_gemm_launch.cu: wgmma on Hopper for bf16 weights,
-// else mma.sync, which dequantizes quantized ones in registers) that computes the same bits (the
+// K % 8 == 0, or, from CudaOptions::gemm_min_rows rows on (gemm_packed_min_rows for 4w and 8w
+// weights, gemm_fp8_min_rows for fp8; tiled()), the tiled GEMM (kernels_gemm_launch.cu: wgmma on
+// Hopper, else mma.sync; 4w and 8w dequantized in registers; fp8 on mma.sync, its x rows quantized
+// first, launch_quantize_rows_e4m3) that computes the same bits (the
 // products' order, tensor_core.cuh), which keeps every row's result independent of the batch;
 // otherwise x is rounded into a bf16 scratch copy and cublasGemmEx (bf16 A and B, fp32 C,
 // CUBLAS_COMPUTE_32F) runs with a small bias kernel. The choice lives in one place because batch
@@ -85,9 +86,12 @@ class ProductDispatch {
   bool tiled(int M, int format) const;
   // x [M, K] (row stride ldx) rounded into the packed bf16 scratch copy the product kernels read.
   const __nv_bfloat16* bf16_copy(const float* x, int M, int K, size_t ldx);
-  // The products of M rows: the tiled GEMM or the GEMV in groups (tiled()).
+  // The products of M rows of fp32 x: the tiled GEMM or the GEMV in groups (tiled()), over x as
+  // the kernels read it (bf16, fp32, or fp8 weights' quantized rows).
   void run_products(const float* x, int M, int K, size_t ldx, GemvOut* outs, int n_outs, bool gated);
-  void gemv_in_groups(const float* x, int M, int K, size_t ldx, GemvOut* outs, int n_outs, bool gated);
+  void launch_products(const void* x, bool x_bf16, size_t ld, int M, int K, GemvOut* outs, int n_outs, bool gated);
+  // fp8 weights' x: its rows as e4m3 codes [M, K] in a scratch buffer, their scales given to outs.
+  const uint8_t* fp8_rows(const float* x, int M, int K, size_t ldx, GemvOut* outs, int n_outs);
   GemvWorkspace gemv_workspace(int K, const GemvOut* outs, int n_outs, bool gated);
 
   const DeviceStream& device_;
@@ -98,7 +102,7 @@ class ProductDispatch {
   GemvTuning tuning_;  // the products' kernels (from options_ and the device)
   cublasHandle_t cublas_ = nullptr;
   void* cublas_workspace_ = nullptr;
-  Scratch xbf_, gemv_partials_, gemv_counters_, gemm_workspace_;
+  Scratch xbf_, fp8_rows_, gemv_partials_, gemv_counters_, gemm_workspace_;
   bool cublas_weights_ = false;  // a matrix whose products cuBLAS computes (batch_invariant)
   KernelSwitches::ProductKernels products_ = KernelSwitches::ProductKernels::Automatic;  // set_kernels
 };

@@ -30,8 +30,14 @@
 
 namespace voxrt::cuda {
 
-// How a product's weight is stored: bf16, or a quantized format.
-enum GemvWeightFormat : int { kGemvBf16 = 0, kGemvInt4 = 1, kGemvInt8 = 2 };
+// How a product's weight is stored: bf16, or a quantized format. 4w and 8w are packed as below;
+// fp8 (W8A8) is stored as bf16 is, row-major, a byte an element: an e4m3 tile of 16 x 32 has the
+// bytes of a bf16 tile of 16 x 16, and mma.sync m16n8k32 e4m3 takes the fragments m16n8k16 bf16
+// takes, byte for byte, so fp8 products run the bf16 kernels over rows of K / 2 "elements"
+// (product_dispatch.cpp) with the e4m3 instruction (tensor_core.cuh: mma_e4m3).
+enum GemvWeightFormat : int { kGemvBf16 = 0, kGemvInt4 = 1, kGemvInt8 = 2, kGemvFp8 = 3 };
+// Whether a format's values are packed in quant_layout.h's tiles (4w, 8w), not in rows as bf16 and fp8.
+VOXRT_HOST_DEVICE constexpr bool packed_format(int fmt) { return fmt == kGemvInt4 || fmt == kGemvInt8; }
 
 namespace qlayout {
 

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "runtime/cuda/quant_layout.h"
+
 namespace voxrt::cuda::tc {
 
 // The products' order of summation. Every tensor-core product kernel (the GEMV, kernels_gemv_mma.cu,
@@ -20,6 +22,9 @@ namespace voxrt::cuda::tc {
 //     bench/results/2026-12-02-mma-numerics.txt), in chunk order;
 //   - the pieces' sums are added in piece order, ((p0 + p1) + p2) + ..., then the epilogue
 //     (gemv_common.cuh: store_output, silu_times).
+// fp8 weights (W8A8) walk the same bytes: their rows are read as rows of K / 2 bf16, so a "chunk"
+// is 128 elements and each group's mma is an e4m3 m16n8k32 (mma_group); fp8's sums are the GEMV's
+// and mma.sync GEMM's alone (wgmma's e4m3 accumulates differently: tools/probes/mma_fp8_numerics.cu).
 // One chain a piece lets the GEMM run long, drain-free wgmma loops over plain, swizzled tiles (the
 // order before this one, eight interleaved chains a piece with K permuted inside each instruction,
 // cost it most of its rate: docs/scheduler.md).
@@ -40,6 +45,29 @@ __device__ __forceinline__ void mma16816(float (&c)[4], uint32_t a0, uint32_t a1
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// The same for fp8 (e4m3) operands, m16n8k32: each register holds 4 codes where mma16816's holds 2
+// bf16, the same bytes (quant_layout.h: kGemvFp8), so the bf16 kernels' fragments feed it as they
+// are. sm_89 and later; elsewhere a kernel reaching it traps (fp8_products_available() says which).
+__device__ __forceinline__ void mma_e4m3(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  asm(
+      "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+  (void)c, (void)a0, (void)a1, (void)a2, (void)a3, (void)b0, (void)b1;
+  __trap();
+#endif
+}
+// One k16 group of a chain (k32 for fp8: the same bytes) in the weight's format.
+template <int FMT>
+__device__ __forceinline__ void mma_group(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (FMT == kGemvFp8) mma_e4m3(c, a[0], a[1], a[2], a[3], b0, b1);
+  else mma16816(c, a[0], a[1], a[2], a[3], b0, b1);
 }
 
 // Four 8x8 bf16 matrices from shared memory, each lane giving one row's address (lanes 8i .. 8i + 7
