@@ -27,8 +27,9 @@ struct CudaOptions {
   // takes two tiles of 8 rows) the GEMM is the faster over a decoder layer's products (H100:
   // bench/results/2026-12-06-issue36-fp8-products.txt).
   int gemm_packed_min_rows = 9;
-  // The same for fp8 weights (VOXRT_CUDA_GEMM_FP8_MIN_ROWS): their tiled GEMM is mma.sync's, slower
-  // than the GEMV below 17 rows on every decoder product but w2 (same file).
+  // The same for fp8 weights off Hopper (VOXRT_CUDA_GEMM_FP8_MIN_ROWS; Hopper takes every fp8
+  // product to its wgmma GEMM): there the tiled GEMM is mma.sync's, slower than the GEMV below 17
+  // rows on an H100's decoder products but w2 (same file, measured with mma.sync's GEMM).
   int gemm_fp8_min_rows = 17;
   int gemm_split_percent = 35;       // VOXRT_CUDA_GEMM_SPLIT_PERCENT (0..1000): the GEMM splits K across blocks when its tiles are fewer than this % of the SMs (same bits)
   bool fp32_kv = false;              // VOXRT_CUDA_KV=fp32: K/V caches in fp32 instead of bf16

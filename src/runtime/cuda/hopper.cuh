@@ -111,6 +111,33 @@ __device__ __forceinline__ void wgmma_ss<128>(float (&d)[64], uint64_t a, uint64
       : "l"(a), "l"(b));
 }
 
+// d (64 x N, fp32) = a (64 x 32) b (N x 32)^T (+ d when `accumulate`), e4m3 operands K-major in
+// shared memory: the descriptors of bf16's 64 x 16 tiles, whose bytes these are (quant_layout.h:
+// kGemvFp8). Its sum keeps fewer bits than fp32 (tools/probes/mma_fp8_numerics.cu), so the fp8 GEMM
+// starts each chunk's sum from zero and adds the chunks in fp32 itself.
+template <int N>
+__device__ __forceinline__ void wgmma_ss_e4m3(float (&d)[N / 2], uint64_t a, uint64_t b, int accumulate);
+template <>
+__device__ __forceinline__ void wgmma_ss_e4m3<64>(float (&d)[32], uint64_t a, uint64_t b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {" VOXRT_WGMMA_D32_NAMES
+      "}, %32, %33, p, 1, 1;\n}\n"
+      :
+        VOXRT_WGMMA_D32(d)
+      : "l"(a), "l"(b), "r"(accumulate));
+}
+template <>
+__device__ __forceinline__ void wgmma_ss_e4m3<128>(float (&d)[64], uint64_t a, uint64_t b, int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {" VOXRT_WGMMA_D64_NAMES
+      "}, %64, %65, p, 1, 1;\n}\n"
+      :
+        VOXRT_WGMMA_D64(d)
+      : "l"(a), "l"(b), "r"(accumulate));
+}
+
 // d (64 x N, fp32) += a (64 x 16, bf16 in registers) b (N x 16)^T (K-major in shared memory):
 // the A operand as four registers a lane, warp w of the warpgroup holding rows 16 w .. 16 w + 15 in
 // mma.sync m16n8k16's A fragment layout (tensor_core.cuh), so fragments made in registers (a

@@ -74,10 +74,9 @@ void launch_fold(const Params& p, bool gated, Stream s) {
   else launch_kernel("gemm_fold", gemm_fold_kernel<false>, grid, dim3(256), 0, s, p);
 }
 
-// Whether the wgmma kernel multiplies: on Hopper, for bf16 and the packed formats (dequantized in
-// registers into its A operand); not for fp8, whose sums wgmma's e4m3 would round otherwise than
-// the GEMV's mma.sync (tensor_core.cuh).
-bool wgmma(const GemvTuning& t, const GemvOut* outs) { return t.wgmma_gemm && outs[0].format != kGemvFp8; }
+// Whether the wgmma kernel multiplies: on Hopper, for every format (4w and 8w dequantized in
+// registers into its A operand; fp8 for every row count: ProductDispatch::tiled).
+bool wgmma(const GemvTuning& t, const GemvOut*) { return t.wgmma_gemm; }
 
 // The launch's shape: rows per block (nt: block_rows(nt)), whether to split by piece, and the
 // split's workspace (workspace_floats; 0 unsplit).
@@ -117,7 +116,9 @@ Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const Gem
       M > block_rows(2) && M <= block_rows(4) && (splits(tiles(4)) || tiles(2) > t.sm_count);
   // The mma.sync kernel's 128-row blocks stage 128 KiB, more than a block may have on Ampere's 8.6
   // and Ada (99 KiB): there, 64 rows a block.
-  const bool fits4 = wgmma(t, outs) || gemm::mma_smem_bytes(4, outs[0].format) <= static_cast<size_t>(t.smem_per_block);
+  // fp8 on wgmma: 64 rows a block (kernels_gemm_wgmma.cu).
+  const bool fits4 = wgmma(t, outs) ? outs[0].format != kGemvFp8
+                                    : gemm::mma_smem_bytes(4, outs[0].format) <= static_cast<size_t>(t.smem_per_block);
   nt = fits4 && (tiles(4) >= t.sm_count || one_row_tile) ? 4 : 2;
   p.row_tiles = row_tiles(nt);
   p.split = splits(tiles(nt));

@@ -32,6 +32,11 @@
 // the weights' part of a stage is a quarter (4w) or a half (8w) of bf16's, so more chunks are in
 // flight. The fragments are double-buffered: a chunk's are made while the previous chunk's wgmma
 // still read theirs.
+//
+// fp8 weights (W8A8, Hopper's every fp8 product: kernels_gemm_launch.cu): the e4m3 codes of the
+// weights and of x staged as bf16's bytes are (quant_layout.h), each group an e4m3 wgmma of k32;
+// a chunk's sum starts from zero and is added to the chain in fp32 (tensor_core.cuh), 64 rows a
+// block (the chunk sums double the accumulators).
 
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -90,8 +95,8 @@ __host__ __device__ constexpr int packed_values_bytes(int fmt) {
   return kConsumers * kTilesPerWarpgroup * packed_tile_bytes(fmt);
 }
 __host__ __device__ constexpr int weight_stage_bytes(int fmt) {
-  return fmt == kGemvBf16 ? kWeightRows * kRowBytes
-                          : packed_values_bytes(fmt) + 2 * kConsumers * kTilesPerWarpgroup * kScaleBlockBytes;
+  return !packed_format(fmt) ? kWeightRows * kRowBytes
+                             : packed_values_bytes(fmt) + 2 * kConsumers * kTilesPerWarpgroup * kScaleBlockBytes;
 }
 __host__ __device__ constexpr int stage_bytes(int BR, int fmt) { return weight_stage_bytes(fmt) + BR * kRowBytes; }
 // Stages in flight: as many as 192 KiB hold (bf16: 6 of 32 KiB, or 8 of 24 KiB; 4w: 9 or 14).
@@ -123,14 +128,14 @@ __device__ __forceinline__ void copy_chunks(const Params& p, const TmaMaps& maps
                                             uint32_t empty0, uint32_t stage0) {
   constexpr int NS = stage_count(BR, FMT);
   const int m = GATED ? 0 : b.seg;
-  const int K = 8 * p.K8, groups = FMT == kGemvBf16 ? 0 : qlayout::groups_of(K, p.out[b.seg].group);
+  const int K = 8 * p.K8, groups = packed_format(FMT) ? qlayout::groups_of(K, p.out[b.seg].group) : 0;
   for (int c = b.chunk0, i = 0; c < b.chunk1; ++c, ++i) {
     const int s = i % NS;
     if (i >= NS) mbar_wait(empty0 + 8 * s, (i / NS - 1) & 1);
     const uint32_t stage = stage0 + s * stage_bytes(BR, FMT), bar = full0 + 8 * s;
     const int k = c * kChunkK8 * 8;
     mbar_arrive_expect_bytes(bar, stage_bytes(BR, FMT));
-    if constexpr (FMT == kGemvBf16) {
+    if constexpr (!packed_format(FMT)) {
       tma_load_2d(stage, &maps.w[m], k, b.f0, bar);  // gated: the gate rows, then the up rows
       if (GATED) tma_load_2d(stage + weight_stage_bytes(FMT) / 2, &maps.w[1], k, b.f0, bar);
     } else {
@@ -162,7 +167,8 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
   __trap();
 #else
   pdl_trigger();
-  constexpr bool kQuantized = FMT != kGemvBf16;
+  constexpr bool kQuantized = packed_format(FMT);  // 4w, 8w: dequantized into A in registers
+  static_assert(FMT != kGemvFp8 || BR == 64, "fp8: 64 rows a block (its accumulators take twice the registers)");
   constexpr int NA = BR / 2;  // accumulators a thread: 64 x BR a warpgroup over 128 threads
   constexpr int NS = stage_count(BR, FMT);
   const BlockJob b = block_job<GATED>(p, BR);
@@ -252,22 +258,60 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
     if constexpr (kQuantized) pin_u32(previous);
     if (release_previous) release((i - 1) % NS);
   };
+  // fp8: each chunk's four k32 wgmma summed from zero into a part of its own (two, alternating),
+  // which is added to the piece's chain in fp32 once they are done: wgmma's e4m3 sum keeps too few
+  // bits to carry a whole piece (tools/probes/mma_fp8_numerics.cu). Chunk i's part is added while
+  // chunk i + 1's wgmma run.
+  float part0[FMT == kGemvFp8 ? NA : 1], part1[FMT == kGemvFp8 ? NA : 1];
+  auto multiply_fp8 = [&](int i, bool add_previous, float (&part)[NA], float (&previous)[NA]) {
+    const int s = i % NS;
+    const uint32_t stage = stage0 + s * stage_bytes(BR, FMT);
+    mbar_wait(full0 + 8 * s, (i / NS) & 1);
+    const uint64_t da = smem_desc_sw128(stage + a_off), db = smem_desc_sw128(stage + weight_stage_bytes(FMT));
+    pin(part);
+    wgmma_fence();
+#pragma unroll
+    for (int h = 0; h < kGroupsPerChunk; ++h) wgmma_ss_e4m3<BR>(part, da + 2 * h, db + 2 * h, h);
+    wgmma_commit();
+    wgmma_wait<1>();
+    pin(part);
+    pin(previous);
+    if (add_previous) {
+#pragma unroll
+      for (int a = 0; a < NA; ++a) acc[a] += previous[a];
+      release((i - 1) % NS);
+    }
+  };
   uint32_t frag0[kGroupsPerChunk][4], frag1[kGroupsPerChunk][4];
   int i = 0;  // chunks multiplied so far
   for (int q = b.piece0; q < b.piece1; ++q) {
     const int chunks = tc::piece_begin(q + 1, p.chunks, S) - tc::piece_begin(q, p.chunks, S);
-    // Two chunks a turn, so that each fragment buffer is a fixed set of registers.
+    // Two chunks a turn, so that each buffer (fragments; fp8: chunk sums) is a fixed set of registers.
     int c = 0;
-    for (; c + 1 < chunks; c += 2, i += 2) {
-      multiply(i, c > 0, frag0, frag1);
-      multiply(i + 1, true, frag1, frag0);
-    }
-    if (c < chunks) multiply(i++, c > 0, frag0, frag1);
-    wgmma_wait<0>();
-    pin(acc);
-    if constexpr (kQuantized) {
-      pin_u32(frag0);
-      pin_u32(frag1);
+    if constexpr (FMT == kGemvFp8) {
+      for (; c + 1 < chunks; c += 2, i += 2) {
+        multiply_fp8(i, c > 0, part0, part1);
+        multiply_fp8(i + 1, true, part1, part0);
+      }
+      const bool odd = c < chunks;
+      if (odd) multiply_fp8(i++, c > 0, part0, part1);
+      wgmma_wait<0>();
+      pin(part0);
+      pin(part1);
+#pragma unroll
+      for (int a = 0; a < NA; ++a) acc[a] += odd ? part0[a] : part1[a];
+    } else {
+      for (; c + 1 < chunks; c += 2, i += 2) {
+        multiply(i, c > 0, frag0, frag1);
+        multiply(i + 1, true, frag1, frag0);
+      }
+      if (c < chunks) multiply(i++, c > 0, frag0, frag1);
+      wgmma_wait<0>();
+      pin(acc);
+      if constexpr (kQuantized) {
+        pin_u32(frag0);
+        pin_u32(frag1);
+      }
     }
     release((i - 1) % NS);
     const bool first = q == b.piece0;
@@ -375,6 +419,10 @@ void launch_format(const Params& p, const TmaMaps& maps, Stream s) {
   switch (p.out[0].format) {
     case kGemvInt4: launch_instance<BR, GATED, kGemvInt4>(p, maps, s); return;
     case kGemvInt8: launch_instance<BR, GATED, kGemvInt8>(p, maps, s); return;
+    case kGemvFp8:
+      if constexpr (BR == 64) launch_instance<BR, GATED, kGemvFp8>(p, maps, s);
+      else check(false, "cuda gemm (wgmma)", "fp8 takes 64 rows a block");
+      return;
     default: launch_instance<BR, GATED, kGemvBf16>(p, maps, s);
   }
 }
@@ -396,7 +444,7 @@ void launch_gemm_wgmma(const Params& p, int nt, bool gated, Stream s) {
   const int K = p.K8 * 8;
   const int weights = gated ? 2 : p.n_outs;
   for (int i = 0; i < weights; ++i) {
-    if (p.out[i].format == kGemvBf16)
+    if (!packed_format(p.out[i].format))  // bf16, or fp8's codes read as bf16 pairs
       encode_bf16(maps.w[i], p.out[i].w, K, p.out[i].n, static_cast<size_t>(K) * 2, gated ? 64 : 128, "a weight");
     else
       encode_packed(maps, i, p.out[i], K, p.chunks);

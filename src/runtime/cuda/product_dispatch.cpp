@@ -206,6 +206,8 @@ bool ProductDispatch::library() const {
 // Quantized weights: their own thresholds (CudaOptions::gemm_packed_min_rows, gemm_fp8_min_rows).
 bool ProductDispatch::tiled(int M, int format) const {
   if (!tuning_.tensor_cores || products_ == KernelSwitches::ProductKernels::Gemv) return false;
+  // fp8 on Hopper: every row count on wgmma, whose e4m3 sums the GEMV's mma.sync would not match.
+  if (format == kGemvFp8 && tuning_.wgmma_gemm) return true;
   const int min_rows = format == kGemvBf16  ? options_.gemm_min_rows
                        : format == kGemvFp8 ? options_.gemm_fp8_min_rows
                                             : options_.gemm_packed_min_rows;

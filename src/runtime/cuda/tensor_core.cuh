@@ -23,8 +23,10 @@ namespace voxrt::cuda::tc {
 //   - the pieces' sums are added in piece order, ((p0 + p1) + p2) + ..., then the epilogue
 //     (gemv_common.cuh: store_output, silu_times).
 // fp8 weights (W8A8) walk the same bytes: their rows are read as rows of K / 2 bf16, so a "chunk"
-// is 128 elements and each group's mma is an e4m3 m16n8k32 (mma_group); fp8's sums are the GEMV's
-// and mma.sync GEMM's alone (wgmma's e4m3 accumulates differently: tools/probes/mma_fp8_numerics.cu).
+// is 128 elements and each group's mma is an e4m3 m16n8k32 (mma_group), on every GPU but Hopper.
+// Hopper runs every fp8 product on wgmma (kernels_gemm_wgmma.cu), whose e4m3 rounds otherwise and
+// keeps fewer bits of a running sum (tools/probes/mma_fp8_numerics.cu): there each chunk's four
+// groups are summed from zero and the chunk sums are added in fp32, in order, into the chain.
 // One chain a piece lets the GEMM run long, drain-free wgmma loops over plain, swizzled tiles (the
 // order before this one, eight interleaved chains a piece with K permuted inside each instruction,
 // cost it most of its rate: docs/scheduler.md).
