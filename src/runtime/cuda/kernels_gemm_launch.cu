@@ -116,9 +116,7 @@ Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const Gem
       M > block_rows(2) && M <= block_rows(4) && (splits(tiles(4)) || tiles(2) > t.sm_count);
   // The mma.sync kernel's 128-row blocks stage 128 KiB, more than a block may have on Ampere's 8.6
   // and Ada (99 KiB): there, 64 rows a block.
-  // fp8 on wgmma: 64 rows a block (kernels_gemm_wgmma.cu).
-  const bool fits4 = wgmma(t, outs) ? outs[0].format != kGemvFp8
-                                    : gemm::mma_smem_bytes(4, outs[0].format) <= static_cast<size_t>(t.smem_per_block);
+  const bool fits4 = wgmma(t, outs) || gemm::mma_smem_bytes(4, outs[0].format) <= static_cast<size_t>(t.smem_per_block);
   nt = fits4 && (tiles(4) >= t.sm_count || one_row_tile) ? 4 : 2;
   p.row_tiles = row_tiles(nt);
   p.split = splits(tiles(nt));

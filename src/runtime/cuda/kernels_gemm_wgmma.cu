@@ -35,8 +35,7 @@
 //
 // fp8 weights (W8A8, Hopper's every fp8 product: kernels_gemm_launch.cu): the e4m3 codes of the
 // weights and of x staged as bf16's bytes are (quant_layout.h), each group an e4m3 wgmma of k32;
-// a chunk's sum starts from zero and is added to the chain in fp32 (tensor_core.cuh), 64 rows a
-// block (the chunk sums double the accumulators).
+// a chunk's sum starts from zero and is added to the chain in fp32 (tensor_core.cuh).
 
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -168,7 +167,6 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
 #else
   pdl_trigger();
   constexpr bool kQuantized = packed_format(FMT);  // 4w, 8w: dequantized into A in registers
-  static_assert(FMT != kGemvFp8 || BR == 64, "fp8: 64 rows a block (its accumulators take twice the registers)");
   constexpr int NA = BR / 2;  // accumulators a thread: 64 x BR a warpgroup over 128 threads
   constexpr int NS = stage_count(BR, FMT);
   const BlockJob b = block_job<GATED>(p, BR);
@@ -258,12 +256,13 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
     if constexpr (kQuantized) pin_u32(previous);
     if (release_previous) release((i - 1) % NS);
   };
-  // fp8: each chunk's four k32 wgmma summed from zero into a part of its own (two, alternating),
-  // which is added to the piece's chain in fp32 once they are done: wgmma's e4m3 sum keeps too few
-  // bits to carry a whole piece (tools/probes/mma_fp8_numerics.cu). Chunk i's part is added while
-  // chunk i + 1's wgmma run.
-  float part0[FMT == kGemvFp8 ? NA : 1], part1[FMT == kGemvFp8 ? NA : 1];
-  auto multiply_fp8 = [&](int i, bool add_previous, float (&part)[NA], float (&previous)[NA]) {
+  // fp8: each chunk's four k32 wgmma summed from zero into a part of its own, added to the piece's
+  // chain in fp32 once they are done: wgmma's e4m3 sum keeps too few bits to carry a whole piece
+  // (tools/probes/mma_fp8_numerics.cu). The add waits for the chunk's wgmma (ptxas would serialize
+  // them anyway, reading accumulators between wgmma and wait: its C7514); the other warpgroup's
+  // wgmma run meanwhile.
+  float part[NA];
+  auto multiply_fp8 = [&](int i) {
     const int s = i % NS;
     const uint32_t stage = stage0 + s * stage_bytes(BR, FMT);
     mbar_wait(full0 + 8 * s, (i / NS) & 1);
@@ -273,33 +272,20 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
 #pragma unroll
     for (int h = 0; h < kGroupsPerChunk; ++h) wgmma_ss_e4m3<BR>(part, da + 2 * h, db + 2 * h, h);
     wgmma_commit();
-    wgmma_wait<1>();
+    wgmma_wait<0>();
     pin(part);
-    pin(previous);
-    if (add_previous) {
 #pragma unroll
-      for (int a = 0; a < NA; ++a) acc[a] += previous[a];
-      release((i - 1) % NS);
-    }
+    for (int a = 0; a < NA; ++a) acc[a] += part[a];
+    release(s);
   };
   uint32_t frag0[kGroupsPerChunk][4], frag1[kGroupsPerChunk][4];
   int i = 0;  // chunks multiplied so far
   for (int q = b.piece0; q < b.piece1; ++q) {
     const int chunks = tc::piece_begin(q + 1, p.chunks, S) - tc::piece_begin(q, p.chunks, S);
-    // Two chunks a turn, so that each buffer (fragments; fp8: chunk sums) is a fixed set of registers.
+    // Two chunks a turn, so that each fragment buffer is a fixed set of registers.
     int c = 0;
     if constexpr (FMT == kGemvFp8) {
-      for (; c + 1 < chunks; c += 2, i += 2) {
-        multiply_fp8(i, c > 0, part0, part1);
-        multiply_fp8(i + 1, true, part1, part0);
-      }
-      const bool odd = c < chunks;
-      if (odd) multiply_fp8(i++, c > 0, part0, part1);
-      wgmma_wait<0>();
-      pin(part0);
-      pin(part1);
-#pragma unroll
-      for (int a = 0; a < NA; ++a) acc[a] += odd ? part0[a] : part1[a];
+      for (; c < chunks; ++c) multiply_fp8(i++);
     } else {
       for (; c + 1 < chunks; c += 2, i += 2) {
         multiply(i, c > 0, frag0, frag1);
@@ -312,8 +298,8 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
         pin_u32(frag0);
         pin_u32(frag1);
       }
+      release((i - 1) % NS);
     }
-    release((i - 1) % NS);
     const bool first = q == b.piece0;
 #pragma unroll
     for (int a = 0; a < NA; ++a) {
@@ -419,10 +405,7 @@ void launch_format(const Params& p, const TmaMaps& maps, Stream s) {
   switch (p.out[0].format) {
     case kGemvInt4: launch_instance<BR, GATED, kGemvInt4>(p, maps, s); return;
     case kGemvInt8: launch_instance<BR, GATED, kGemvInt8>(p, maps, s); return;
-    case kGemvFp8:
-      if constexpr (BR == 64) launch_instance<BR, GATED, kGemvFp8>(p, maps, s);
-      else check(false, "cuda gemm (wgmma)", "fp8 takes 64 rows a block");
-      return;
+    case kGemvFp8: launch_instance<BR, GATED, kGemvFp8>(p, maps, s); return;
     default: launch_instance<BR, GATED, kGemvBf16>(p, maps, s);
   }
 }
