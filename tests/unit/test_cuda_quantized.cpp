@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <string>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "../parity/gpu_here.h"
@@ -170,6 +171,16 @@ INSTANTIATE_TEST_SUITE_P(Formats, CudaQuantized,
 // why. Elsewhere: every product agrees with the CPU backend's (the same codes and scales; only the
 // order and precision of the sum differ), and a row's result is the same bits whatever shares its
 // launch: alone (the GEMV), among 40 or 300 rows (the tiled GEMM), fused with another product.
+// The largest |got - want| and the largest |want|.
+std::pair<double, double> largest_difference(const std::vector<float>& got, const std::vector<float>& want) {
+  double worst = 0, largest = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
+    largest = std::max(largest, static_cast<double>(std::fabs(want[i])));
+  }
+  return {worst, largest};
+}
+
 void expect_fp8_products(bool wgmma) {
   CudaOptions o = cuda_options_from_environment();
   o.wgmma_gemm = wgmma;
@@ -211,11 +222,7 @@ void expect_fp8_products(bool wgmma) {
   b->linear(x.all(), q, nullptr, y.all());
   cpu->linear(xc.all(), c, nullptr, yc.all());
   const std::vector<float> all = download(*b, y), want = download(*cpu, yc);
-  double worst = 0, largest = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    worst = std::max(worst, static_cast<double>(std::fabs(all[i] - want[i])));
-    largest = std::max(largest, static_cast<double>(std::fabs(want[i])));
-  }
+  const auto [worst, largest] = largest_difference(all, want);
   std::printf("[fp8 on the GPU, %s] %d x %d against the CPU: largest difference %.3g of the largest output %.3g (%.2g)\n",
               wgmma ? "default kernels" : "mma.sync", N, K, worst, largest, worst / largest);
   EXPECT_LE(worst, kTolerance * largest);
@@ -244,12 +251,8 @@ void expect_fp8_products(bool wgmma) {
     b->gated_linear(x.view(0, M), q, q2, g.all(), gu.all());
     cpu->gated_linear(xc.view(0, M), c, c2, gc.all(), guc.all());
     const std::vector<float> got = download(*b, g), ref = download(*cpu, gc);
-    double gw = 0, gl = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-      gw = std::max(gw, static_cast<double>(std::fabs(got[i] - ref[i])));
-      gl = std::max(gl, static_cast<double>(std::fabs(ref[i])));
-    }
-    EXPECT_LE(gw, kTolerance * gl) << "gated, " << M << " rows";
+    const auto [gated_worst, gated_largest] = largest_difference(got, ref);
+    EXPECT_LE(gated_worst, kTolerance * gated_largest) << "gated, " << M << " rows";
   }
 }
 TEST(CudaQuantizedFp8, ProductsAgreeWithTheCpuAndKeepEachRowsBitsWhateverItsBatch) {

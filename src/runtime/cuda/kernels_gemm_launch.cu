@@ -76,7 +76,7 @@ void launch_fold(const Params& p, bool gated, Stream s) {
 
 // Whether the wgmma kernel multiplies: on Hopper, for every format (4w and 8w dequantized in
 // registers into its A operand; fp8 for every row count: ProductDispatch::tiled).
-bool wgmma(const GemvTuning& t, const GemvOut*) { return t.wgmma_gemm; }
+bool wgmma(const GemvTuning& t) { return t.wgmma_gemm; }
 
 // The launch's shape: rows per block (nt: block_rows(nt)), whether to split by piece, and the
 // split's workspace (workspace_floats; 0 unsplit).
@@ -116,7 +116,7 @@ Params plan(int M, int K, const GemvOut* outs, int n_outs, bool gated, const Gem
       M > block_rows(2) && M <= block_rows(4) && (splits(tiles(4)) || tiles(2) > t.sm_count);
   // The mma.sync kernel's 128-row blocks stage 128 KiB, more than a block may have on Ampere's 8.6
   // and Ada (99 KiB): there, 64 rows a block.
-  const bool fits4 = wgmma(t, outs) || gemm::mma_smem_bytes(4, outs[0].format) <= static_cast<size_t>(t.smem_per_block);
+  const bool fits4 = wgmma(t) || gemm::mma_smem_bytes(4, outs[0].format) <= static_cast<size_t>(t.smem_per_block);
   nt = fits4 && (tiles(4) >= t.sm_count || one_row_tile) ? 4 : 2;
   p.row_tiles = row_tiles(nt);
   p.split = splits(tiles(nt));
@@ -146,7 +146,7 @@ size_t gemm_block_smem_bytes(int M, int K, const GemvOut* outs, int n_outs, bool
   int nt = 0;
   size_t floats = 0;
   plan(M, K, outs, n_outs, gated, t, nt, floats);
-  return wgmma(t, outs) ? gemm::wgmma_smem_bytes(nt, outs[0].format) : gemm::mma_smem_bytes(nt, outs[0].format);
+  return wgmma(t) ? gemm::wgmma_smem_bytes(nt, outs[0].format) : gemm::mma_smem_bytes(nt, outs[0].format);
 }
 
 void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
@@ -166,7 +166,7 @@ void launch_gemm(const __nv_bfloat16* x, size_t ldx, int M, int K, const GemvOut
   p.x = x;
   p.ldx8 = static_cast<long long>(ldx / 8);
   p.workspace = workspace;
-  if (wgmma(t, outs)) gemm::launch_gemm_wgmma(p, nt, gated, s);
+  if (wgmma(t)) gemm::launch_gemm_wgmma(p, nt, gated, s);
   else gemm::launch_gemm_mma(p, nt, gated, s);
   if (p.split) launch_fold(p, gated, s);
 }

@@ -345,12 +345,7 @@ void launch_instance(const Params& p, Stream s) {
 
 template <int NT, bool GATED>
 void launch_format(const Params& p, Stream s) {
-  switch (p.out[0].format) {
-    case kGemvInt4: launch_instance<NT, GATED, kGemvInt4>(p, s); return;
-    case kGemvInt8: launch_instance<NT, GATED, kGemvInt8>(p, s); return;
-    case kGemvFp8: launch_instance<NT, GATED, kGemvFp8>(p, s); return;
-    default: launch_instance<NT, GATED, kGemvBf16>(p, s);
-  }
+  with_format(p.out[0].format, [&](auto format) { launch_instance<NT, GATED, decltype(format)::value>(p, s); });
 }
 
 template <int NT>

@@ -215,11 +215,14 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
   };
   // Chunk i into the chain; quantized, its fragments made into `a` while the previous chunk's wgmma
   // still read `previous`, which the wait then frees.
+  // Chunk i's stage, once its bytes have landed.
+  auto landed = [&](int i) {
+    mbar_wait(full0 + 8 * (i % NS), (i / NS) & 1);
+    return stage0 + (i % NS) * stage_bytes(BR, FMT);
+  };
   auto multiply = [&](int i, bool release_previous, uint32_t (&a)[kGroupsPerChunk][4],
                       uint32_t (&previous)[kGroupsPerChunk][4]) {
-    const int s = i % NS;
-    const uint32_t stage = stage0 + s * stage_bytes(BR, FMT);
-    mbar_wait(full0 + 8 * s, (i / NS) & 1);
+    const uint32_t stage = landed(i);
     const uint64_t db = smem_desc_sw128(stage + weight_stage_bytes(FMT));
     if constexpr (kQuantized) {
       const char* st = reinterpret_cast<const char*>(smem) + (stage - smem0);
@@ -263,9 +266,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
   // wgmma run meanwhile.
   float part[NA];
   auto multiply_fp8 = [&](int i) {
-    const int s = i % NS;
-    const uint32_t stage = stage0 + s * stage_bytes(BR, FMT);
-    mbar_wait(full0 + 8 * s, (i / NS) & 1);
+    const uint32_t stage = landed(i);
     const uint64_t da = smem_desc_sw128(stage + a_off), db = smem_desc_sw128(stage + weight_stage_bytes(FMT));
     pin(part);
     wgmma_fence();
@@ -276,17 +277,17 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
     pin(part);
 #pragma unroll
     for (int a = 0; a < NA; ++a) acc[a] += part[a];
-    release(s);
+    release(i % NS);
   };
   uint32_t frag0[kGroupsPerChunk][4], frag1[kGroupsPerChunk][4];
   int i = 0;  // chunks multiplied so far
   for (int q = b.piece0; q < b.piece1; ++q) {
     const int chunks = tc::piece_begin(q + 1, p.chunks, S) - tc::piece_begin(q, p.chunks, S);
-    // Two chunks a turn, so that each fragment buffer is a fixed set of registers.
-    int c = 0;
     if constexpr (FMT == kGemvFp8) {
-      for (; c < chunks; ++c) multiply_fp8(i++);
+      for (int c = 0; c < chunks; ++c) multiply_fp8(i++);
     } else {
+      // Two chunks a turn, so that each fragment buffer is a fixed set of registers.
+      int c = 0;
       for (; c + 1 < chunks; c += 2, i += 2) {
         multiply(i, c > 0, frag0, frag1);
         multiply(i + 1, true, frag1, frag0);
@@ -402,12 +403,7 @@ void launch_instance(const Params& p, const TmaMaps& maps, Stream s) {
 
 template <int BR, bool GATED>
 void launch_format(const Params& p, const TmaMaps& maps, Stream s) {
-  switch (p.out[0].format) {
-    case kGemvInt4: launch_instance<BR, GATED, kGemvInt4>(p, maps, s); return;
-    case kGemvInt8: launch_instance<BR, GATED, kGemvInt8>(p, maps, s); return;
-    case kGemvFp8: launch_instance<BR, GATED, kGemvFp8>(p, maps, s); return;
-    default: launch_instance<BR, GATED, kGemvBf16>(p, maps, s);
-  }
+  with_format(p.out[0].format, [&](auto format) { launch_instance<BR, GATED, decltype(format)::value>(p, maps, s); });
 }
 
 template <int BR>

@@ -392,16 +392,14 @@ void launch_instance(Params p, int longest, const GemvTuning& t, Stream s) {
 
 template <int NT, typename XT, bool GATED>
 void launch_format(const Params& p, int longest, const GemvTuning& t, Stream s) {
-  switch (p.out[0].format) {
-    case kGemvInt4: launch_instance<NT, XT, GATED, kGemvInt4>(p, longest, t, s); return;
-    case kGemvInt8: launch_instance<NT, XT, GATED, kGemvInt8>(p, longest, t, s); return;
-    case kGemvFp8:
-      // fp8's x is the e4m3 codes of launch_quantize_rows_e4m3, read as bf16 pairs.
-      if constexpr (std::is_same_v<XT, __nv_bfloat16>) launch_instance<NT, XT, GATED, kGemvFp8>(p, longest, t, s);
-      else check(false, "cuda gemv", "fp8 weights take quantized rows of x, not fp32 ones");
-      return;
-    default: launch_instance<NT, XT, GATED, kGemvBf16>(p, longest, t, s);
-  }
+  with_format(p.out[0].format, [&](auto format) {
+    constexpr int FMT = decltype(format)::value;
+    // fp8's x is the e4m3 codes of launch_quantize_rows_e4m3, read as bf16 pairs.
+    if constexpr (FMT == kGemvFp8 && !std::is_same_v<XT, __nv_bfloat16>)
+      check(false, "cuda gemv", "fp8 weights take quantized rows of x, not fp32 ones");
+    else
+      launch_instance<NT, XT, GATED, FMT>(p, longest, t, s);
+  });
 }
 
 template <int NT, typename XT>

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #ifdef __CUDACC__
 #define VOXRT_HOST_DEVICE __host__ __device__
@@ -38,6 +39,17 @@ namespace voxrt::cuda {
 enum GemvWeightFormat : int { kGemvBf16 = 0, kGemvInt4 = 1, kGemvInt8 = 2, kGemvFp8 = 3 };
 // Whether a format's values are packed in quant_layout.h's tiles (4w, 8w), not in rows as bf16 and fp8.
 VOXRT_HOST_DEVICE constexpr bool packed_format(int fmt) { return fmt == kGemvInt4 || fmt == kGemvInt8; }
+// f(std::integral_constant<int, FMT>{}) for a weight's format: the one place the product launchers
+// turn a runtime format into the kernel instance for it (a new format is one more case here).
+template <typename F>
+void with_format(int fmt, F&& f) {
+  switch (fmt) {
+    case kGemvInt4: f(std::integral_constant<int, kGemvInt4>{}); return;
+    case kGemvInt8: f(std::integral_constant<int, kGemvInt8>{}); return;
+    case kGemvFp8: f(std::integral_constant<int, kGemvFp8>{}); return;
+    default: f(std::integral_constant<int, kGemvBf16>{});
+  }
+}
 
 namespace qlayout {
 
