@@ -175,6 +175,7 @@ struct GemvTuning {
   int sm_count = 1;             // the device's
   int smem_per_sm = 100 << 10;  // the device's shared memory an SM, bytes ...
   int smem_per_block = 48 << 10;  // ... and the most one block may ask for
+  int ring_smem_percent = 100;    // the share of smem_per_sm the GEMV's rings of one launch may take
   bool wgmma_gemm = false;      // the tiled GEMM on wgmma (kernels_gemm_wgmma.cu, sm_90a): the same bits
   int gemm_split_percent = 35;   // the GEMM splits K across blocks when its tiles are fewer than this % of the SMs
 };

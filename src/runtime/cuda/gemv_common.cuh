@@ -33,6 +33,15 @@ struct Params {
   int ring_stages;  // tensor-core kernel: chunks in flight a warp (kernels_gemv_mma.cu: ring_stages)
 };
 
+// The split-K fold's arrival count: *counter + 1, returning the old value, an acq_rel atomic at GPU
+// scope (releases what this thread, and what a warp barrier ordered before it, wrote; acquires what
+// the earlier arrivals released).
+__device__ __forceinline__ int count_in_acq_rel(int* counter) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n" : "=r"(old) : "l"(counter) : "memory");
+  return old;
+}
+
 // acc += w . x over 8 bf16 pairs (bf16 -> fp32 is a 16-bit shift).
 __device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {
   const uint32_t wa[4] = {w.x, w.y, w.z, w.w};

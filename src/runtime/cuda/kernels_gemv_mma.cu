@@ -20,7 +20,8 @@
 // launch.
 //
 // The weights stream through a ring in shared memory, each warp its own (cp.async, 64-element
-// chunks of its 16 rows, as many in flight as the launch can give it: ring_stages), read back by
+// chunks of its 16 rows, as many in flight as the launch can give it: ring_stages; each stage's
+// arrival tracked by an mbarrier, whose wait costs the same whatever the ring's depth), read back by
 // ldmatrix: a 16-byte vector v of row r sits at v ^ (r % 8) within the row's 128 bytes, so the 8
 // rows of an ldmatrix phase fall in different banks. The loads of the next chunks are in flight
 // while the current one is multiplied; loading straight into registers, a round at a time, would
@@ -44,8 +45,6 @@ namespace {
 using gemv::Params;
 using tc::chunks_of;
 using tc::cp_async16_shared;
-using tc::cp_async_commit;
-using tc::cp_async_wait;
 using tc::kChunkK8;
 using tc::kGroupsPerChunk;
 using tc::l2_evict_first_policy;
@@ -69,7 +68,9 @@ __host__ __device__ constexpr int packed_stage_vecs(int fmt) {
   return packed_format(fmt) ? packed_values_vecs(fmt) + kScaleBlockVecs : kStageVecs;
 }
 constexpr int kXStageMaxBytes = 11 * 1024;
-constexpr int kMaxRingStages = 16;  // cp_async_wait_dynamic's reach
+constexpr int kMaxRingStages = 16;
+// Each warp's ring stages' mbarriers, at the front of the block's shared memory.
+constexpr int kBarrierBytes = kWarps * kMaxRingStages * 8;
 constexpr int kDriverSmemPerBlock = 1024;  // shared memory the driver reserves for each block of an SM
 
 // A block's ring: R stages of every weight for each warp.
@@ -89,9 +90,9 @@ __host__ __device__ constexpr int stage_bytes(int weights, int fmt) { return kWa
 int ring_stages(int blocks, int resident, size_t max_dynamic, int longest_piece, int weights, int fmt,
                 size_t x_stage_bytes, const GemvTuning& t) {
   const int per_sm = std::clamp((blocks + t.sm_count - 1) / std::max(t.sm_count, 1), 1, std::max(resident, 1));
-  const long long per_sm_share = t.smem_per_sm / per_sm - kDriverSmemPerBlock;
+  const long long per_sm_share = static_cast<long long>(t.smem_per_sm) * t.ring_smem_percent / 100 / per_sm - kDriverSmemPerBlock;
   const long long per_block = std::min<long long>(per_sm_share, static_cast<long long>(max_dynamic)) -
-                              static_cast<long long>(x_stage_bytes);
+                              static_cast<long long>(x_stage_bytes) - kBarrierBytes;
   const int fit = static_cast<int>(std::max<long long>(per_block, 0) / stage_bytes(weights, fmt));
   return std::clamp(std::min(fit, longest_piece), 1, kMaxRingStages);
 }
@@ -137,7 +138,12 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   extern __shared__ uint4 smem[];
   // The warp's ring: stage s of weight v, [row][vector ^ (row % 8)] (bf16) or the packed vectors of
   // the 32 lanes and the scale blocks (quantized).
-  uint4* ring = smem + warp * NV * R * kPackedVecs;
+  uint4* ring = smem + kBarrierBytes / 16 + warp * NV * R * kPackedVecs;
+  // Stage s's mbarrier (tensor_core.cuh: cp_async_arrive); lane 0 readies the warp's before any copy.
+  const uint32_t bars = static_cast<uint32_t>(__cvta_generic_to_shared(smem)) + warp * kMaxRingStages * 8;
+  if (lane == 0)
+    for (int i = 0; i < R; ++i) tc::mbar_init(bars + 8 * i, 32);
+  __syncwarp();
   auto stage_of = [&](int s, int v) { return ring + (s * NV + v) * kPackedVecs; };
   // The copies address the ring as a shared-memory offset computed once: with a generic address
   // converted at every copy, ptxas (CUDA 13.0) gave one copy of the bf16 gated 17-32-row instance
@@ -159,6 +165,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   const uint4* w_rows[NV][kCopies];
   const uint4* scale_rows[NV];
   const int half_k = lane & 4 ? 32 : 0;
+  const qlayout::Divider group_div = o.group_div;  // read once: o is indexed by a run-time segment
 #pragma unroll
   for (int v = 0; v < NV; ++v) {
     const char* base = static_cast<const char*>(v == 0 ? o.data() : p.out[1].data());
@@ -186,7 +193,7 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
         if (lane < kScaleBlockVecs) {
           const int k = c * 64 + half_k;
           const bool live = k < K;
-          const uint4* block = scale_rows[v] + qlayout::divide(k, o.group_div) * 4;
+          const uint4* block = scale_rows[v] + qlayout::divide(k, group_div) * 4;
           cp_async16_shared(stage_at(s, v, packed_values_vecs(FMT) + lane), live ? block : any, live, evict_first);
         }
       } else {
@@ -202,47 +209,56 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   };
   // The first R chunks are in flight before waiting for the previous kernel (launch.cuh); then
   // every chunk consumed frees its stage for the chunk R ahead, so the weight stream never drains.
-  // One commit group per chunk (empty past the piece) keeps the wait count fixed.
   for (int i = 0; i < R; ++i) {
-    if (!idle && c0 + i < c1) fill(c0 + i, i);
-    cp_async_commit();
+    if (!idle && c0 + i < c1) {
+      fill(c0 + i, i);
+      tc::cp_async_arrive(bars + 8 * i);
+    }
   }
   pdl_wait();
 
   // x, rounded to bf16: staged for the whole piece when it fits (one round trip for the block),
-  // else read per group from global memory (L1/L2). Staged rows are 32-bit words from the piece's
-  // first element, x_stage_stride words apart (4 more than the piece's chunks need: the 8 rows of a
-  // fragment load fall in different banks).
-  const unsigned* xs = reinterpret_cast<const unsigned*>(smem + ring_bytes(R, NV, FMT) / 16);
-  const int k0 = c0 * kChunkK8 * 8;
+  // else read per group from global memory (L1/L2). A staged row holds the piece's chunks, 32
+  // words each (x_stage_stride words from row to row: 4 more than the chunks need, so that the 8
+  // rows of a fragment load fall in different banks), each chunk's words in the order its B
+  // fragments are taken: word 8t + 2h + i is the one lane t's register i of k16 group h needs
+  // (elements 16h + 8i + 2t and the next), so a lane loads its whole chunk in two 16-byte reads.
+  // Staged 16-byte vector v of a chunk (elements 8v ...) is words 4v + t, to 8t + v.
+  const unsigned* xs = reinterpret_cast<const unsigned*>(smem + (kBarrierBytes + ring_bytes(R, NV, FMT)) / 16);
   if (p.x_stage_stride) {
-    unsigned* xw = reinterpret_cast<unsigned*>(smem + ring_bytes(R, NV, FMT) / 16);
+    unsigned* xw = const_cast<unsigned*>(xs);
     const int vecs = (c1 - c0) * kChunkK8;
     for (int i = threadIdx.x; i < p.M * vecs; i += kWarps * 32) {
       const int m = i / vecs, v = i % vecs, k8 = c0 * kChunkK8 + v;
       const uint4 val = k8 < K8 ? gemv::load_x8<XT>(p, m, k8) : uint4{0, 0, 0, 0};
-      *reinterpret_cast<uint4*>(xw + m * p.x_stage_stride + 4 * v) = val;
+      unsigned* chunk = xw + m * p.x_stage_stride + (v / kChunkK8) * 32 + v % kChunkK8;
+      chunk[0] = val.x, chunk[8] = val.y, chunk[16] = val.z, chunk[24] = val.w;
     }
     __syncthreads();
   }
-  // The B fragments of k16 group h of chunk c for tile j: x row 8j + g, elements 2t, 2t + 1 and
-  // 2t + 8, 2t + 9 of the group (zeros past M and K).
-  // Staged: lane's row of tile j starts at word x_row[j] (a row past M reads the last row, and
-  // zeros are taken instead).
-  int x_row[NT];
+  // The B fragments of k16 group h of chunk c for tile j: b[h][j] = x row 8j + g, elements 2t,
+  // 2t + 1 and 2t + 8, 2t + 9 of the group (zeros past M and K). Staged, a chunk's four groups are
+  // loaded at once (load_staged_b); from global memory, a group's as it is multiplied (load_b),
+  // each load only for a row below M.
+  int x_row[NT];  // staged: the word of this lane's first chunk in its row of tile j
 #pragma unroll
-  for (int j = 0; j < NT; ++j) x_row[j] = min(8 * j + g, p.M - 1) * p.x_stage_stride + t - k0 / 2;
+  for (int j = 0; j < NT; ++j) x_row[j] = min(8 * j + g, p.M - 1) * p.x_stage_stride + 8 * t;
+  auto load_staged_b = [&](int c, uint32_t (&b)[kGroupsPerChunk][NT][2]) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {
+      const bool live = 8 * j + g < p.M;
+      const uint4* at = reinterpret_cast<const uint4*>(xs + x_row[j] + (c - c0) * 32);
+      const uint4 lo = live ? at[0] : uint4{0, 0, 0, 0}, hi = live ? at[1] : uint4{0, 0, 0, 0};
+      b[0][j][0] = lo.x, b[0][j][1] = lo.y, b[1][j][0] = lo.z, b[1][j][1] = lo.w;
+      b[2][j][0] = hi.x, b[2][j][1] = hi.y, b[3][j][0] = hi.z, b[3][j][1] = hi.w;
+    }
+  };
   auto load_b = [&](int c, int h, uint32_t (&b)[NT][2]) {
     const int k = c * kChunkK8 * 8 + 16 * h + 2 * t;
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       const int m = 8 * j + g;
-      if (p.x_stage_stride) {
-        const int at = x_row[j] + c * kChunkK8 * 4 + 8 * h;
-        const uint32_t b0 = xs[at], b1 = xs[at + 4];
-        b[j][0] = m < p.M ? b0 : 0;
-        b[j][1] = m < p.M ? b1 : 0;
-      } else if (m >= p.M) {
+      if (m >= p.M) {
         b[j][0] = b[j][1] = 0;
       } else {
         b[j][0] = load_x2<XT>(p, m, k, K);
@@ -260,9 +276,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   // ldmatrix of group h: lane L gives row L % 16's vector 2h + L / 16.
   const int a_row = lane % 16, a_half = lane / 16;
   int stage = 0;
+  uint32_t parity = 0;  // of the stages' current filling: flips as the ring wraps
   for (int c = c0; !idle && c < c1; ++c) {
-    tc::cp_async_wait_dynamic(R - 1);  // chunk c's group has landed ...
-    __syncwarp();            // ... for every lane of the warp
+    tc::mbar_wait_parity(bars + 8 * stage, parity);  // chunk c has landed, every lane's copies
     // Quantized: this lane's packed words and its scale words of each half of the chunk.
     uint32_t qw[NV][kQuantized ? 4 * lane_vecs(FMT) : 1];
     uint2 sb[NV][2];
@@ -280,10 +296,11 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
         sb[v][1] = blocks[8 + g];
       }
     }
+    uint32_t b[kGroupsPerChunk][NT][2];
+    if (p.x_stage_stride) load_staged_b(c, b);
 #pragma unroll
     for (int h = 0; h < kGroupsPerChunk; ++h) {
-      uint32_t b[NT][2];
-      load_b(c, h, b);
+      if (!p.x_stage_stride) load_b(c, h, b[h]);
       uint32_t a[NV][4];
 #pragma unroll
       for (int v = 0; v < NV; ++v) {
@@ -297,14 +314,15 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 #pragma unroll
       for (int j = 0; j < NT; ++j)
 #pragma unroll
-        for (int v = 0; v < NV; ++v) tc::mma_group<FMT>(acc[v][j], a[v], b[j][0], b[j][1]);
+        for (int v = 0; v < NV; ++v) tc::mma_group<FMT>(acc[v][j], a[v], b[h][j][0], b[h][j][1]);
     }
     __syncwarp();  // every lane has read the stage before any refills it
-    if (c + R < c1) fill(c + R, stage);
-    cp_async_commit();
-    stage = stage + 1 == R ? 0 : stage + 1;
+    if (c + R < c1) {
+      fill(c + R, stage);
+      tc::cp_async_arrive(bars + 8 * stage);
+    }
+    if (++stage == R) stage = 0, parity ^= 1;
   }
-  cp_async_wait<0>();
 
   float* sum = &acc[0][0][0];  // acc viewed as kAcc floats, index (v * NT + j) * 4 + e
   if (S > 1) {
@@ -315,13 +333,16 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
     float* mine = p.partials + (static_cast<size_t>(blockIdx.x) * kWarps + warp) * kWarpPartialFloats;
 #pragma unroll
     for (int a = 0; a < kAcc; ++a) mine[a * 32 + lane] = sum[a];
-    __threadfence();
+    // The lanes' stores are ordered before lane 0's count (the warp barrier), which releases them
+    // and, for the last piece, acquires every other piece's: one acq_rel atomic at GPU scope in
+    // place of a sequentially consistent fence in every lane on both sides (MEMBAR.SC.GPU, which
+    // also emptied L1, at the end of every split product).
     __syncwarp();
     const int counter = ((seg ? p.group_end[seg - 1] : 0) + group) * kWarps + warp;
     int last = 0;
-    if (lane == 0) last = atomicAdd(&p.counters[counter], 1) == S - 1;
+    if (lane == 0) last = gemv::count_in_acq_rel(&p.counters[counter]) == S - 1;
     if (!__shfl_sync(0xffffffffu, last, 0)) return;
-    __threadfence();
+    __syncwarp();  // lane 0's acquire, before every lane's loads
     const float* first = p.partials + (static_cast<size_t>(blockIdx.x - piece) * kWarps + warp) * kWarpPartialFloats;
     // The partials are loaded kFoldPieces pieces at a time, every load issued before the first add,
     // so that the fold costs an L2 round trip per kFoldPieces pieces, not one per value.
@@ -387,7 +408,7 @@ void launch_instance(Params p, int longest, const GemvTuning& t, Stream s) {
   const size_t x_bytes = static_cast<size_t>(p.M) * p.x_stage_stride * 4;
   p.ring_stages = ring_stages(blocks, limits.resident, limits.max_dynamic, longest, NV, FMT, x_bytes, t);
   launch_kernel("gemv_mma", kernel, dim3(static_cast<unsigned>(blocks)), dim3(kWarps * 32),
-                ring_bytes(p.ring_stages, NV, FMT) + x_bytes, s, p);
+                kBarrierBytes + ring_bytes(p.ring_stages, NV, FMT) + x_bytes, s, p);
 }
 
 template <int NT, typename XT, bool GATED>

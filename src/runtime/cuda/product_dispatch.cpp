@@ -29,6 +29,7 @@ ProductDispatch::ProductDispatch(const DeviceStream& device, DeviceMemory& memor
     const GpuCaps& caps = device_.caps();
     tuning_.sm_count = caps.sms;
     tuning_.smem_per_sm = caps.smem_per_sm;
+    tuning_.ring_smem_percent = options_.gemv_ring_smem_percent;
     tuning_.smem_per_block = caps.smem_per_block;
     tuning_.wgmma_gemm = options_.wgmma_gemm && has_wgmma(caps) && gemm_wgmma_available();
     tuning_.gemm_split_percent = options_.gemm_split_percent;

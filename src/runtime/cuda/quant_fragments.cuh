@@ -34,12 +34,20 @@ __device__ __forceinline__ void scale_pair(uint2 sb, int j, __nv_bfloat162& s2, 
 template <int FMT>
 struct Traits;
 
+// (x & mask) | bits in one instruction (lop3 0xea: (a & b) | c), where the compiler makes two.
+template <uint32_t MASK, uint32_t BITS>
+__device__ __forceinline__ uint32_t and_or(uint32_t x) {
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;\n" : "=r"(r) : "r"(x), "n"(MASK), "n"(BITS));
+  return r;
+}
+
 template <>
 struct Traits<kGemvInt4> {
   static constexpr int kLaneVecs = qlayout::lane_bytes(kGemvInt4) / 16;
   // Register j of group h: nibbles j and j + 4 of word h.
   __device__ __forceinline__ static __nv_bfloat162 integers(const uint32_t (&w)[4 * kLaneVecs], int h, int j) {
-    return __hsub2(as_bf162(((w[h] >> (4 * j)) & 0x000f000fu) | kBf16x2_128), as_bf162(kBf16x2_128));
+    return __hsub2(as_bf162(and_or<0x000f000fu, kBf16x2_128>(w[h] >> (4 * j))), as_bf162(kBf16x2_128));
   }
 };
 

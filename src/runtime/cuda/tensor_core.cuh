@@ -103,23 +103,33 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool vali
   const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0) : "memory");
 }
+// A ring stage's arrival, tracked by an mbarrier in shared memory (shared-memory addresses), where a
+// commit group's would need the ring's depth as an immediate: mbar_init(bar, 32) by one lane, then
+// each of a warp's 32 lanes calls cp_async_arrive(bar) after issuing its copies of the stage, and
+// the stage's u-th filling has landed, every lane's copies, once mbar_wait_parity(bar, u & 1) returns.
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_wait_parity(uint32_t bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+#else
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+#endif
+  } while (!done);
+}
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
-// cp_async_wait<n>() for a count known at run time, LO <= n <= HI (a ring whose depth the launch
-// picks): a binary search over the immediates, four compares and branches for 0 .. 15, where a
-// switch became a compare for every case at every call.
-template <int LO = 0, int HI = 15>
-__device__ __forceinline__ void cp_async_wait_dynamic(int n) {
-  if constexpr (LO == HI) {
-    cp_async_wait<LO>();
-  } else {
-    constexpr int kMid = (LO + HI) / 2;
-    if (n <= kMid) cp_async_wait_dynamic<LO, kMid>(n);
-    else cp_async_wait_dynamic<kMid + 1, HI>(n);
-  }
-}
-
 }  // namespace voxrt::cuda::tc
