@@ -24,12 +24,9 @@ __device__ __forceinline__ void pin(float (&d)[NA]) {
 #pragma unroll
   for (int i = 0; i < NA; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
-// mbarriers in shared memory (addresses from __cvta_generic_to_shared): a phase completes when
-// `count` threads have arrived and the bytes announced for it have landed; a waiter names the
-// phase's parity.
-__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
+// mbarriers in shared memory (addresses from __cvta_generic_to_shared; made by tc::mbar_init,
+// tensor_core.cuh): a phase completes when `count` threads have arrived and the bytes announced
+// for it have landed; a waiter names the phase's parity.
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }

@@ -72,6 +72,7 @@ namespace {
 
 using tc::kChunkK8;
 using tc::kGroupsPerChunk;
+using tc::mbar_init;
 using namespace hopper;
 
 constexpr int kConsumers = 2;                     // multiplying warpgroups, 64 weight rows each
@@ -213,13 +214,13 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
   auto release = [&](int s) {
     if (lane == 0) mbar_arrive(empty0 + 8 * s);
   };
-  // Chunk i into the chain; quantized, its fragments made into `a` while the previous chunk's wgmma
-  // still read `previous`, which the wait then frees.
   // Chunk i's stage, once its bytes have landed.
   auto landed = [&](int i) {
     mbar_wait(full0 + 8 * (i % NS), (i / NS) & 1);
     return stage0 + (i % NS) * stage_bytes(BR, FMT);
   };
+  // Chunk i into the chain; quantized, its fragments made into `a` while the previous chunk's wgmma
+  // still read `previous`, which the wait then frees.
   auto multiply = [&](int i, bool release_previous, uint32_t (&a)[kGroupsPerChunk][4],
                       uint32_t (&previous)[kGroupsPerChunk][4]) {
     const uint32_t stage = landed(i);

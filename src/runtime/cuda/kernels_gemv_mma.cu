@@ -224,9 +224,9 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   // fragments are taken: word 8t + 2h + i is the one lane t's register i of k16 group h needs
   // (elements 16h + 8i + 2t and the next), so a lane loads its whole chunk in two 16-byte reads.
   // Staged 16-byte vector v of a chunk (elements 8v ...) is words 4v + t, to 8t + v.
-  const unsigned* xs = reinterpret_cast<const unsigned*>(smem + (kBarrierBytes + ring_bytes(R, NV, FMT)) / 16);
+  unsigned* const xw = reinterpret_cast<unsigned*>(smem + (kBarrierBytes + ring_bytes(R, NV, FMT)) / 16);
+  const unsigned* const xs = xw;
   if (p.x_stage_stride) {
-    unsigned* xw = const_cast<unsigned*>(xs);
     const int vecs = (c1 - c0) * kChunkK8;
     for (int i = threadIdx.x; i < p.M * vecs; i += kWarps * 32) {
       const int m = i / vecs, v = i % vecs, k8 = c0 * kChunkK8 + v;
