@@ -7,7 +7,8 @@
 // defines it, so a quantized product is the bf16 product over the dequantized weight, bit for bit.
 // Integers reach bf16 by bit operations and an exact subtraction: 0x4300 is bf16 128, whose ulp is
 // 1, so 0x4300 | n is exactly 128 + n for n < 128. The conversion instructions run at a quarter of
-// the ALU's rate, which made a first version slower than bf16 weights.
+// the ALU's rate, which made a first version slower than bf16 weights; splitting 8w's bytes into
+// nibbles (a dozen instructions a register) kept 8w slower than bf16 at one row.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -54,14 +55,13 @@ struct Traits<kGemvInt4> {
 template <>
 struct Traits<kGemvInt8> {
   static constexpr int kLaneVecs = qlayout::lane_bytes(kGemvInt8) / 16;
-  // Register j of group h: the int8 pair at bits 16 (j % 2) of word 2h + j / 2. u = q + 128 is split
-  // in nibbles: q = 16 high + low - 128, every step exact in bf16 (integers below 256).
+  // Register j of group h: the int8 pair at bits 16 (j % 2) of word 2h + j / 2, moved to the low
+  // byte of each half (one prmt). An int8 r with low bits l (7) and sign bit s is q = l - 128 s,
+  // and both terms sit in exact bf16 values: 0x4300 | l is 128 + l, 0x4300 | (r & 0x80) is
+  // 128 + 128 s (0x4380 is bf16 256), so q is one exact subtraction of two masked words.
   __device__ __forceinline__ static __nv_bfloat162 integers(const uint32_t (&w)[4 * kLaneVecs], int h, int j) {
-    const uint32_t u = ((w[2 * h + j / 2] >> (16 * (j % 2))) & 0xffffu) ^ 0x8080u;
-    const __nv_bfloat162 lo = as_bf162((u & 0xfu) | ((u << 8) & 0xf0000u) | kBf16x2_128);
-    const __nv_bfloat162 hi = as_bf162(((u >> 4) & 0xfu) | ((u << 4) & 0xf0000u) | kBf16x2_128);
-    return __hfma2(__hsub2(hi, as_bf162(kBf16x2_128)), __floats2bfloat162_rn(16.f, 16.f),
-                   __hsub2(lo, __floats2bfloat162_rn(256.f, 256.f)));
+    const uint32_t pair = __byte_perm(w[2 * h + j / 2], 0, j % 2 ? 0x4342 : 0x4140);
+    return __hsub2(as_bf162(and_or<0x007f007fu, kBf16x2_128>(pair)), as_bf162(and_or<0x00800080u, kBf16x2_128>(pair)));
   }
 };
 
