@@ -26,48 +26,28 @@ __device__ __forceinline__ float normed(float w, float x, float inv) { return w 
 
 // 1 / rms of rows m < M of x (row stride ldx, cols elements) into inv[m], by a block of kWarps warps
 // standing in for the norm kernel's shape.threads threads of each row: warp w takes the kernel's
-// warps w, w + kWarps, ... of every row (kRound of them at a time, every load of a round issued
-// before the first sum, so that a round costs one memory round trip), and warp w then finishes
-// rows w, w + kWarps, ... partial: 32 floats a row of shared memory, free for the block's use until
-// the barrier this ends on.
+// warps w, w + kWarps, ... of every row in turn, and warp w then finishes rows w, w + kWarps, ...
+// partial: 32 floats a row of shared memory, free for the block's use until the barrier this ends on.
 template <int kWarps>
 __device__ void block_row_inverses(const float* x, long long ldx, int M, int cols, RmsNormShape shape, float eps,
                                    float* partial, float* inv) {
-  constexpr int kRound = 4, kPer = 4;  // the norm kernel's warps a round, and elements a load batch
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int norm_warps = shape.threads / 32, total = M * norm_warps;
-  for (int i0 = warp; i0 < total; i0 += kWarps * kRound) {
-    float ss[kRound];
-#pragma unroll
-    for (int u = 0; u < kRound; ++u) ss[u] = 0;
-    for (int e0 = 0; e0 < shape.per; e0 += kPer) {
-      float v[kRound][kPer];
-#pragma unroll
-      for (int u = 0; u < kRound; ++u) {
-        const int i = i0 + u * kWarps, m = i / norm_warps, tid = 32 * (i % norm_warps) + lane;
-#pragma unroll
-        for (int e = 0; e < kPer; ++e) {
-          const int c = tid + (e0 + e) * shape.threads;
-          v[u][e] = i < total && e0 + e < shape.per && c < cols ? __ldg(x + m * ldx + c) : 0.0f;
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kRound; ++u)
-#pragma unroll
-        for (int e = 0; e < kPer; ++e)
-          if (e0 + e < shape.per) ss[u] = add_square(ss[u], v[u][e]);
+  const int norm_warps = shape.threads / 32;
+  for (int i = warp; i < M * norm_warps; i += kWarps) {
+    const int m = i / norm_warps, w = i % norm_warps, tid = 32 * w + lane;
+    const float* xr = x + m * ldx;
+    float ss = 0;
+    for (int e = 0; e < shape.per; ++e) {
+      const int c = tid + e * shape.threads;
+      ss = add_square(ss, c < cols ? __ldg(xr + c) : 0.0f);
     }
-#pragma unroll
-    for (int u = 0; u < kRound; ++u) {
-      const int i = i0 + u * kWarps;
-      const float sum = butterfly(ss[u]);
-      if (lane == 0 && i < total) partial[32 * (i / norm_warps) + i % norm_warps] = sum;
-    }
+    ss = butterfly(ss);
+    if (lane == 0) partial[32 * m + w] = ss;
   }
   __syncthreads();
   for (int m = warp; m < M; m += kWarps) {
-    const float total_sq = butterfly(lane < norm_warps ? partial[32 * m + lane] : 0.0f);
-    if (lane == 0) inv[m] = inverse(total_sq, cols, eps);
+    const float total = butterfly(lane < norm_warps ? partial[32 * m + lane] : 0.0f);
+    if (lane == 0) inv[m] = inverse(total, cols, eps);
   }
   __syncthreads();
 }
