@@ -62,17 +62,6 @@ void Backend::check_add_at(Mat x, std::span<const MatEntry> entries, const char*
     });
 }
 
-void Backend::check_scale_rows(std::span<const int> scale_row, int n_scales, const char* op) {
-  for (const int i : scale_row)
-    check_with(i >= 0 && i < n_scales, op, [&] { return "scale row " + std::to_string(i) + " out of range"; });
-}
-
-void Backend::apply_norm(Mat x, const RowNorm& norm, Mat h) {
-  check(norm.w != nullptr, "normed products", "no norm weight");
-  if (norm.scales.data) rms_norm_scaled(x, *norm.w, norm.eps, h, norm.scales, norm.scale_row);
-  else rms_norm(x, *norm.w, norm.eps, h);
-}
-
 void Backend::rope_store_kv(Mat q, Mat k, Mat v, int n_heads, std::span<const RowRef> rows,
                             std::span<const float> inv_freq, KvCache& cache, int layer) {
   const int head_dim = cache.shape().head_dim;

@@ -77,15 +77,6 @@ struct LinearOut {
   bool accumulate = false;
 };
 
-// The RMS norm a layer puts before its products (Backend::normed_linears, normed_gated_linear):
-// rms_norm with w and eps, then rms_norm_scaled's row scales when scales has rows.
-struct RowNorm {
-  const Weight* w = nullptr;
-  float eps = 0;
-  Mat scales{};
-  std::span<const int> scale_row{};
-};
-
 // One element of Backend::add_at: x[row][col] += value.
 struct MatEntry {
   int32_t row = 0, col = 0;
@@ -194,18 +185,6 @@ class Backend {
     linear(x, w_up, nullptr, up_scratch);
     silu_mul(y, up_scratch);
   }
-  // linears and gated_linear over x's rows normalized by norm (rms_norm or rms_norm_scaled into h,
-  // x's shape): the same results, in fewer passes where the backend folds the norm into the
-  // products' reading of x, which then leaves h as it was.
-  virtual void normed_linears(Mat x, const RowNorm& norm, Mat h, std::span<const LinearOut> outs) {
-    apply_norm(x, norm, h);
-    linears(h, outs);
-  }
-  virtual void normed_gated_linear(Mat x, const RowNorm& norm, Mat h, const Weight& w_gate, const Weight& w_up, Mat y,
-                                   Mat up_scratch) {
-    apply_norm(x, norm, h);
-    gated_linear(h, w_gate, w_up, y, up_scratch);
-  }
   // y = x / rms(x) * w, per row.
   virtual void rms_norm(Mat x, const Weight& w, float eps, Mat y) = 0;
   // rms_norm, then scale_rows(y, scales, scale_row): the decoder's delay-conditioned norm, in one
@@ -257,10 +236,6 @@ class Backend {
   // out of x's shape throws (check_add_at).
   virtual void add_at(Mat x, std::span<const MatEntry> entries) = 0;
   static void check_add_at(Mat x, std::span<const MatEntry> entries, const char* op);
-  // Every index of scale_row names one of n_scales rows (scale_rows, rms_norm_scaled).
-  static void check_scale_rows(std::span<const int> scale_row, int n_scales, const char* op);
-  // norm's rms_norm (or rms_norm_scaled) of x into h: the first half of normed_linears' default.
-  void apply_norm(Mat x, const RowNorm& norm, Mat h);
   // Index of the maximum of each row (first on ties), and the gap to the runner-up.
   virtual void argmax(Mat x, std::span<int32_t> ids, std::span<float> margins) = 0;
 };

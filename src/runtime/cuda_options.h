@@ -22,9 +22,6 @@ struct CudaOptions {
   int gemv_packed_split_warps_per_sm = 12;
   int gemv_packed_min_piece_chunks = 2;
   int gemv_ring_smem_percent = 100;  // VOXRT_CUDA_GEMV_RING_SMEM: % of an SM's shared memory the GEMV's weight rings may fill (the rest is left to the next kernel, which starts under programmatic launch)
-  // VOXRT_CUDA_NORM_IN_PRODUCTS=0: a layer's RMS norms as their own kernels, not folded into the
-  // GEMV's staging of x (normed_linears; the same bits either way)
-  bool norm_in_products = true;
   int gemm_min_rows = 2;             // VOXRT_CUDA_GEMM_MIN_ROWS (1..4096): products of this many rows or more take the tiled GEMM (same bits)
   // The same for 4w and 8w weights (VOXRT_CUDA_GEMM_PACKED_MIN_ROWS): their GEMV reads a quarter or
   // half of bf16's bytes, so it stays ahead of the GEMM over more rows; from 9 rows (where the GEMV

@@ -38,7 +38,7 @@ class ScopedEnv {
 
 const char* const kAll[] = {"VOXRT_CUDA_GRAPHS",     "VOXRT_CUDA_PDL",        "VOXRT_CUDA_GEMV",
                             "VOXRT_CUDA_GEMV_MAX_ROWS", "VOXRT_CUDA_GEMV_SPLIT", "VOXRT_CUDA_GEMV_MIN_CHUNKS", "VOXRT_CUDA_GEMM_MIN_ROWS",
-                            "VOXRT_CUDA_GEMV_PACKED_SPLIT", "VOXRT_CUDA_GEMV_PACKED_MIN_CHUNKS", "VOXRT_CUDA_GEMV_RING_SMEM", "VOXRT_CUDA_NORM_IN_PRODUCTS", "VOXRT_CUDA_GEMM_PACKED_MIN_ROWS",
+                            "VOXRT_CUDA_GEMV_PACKED_SPLIT", "VOXRT_CUDA_GEMV_PACKED_MIN_CHUNKS", "VOXRT_CUDA_GEMV_RING_SMEM", "VOXRT_CUDA_GEMM_PACKED_MIN_ROWS",
                             "VOXRT_CUDA_GEMM_FP8_MIN_ROWS", "VOXRT_CUDA_GEMM_SPLIT_PERCENT",
                             "VOXRT_CUDA_KV",         "VOXRT_CUDA_ATTN_BLOCKS_PER_SM", "VOXRT_CUDA_ATTN_GROUP_ROWS",
                             "VOXRT_CUDA_REPEAT",     "VOXRT_CUDA_GEMM",       "VOXRT_CUDA_ATTN",
@@ -66,7 +66,6 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
     EXPECT_EQ(o.gemv_packed_split_warps_per_sm, defaults.gemv_packed_split_warps_per_sm);
     EXPECT_EQ(o.gemv_packed_min_piece_chunks, defaults.gemv_packed_min_piece_chunks);
     EXPECT_EQ(o.gemv_ring_smem_percent, defaults.gemv_ring_smem_percent);
-    EXPECT_EQ(o.norm_in_products, defaults.norm_in_products);
     EXPECT_EQ(o.gemm_min_rows, defaults.gemm_min_rows);
     EXPECT_EQ(o.gemm_packed_min_rows, defaults.gemm_packed_min_rows);
     EXPECT_EQ(o.gemm_fp8_min_rows, defaults.gemm_fp8_min_rows);
@@ -89,7 +88,6 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   env.set("VOXRT_CUDA_GEMV_PACKED_SPLIT", "5");
   env.set("VOXRT_CUDA_GEMV_PACKED_MIN_CHUNKS", "0");  // clamped to 1
   env.set("VOXRT_CUDA_GEMV_RING_SMEM", "5");  // clamped to 10
-  env.set("VOXRT_CUDA_NORM_IN_PRODUCTS", "0");
   env.set("VOXRT_CUDA_GEMM_MIN_ROWS", "0");  // clamped to 1
   env.set("VOXRT_CUDA_GEMM_PACKED_MIN_ROWS", "33");
   env.set("VOXRT_CUDA_GEMM_FP8_MIN_ROWS", "9999");  // clamped to 4096
@@ -111,7 +109,6 @@ TEST(CudaOptions, TheEnvironmentSetsEachSwitchAndNothingElse) {
   EXPECT_EQ(o.gemv_packed_split_warps_per_sm, 5);
   EXPECT_EQ(o.gemv_packed_min_piece_chunks, 1);
   EXPECT_EQ(o.gemv_ring_smem_percent, 10);
-  EXPECT_FALSE(o.norm_in_products);
   EXPECT_EQ(o.gemm_min_rows, 1);
   EXPECT_EQ(o.gemm_packed_min_rows, 33);
   EXPECT_EQ(o.gemm_fp8_min_rows, 4096);

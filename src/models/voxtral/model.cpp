@@ -169,8 +169,9 @@ void VoxtralModel::layer(const LayerWeights& l, const Stack& s, LayerScratch& sc
   const int M = x.rows;
   LayerScratch& w = scratch(scratch_space, s, M);
   const Mat h = w.h.view(0, M), q = w.q.view(0, M), k = w.k.view(0, M), v = w.v.view(0, M), o = w.o.view(0, M);
+  backend_.rms_norm(x, l.attn_norm, s.eps, h);
   const LinearOut qkv[3] = {{&l.wq, bias(l.bq), q}, {&l.wk, nullptr, k}, {&l.wv, bias(l.bv), v}};
-  backend_.normed_linears(x, RowNorm{&l.attn_norm, s.eps}, h, qkv);
+  backend_.linears(h, qkv);
   backend_.rope_store_kv(q, k, v, s.n_heads, rows, *s.inv_freq, cache, index);
   const AttentionParams ap{s.n_heads, s.n_kv_heads, s.head_dim, s.window,
                            1.0f / std::sqrt(static_cast<float>(s.head_dim)), s.rows_per_position};
@@ -178,9 +179,11 @@ void VoxtralModel::layer(const LayerWeights& l, const Stack& s, LayerScratch& sc
   backend_.linear(o, l.wo, bias(l.bo), x, /*accumulate=*/true);
 
   const Mat g = w.g.view(0, M), u = w.u.view(0, M);
-  RowNorm ffn_norm{&l.ffn_norm, s.eps};
-  if (ffn_scale) ffn_norm.scales = ffn_scale->all(), ffn_norm.scale_row = scale_rows;  // delay conditioning
-  backend_.normed_gated_linear(x, ffn_norm, h, l.w1, l.w3, g, u);
+  if (ffn_scale)
+    backend_.rms_norm_scaled(x, l.ffn_norm, s.eps, h, ffn_scale->all(), scale_rows);  // delay conditioning
+  else
+    backend_.rms_norm(x, l.ffn_norm, s.eps, h);
+  backend_.gated_linear(h, l.w1, l.w3, g, u);
   backend_.linear(g, l.w2, bias(l.b2), x, /*accumulate=*/true);
 }
 
@@ -226,8 +229,8 @@ Mat VoxtralModel::decode(std::span<const int32_t> ids, Mat audio, std::span<cons
     check(logit_rows[i] >= 0 && logit_rows[i] < M, "decoder", "logit row out of range");
     backend_.copy(sel.data + static_cast<size_t>(i) * c.dim, x.data + static_cast<size_t>(logit_rows[i]) * c.dim, c.dim);
   }
-  const LinearOut head[1] = {{&w_.lm_head, nullptr, logits}};
-  backend_.normed_linears(sel, RowNorm{&w_.norm, static_cast<float>(c.norm_eps)}, sel, head);
+  backend_.rms_norm(sel, w_.norm, static_cast<float>(c.norm_eps), sel);
+  backend_.linear(sel, w_.lm_head, nullptr, logits);
   return logits;
 }
 

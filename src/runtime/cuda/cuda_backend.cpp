@@ -10,7 +10,7 @@
 //    data (RowRefs, token ids, scale row indices, inv_freq go through one cudaMemcpyAsync into a
 //    device argument buffer), memory figures.
 //  - device_weights.h: weights on the device (bf16 matrices, fp32 vectors).
-//  - product_dispatch.h: linear, linears, gated_linear (and their normed_ forms), conv1d_k3: which kernels compute a product
+//  - product_dispatch.h: linear, linears, gated_linear, conv1d_k3: which kernels compute a product
 //    (GEMV, tiled GEMM, cuBLAS), the one place where a weight's format picks them.
 //  - attention_dispatch.h: attention, its kernel (tensor cores or CUDA cores) and split plan.
 //  - op_table.h: the other ops (norms, RoPE, elementwise, K/V stores, embedding, argmax).
@@ -148,16 +148,6 @@ class CudaBackend final : public Backend, public KernelSwitches {
 
   void gated_linear(Mat x, const Weight& w_gate, const Weight& w_up, Mat y, Mat up_scratch) override {
     if (!products_.gated_linear(x, w_gate, w_up, y)) Backend::gated_linear(x, w_gate, w_up, y, up_scratch);
-  }
-
-  void normed_linears(Mat x, const RowNorm& norm, Mat h, std::span<const LinearOut> outs) override {
-    if (!products_.normed_linears(x, norm, h, outs)) Backend::normed_linears(x, norm, h, outs);
-  }
-
-  void normed_gated_linear(Mat x, const RowNorm& norm, Mat h, const Weight& w_gate, const Weight& w_up, Mat y,
-                           Mat up_scratch) override {
-    if (!products_.normed_gated_linear(x, norm, h, w_gate, w_up, y))
-      Backend::normed_gated_linear(x, norm, h, w_gate, w_up, y, up_scratch);
   }
 
   void conv1d_k3(Mat x, const Weight& w, const Weight& bias, int stride, Mat y) override {

@@ -56,14 +56,6 @@ void launch_add_bias(float* y, int rows, int cols, DevVec bias, Stream s);
 void launch_f32_to_bf16(const float* x, int rows, int cols, size_t ld, __nv_bfloat16* y, Stream s);
 
 // ---- kernels_norm_rope.cu ----
-// The RMS norm kernel's launch for rows of cols elements: threads a row and elements a thread
-// (element c of the row goes to thread c % threads), which fix its order of summation; the GEMV's
-// folded norm (GemvNorm) sums in the same order. Throws past the kernel's limit.
-struct RmsNormShape {
-  int threads = 0, per = 0;
-};
-constexpr int kRmsNormMaxCols = 16384;
-RmsNormShape rms_norm_shape(int cols);
 // y = w * (x * 1/sqrt(mean(x^2) + eps)) per row; x and y [rows, cols] (ld cols), may alias.
 void launch_rms_norm(const float* x, int rows, int cols, DevVec w, float eps, float* y, Stream s);
 // The same, then y[r] *= scales[scale_row[r]] (scales row stride scales_ld; scale_row on the device).
@@ -214,18 +206,6 @@ struct GemvOut {
   // The weight's first bytes: the bf16 (or e4m3) values, or the packed ones.
   VOXRT_HOST_DEVICE const void* data() const { return packed_format(format) ? packed : static_cast<const void*>(w); }
 };
-// The RMS norm of x's rows, computed by the GEMV as it reads x (the tensor-core kernel, where it
-// stages its rows of x: gemv_takes_norm), bit for bit as launch_rms_norm (or launch_rms_norm_scaled
-// with scales) would write them for the products to read: the same sums in the same order
-// (rms_norm_shape(K)), the same roundings.
-struct GemvNorm {
-  DevVec w;  // the norm weight; null: x is the products' input as it is
-  float eps = 0;
-  const float* scales = nullptr;  // then times scales[scale_row[m]] (row stride scales_ld) ...
-  int scales_ld = 0;
-  const int* scale_row = nullptr;  // ... one index a row of the launch, on the device
-  RmsNormShape shape;              // rms_norm_shape(K)
-};
 // Whether the product kernels take rows of K elements (a multiple of 8).
 bool gemv_supports_k(int K);
 // Whether fp32 x (row stride ldx floats) can be read directly (16-byte aligned rows).
@@ -247,12 +227,8 @@ GemvWorkspaceSize gemv_workspace_size(int K, const GemvOut* outs, int n_outs, bo
 // against up to kGemvMaxOutputs weights with the same K, in one launch. gated: exactly 2 outputs,
 // and outs[0].y = silu(x W0^T) * (x W1^T) (no bias, no accumulate; outs[1].y unused). Quantized
 // weights (one format for all outs) need t.tensor_cores.
-// norm (fp32 x only, where gemv_takes_norm): x's rows are normalized on the way in.
 void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
-                 const GemvWorkspace& ws, const GemvTuning& t, Stream s, const GemvNorm& norm = {});
-// Whether launch_gemv takes a norm for M rows of fp32 x against these weights: the tensor-core
-// GEMV staging its rows of x, weights other than fp8 (whose x is quantized by its own kernel first).
-bool gemv_takes_norm(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t);
+                 const GemvWorkspace& ws, const GemvTuning& t, Stream s);
 // Pieces of K the tensor-core GEMV cuts a weight of n features and K columns into
 // (kernels_gemv_mma.cu); the tiled GEMM cuts it the same way.
 int gemv_mma_pieces(int n, int K, const GemvTuning& t, int format = kGemvBf16);

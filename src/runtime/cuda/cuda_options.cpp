@@ -25,7 +25,6 @@ CudaOptions cuda_options_from_environment() {
   if (const char* v = env("VOXRT_CUDA_GEMV_PACKED_SPLIT")) o.gemv_packed_split_warps_per_sm = clamped_int(v, 0, 64);
   if (const char* v = env("VOXRT_CUDA_GEMV_PACKED_MIN_CHUNKS")) o.gemv_packed_min_piece_chunks = clamped_int(v, 1, 256);
   if (const char* v = env("VOXRT_CUDA_GEMV_RING_SMEM")) o.gemv_ring_smem_percent = clamped_int(v, 10, 100);
-  o.norm_in_products = !is(env("VOXRT_CUDA_NORM_IN_PRODUCTS"), "0");
   if (const char* v = env("VOXRT_CUDA_GEMM_MIN_ROWS")) o.gemm_min_rows = clamped_int(v, 1, 4096);
   if (const char* v = env("VOXRT_CUDA_GEMM_PACKED_MIN_ROWS")) o.gemm_packed_min_rows = clamped_int(v, 1, 4096);
   if (const char* v = env("VOXRT_CUDA_GEMM_FP8_MIN_ROWS")) o.gemm_fp8_min_rows = clamped_int(v, 1, 4096);

@@ -9,7 +9,6 @@
 
 #include "runtime/cuda/cuda_kernels.h"
 #include "runtime/cuda/dev_vec.cuh"
-#include "runtime/cuda/rms_norm_math.cuh"
 
 namespace voxrt::cuda::gemv {
 
@@ -32,10 +31,6 @@ struct Params {
   // memory as bf16 (row stride in 32-bit words); 0 when they are read from global memory.
   int x_stage_stride;
   int ring_stages;  // tensor-core kernel: chunks in flight a warp (kernels_gemv_mma.cu: ring_stages)
-  // Tensor-core kernel, fp32 x staged: x's rows normalized as they are staged (norm.w set), in the
-  // norm kernel's order of summation (norm_shape).
-  GemvNorm norm;
-  RmsNormShape norm_shape;
 };
 
 // The split-K fold's arrival count: *counter + 1, returning the old value, an acq_rel atomic at GPU
@@ -96,24 +91,6 @@ __device__ __forceinline__ uint4 load_x8(const Params& p, int m, int k) {
     const float4 a = __ldg(r), b = __ldg(r + 1);
     return uint4{pack_bf16(a.x, a.y), pack_bf16(a.z, a.w), pack_bf16(b.x, b.y), pack_bf16(b.z, b.w)};
   }
-}
-
-// load_x8 of fp32 x normalized by p.norm, inv being row m's 1 / rms (rmsnorm::block_row_inverses):
-// the values the norm kernel would have written, rounded to bf16.
-__device__ __forceinline__ uint4 load_x8_normed(const Params& p, int m, int k, float inv) {
-  const float4* r = reinterpret_cast<const float4*>(static_cast<const float*>(p.x) + m * p.ldx) + 2 * k;
-  const float4 a = __ldg(r), b = __ldg(r + 1);
-  const float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-  const int c = 8 * k;
-  const float* sr = p.norm.scales ? p.norm.scales + static_cast<size_t>(p.norm.scale_row[m]) * p.norm.scales_ld + c
-                                  : nullptr;
-  float o[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    o[e] = rmsnorm::normed(vec_at(p.norm.w, c + e), v[e], inv);
-    if (sr) o[e] = o[e] * sr[e];
-  }
-  return uint4{pack_bf16(o[0], o[1]), pack_bf16(o[2], o[3]), pack_bf16(o[4], o[5]), pack_bf16(o[6], o[7])};
 }
 
 }  // namespace voxrt::cuda::gemv

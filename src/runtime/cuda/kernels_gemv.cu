@@ -166,7 +166,6 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 void launch_gemv_mma(const gemv::Params& p, bool x_bf16, bool gated, const GemvWorkspace& ws, const GemvTuning& t,
                      Stream s);
 GemvWorkspaceSize gemv_mma_workspace(const gemv::Params& p, const GemvTuning& t);
-bool gemv_mma_stages_x(gemv::Params p, const GemvTuning& t);
 
 int gemv_max_rows(const GemvTuning& t) { return t.tensor_cores ? 32 : kSimtMaxRows; }
 
@@ -198,14 +197,8 @@ GemvWorkspaceSize gemv_workspace_size(int K, const GemvOut* outs, int n_outs, bo
   return gemv_mma_workspace(make_params(nullptr, 0, 1, K, outs, n_outs, gated), t);
 }
 
-bool gemv_takes_norm(int M, int K, const GemvOut* outs, int n_outs, bool gated, const GemvTuning& t) {
-  if (!t.tensor_cores || M < 1 || M > gemv_max_rows(t) || !gemv_supports_k(K) || K > kRmsNormMaxCols) return false;
-  if (n_outs < 1 || n_outs > kGemvMaxOutputs || (gated && n_outs != 2) || outs[0].format == kGemvFp8) return false;
-  return gemv_mma_stages_x(make_params(nullptr, 0, M, K, outs, n_outs, gated), t);
-}
-
 void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const GemvOut* outs, int n_outs, bool gated,
-                 const GemvWorkspace& ws, const GemvTuning& t, Stream s, const GemvNorm& norm) {
+                 const GemvWorkspace& ws, const GemvTuning& t, Stream s) {
   check(M >= 1 && M <= gemv_max_rows(t) && gemv_supports_k(K), "cuda gemv", "unsupported shape");
   check(aligned16(x) && (x_bf16 ? ldx % 8 == 0 : ldx % 4 == 0), "cuda gemv", "x must be 16-byte aligned per row");
   for (int i = 0; i < n_outs; ++i) {
@@ -213,14 +206,8 @@ void launch_gemv(const void* x, bool x_bf16, size_t ldx, int M, int K, const Gem
     check(outs[i].format == outs[0].format, "cuda gemv", "the weights of one launch must share a format");
   }
   check(outs[0].format == kGemvBf16 || t.tensor_cores, "cuda gemv", "quantized weights need the tensor-core GEMV");
-  Params p = make_params(x, ldx, M, K, outs, n_outs, gated);
+  const Params p = make_params(x, ldx, M, K, outs, n_outs, gated);
   if (p.n_total == 0) return;
-  if (norm.w.data) {
-    check(!x_bf16 && gemv_takes_norm(M, K, outs, n_outs, gated, t), "cuda gemv",
-          "this launch cannot fold a norm (gemv_takes_norm)");
-    p.norm = norm;
-    p.norm_shape = rms_norm_shape(K);
-  }
   if (t.tensor_cores) {
     launch_gemv_mma(p, x_bf16, gated, ws, t, s);
     return;

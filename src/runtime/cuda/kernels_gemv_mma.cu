@@ -37,7 +37,6 @@
 #include "runtime/cuda/gemv_common.cuh"
 #include "runtime/cuda/launch.cuh"
 #include "runtime/cuda/quant_fragments.cuh"
-#include "runtime/cuda/rms_norm_math.cuh"
 #include "runtime/cuda/tensor_core.cuh"
 
 namespace voxrt::cuda {
@@ -225,28 +224,13 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   // fragments are taken: word 8t + 2h + i is the one lane t's register i of k16 group h needs
   // (elements 16h + 8i + 2t and the next), so a lane loads its whole chunk in two 16-byte reads.
   // Staged 16-byte vector v of a chunk (elements 8v ...) is words 4v + t, to 8t + v.
-  // With a norm (fp32 x), each row's 1 / rms first (the whole row: every block of the launch makes
-  // the same sums, in the norm kernel's order), with the staging area as the reduction's scratch.
   unsigned* const xw = reinterpret_cast<unsigned*>(smem + (kBarrierBytes + ring_bytes(R, NV, FMT)) / 16);
   const unsigned* const xs = xw;
   if (p.x_stage_stride) {
-    __shared__ float row_inv[8 * kMaxTiles8];
-    bool normed = false;
-    if constexpr (std::is_same_v<XT, float>) {
-      normed = p.norm.w.data != nullptr;
-      if (normed)
-        rmsnorm::block_row_inverses<kWarps>(static_cast<const float*>(p.x), p.ldx, p.M, K, p.norm_shape, p.norm.eps,
-                                            reinterpret_cast<float*>(xw), row_inv);
-    }
-    auto load = [&](int m, int k8) {
-      if constexpr (std::is_same_v<XT, float>)
-        if (normed) return gemv::load_x8_normed(p, m, k8, row_inv[m]);
-      return gemv::load_x8<XT>(p, m, k8);
-    };
     const int vecs = (c1 - c0) * kChunkK8;
     for (int i = threadIdx.x; i < p.M * vecs; i += kWarps * 32) {
       const int m = i / vecs, v = i % vecs, k8 = c0 * kChunkK8 + v;
-      const uint4 val = k8 < K8 ? load(m, k8) : uint4{0, 0, 0, 0};
+      const uint4 val = k8 < K8 ? gemv::load_x8<XT>(p, m, k8) : uint4{0, 0, 0, 0};
       unsigned* chunk = xw + m * p.x_stage_stride + (v / kChunkK8) * 32 + v % kChunkK8;
       chunk[0] = val.x, chunk[8] = val.y, chunk[16] = val.z, chunk[24] = val.w;
     }
@@ -485,12 +469,14 @@ GemvWorkspaceSize gemv_mma_workspace(const Params& p, const GemvTuning& t) {
   return need;
 }
 
-namespace {
-
-// The launch's cut into blocks (p.pieces, group_end, block_end) and the stride of its staged rows
-// of x (p.x_stage_stride, 0 when the longest piece's rows do not fit: the top comment of the
-// kernel's x staging); returns the longest piece's chunks.
-int plan_launch(gemv::Params& p, const GemvTuning& t) {
+void launch_gemv_mma(const gemv::Params& params, bool x_bf16, bool gated, const GemvWorkspace& ws,
+                     const GemvTuning& t, Stream s) {
+  gemv::Params p = params;
+  const GemvWorkspaceSize need = gemv_mma_workspace(p, t);
+  check(ws.partial_floats >= need.partial_floats && ws.counter_count >= need.counters, "cuda gemv",
+        "split-K workspace too small");
+  p.partials = ws.partials;
+  p.counters = ws.counters;
   int groups = 0, blocks = 0, longest = 0;
   const int chunks = chunks_of(p.K8);
   for (int i = 0; i < p.n_outs; ++i) {
@@ -501,31 +487,12 @@ int plan_launch(gemv::Params& p, const GemvTuning& t) {
     p.block_end[i] = blocks;
     longest = std::max(longest, (chunks + p.pieces[i] - 1) / p.pieces[i]);
   }
-  const int stride = longest * kChunkK8 * 4 + 4;
-  p.x_stage_stride = static_cast<size_t>(p.M) * stride * 4 <= kXStageMaxBytes ? stride : 0;
-  return longest;
-}
-
-}  // namespace
-
-bool gemv_mma_stages_x(gemv::Params p, const GemvTuning& t) {
-  plan_launch(p, t);
-  return p.x_stage_stride > 0;
-}
-
-void launch_gemv_mma(const gemv::Params& params, bool x_bf16, bool gated, const GemvWorkspace& ws,
-                     const GemvTuning& t, Stream s) {
-  gemv::Params p = params;
-  const GemvWorkspaceSize need = gemv_mma_workspace(p, t);
-  check(ws.partial_floats >= need.partial_floats && ws.counter_count >= need.counters, "cuda gemv",
-        "split-K workspace too small");
-  p.partials = ws.partials;
-  p.counters = ws.counters;
-  const int longest = plan_launch(p, t);
-  if (p.block_end[p.n_outs - 1] == 0) return;
-  check(!p.norm.w.data || (p.x_stage_stride && !x_bf16), "cuda gemv", "a norm needs fp32 x staged by every block");
+  if (blocks == 0) return;
   for (int i = 0; i < p.n_outs; ++i)
     if (packed_format(p.out[i].format)) p.out[i].group_div = qlayout::divider(p.out[i].group);
+  // Stage x when the longest piece's rows fit (top comment of the kernel's x staging).
+  const int stride = longest * kChunkK8 * 4 + 4;
+  p.x_stage_stride = static_cast<size_t>(p.M) * stride * 4 <= kXStageMaxBytes ? stride : 0;
   if (x_bf16) launch_typed<__nv_bfloat16>(p, gated, longest, t, s);
   else launch_typed<float>(p, gated, longest, t, s);
 }

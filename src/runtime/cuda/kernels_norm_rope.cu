@@ -9,7 +9,6 @@
 #include "runtime/cuda/dev_vec.cuh"
 #include "runtime/cuda/kv_elem.cuh"
 #include "runtime/cuda/launch.cuh"
-#include "runtime/cuda/rms_norm_math.cuh"
 
 namespace voxrt::cuda {
 namespace {
@@ -23,12 +22,10 @@ namespace {
 // writes, is read before the PDL wait, overlapping the previous kernel's tail. The fp32 sum of
 // squares is a block tree reduction (each thread's elements in ascending order), then
 // y = w * (x * (1 / sqrt(mean + eps))) as the reference writes it, times scales[scale_row[r]] when
-// scales is given (the separate scale_rows kernel's product, the same rounding): rms_norm_math.cuh,
-// which the GEMV folding the norm shares. Safe in place (x == y): each thread rewrites only the
-// elements it read, after the reduction's barrier.
+// scales is given (the separate scale_rows kernel's product, the same rounding). Safe in place
+// (x == y): each thread rewrites only the elements it read, after the reduction's barrier.
 constexpr int kNormMaxThreads = 1024;
 constexpr int kNormMaxPerThread = 16;
-static_assert(kNormMaxThreads * kNormMaxPerThread == kRmsNormMaxCols);
 
 template <int kPer>
 __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(const float* x, int cols, DevVec w, float eps,
@@ -56,13 +53,14 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(const float* 
   }
   float ss = 0;
 #pragma unroll
-  for (int i = 0; i < kPer; ++i) ss = rmsnorm::add_square(ss, v[i]);
-  ss = rmsnorm::butterfly(ss);
+  for (int i = 0; i < kPer; ++i) ss = fmaf(v[i], v[i], ss);
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if (tid % 32 == 0) partial[tid / 32] = ss;
   __syncthreads();
   if (tid < 32) {
-    const float t = rmsnorm::butterfly(tid < nt / 32 ? partial[tid] : 0.0f);
-    if (tid == 0) inv_s = rmsnorm::inverse(t, cols, eps);
+    float t = tid < nt / 32 ? partial[tid] : 0.0f;
+    for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+    if (tid == 0) inv_s = 1.0f / sqrtf(t / static_cast<float>(cols) + eps);
   }
   __syncthreads();
   const float inv = inv_s;
@@ -70,7 +68,7 @@ __global__ void __launch_bounds__(kNormMaxThreads) rms_norm_kernel(const float* 
   for (int i = 0; i < kPer; ++i) {
     const int c = tid + i * nt;
     if (c < cols) {
-      float o = rmsnorm::normed(wv[i], v[i], inv);
+      float o = wv[i] * (v[i] * inv);
       if (sr) o = o * sv[i];
       yr[c] = o;
     }
@@ -181,25 +179,19 @@ namespace {
 // The fewest elements per thread (4, 8 or 16) that fit a row in one block of at most 1024 threads.
 template <typename... Args>
 void launch_rms_norm_rows(int rows, int cols, Stream s, Args... args) {
-  const RmsNormShape shape = rms_norm_shape(cols);
-  const dim3 grid(static_cast<unsigned>(rows)), block(static_cast<unsigned>(shape.threads));
-  if (shape.per == 4) launch_kernel("rms_norm", rms_norm_kernel<4>, grid, block, 0, s, args...);
-  else if (shape.per == 8) launch_kernel("rms_norm", rms_norm_kernel<8>, grid, block, 0, s, args...);
+  if (cols > kNormMaxThreads * kNormMaxPerThread)
+    throw Error("cuda rms_norm: rows of " + std::to_string(cols) + " columns exceed the kernel's " +
+                std::to_string(kNormMaxThreads * kNormMaxPerThread));
+  int per = 4;
+  while (per < kNormMaxPerThread && cols > kNormMaxThreads * per) per *= 2;
+  const int threads = std::max(32, ((cols + per - 1) / per + 31) / 32 * 32);
+  const dim3 grid(static_cast<unsigned>(rows)), block(static_cast<unsigned>(threads));
+  if (per == 4) launch_kernel("rms_norm", rms_norm_kernel<4>, grid, block, 0, s, args...);
+  else if (per == 8) launch_kernel("rms_norm", rms_norm_kernel<8>, grid, block, 0, s, args...);
   else launch_kernel("rms_norm", rms_norm_kernel<16>, grid, block, 0, s, args...);
 }
 
 }  // namespace
-
-RmsNormShape rms_norm_shape(int cols) {
-  if (cols > kRmsNormMaxCols)
-    throw Error("cuda rms_norm: rows of " + std::to_string(cols) + " columns exceed the kernel's " +
-                std::to_string(kRmsNormMaxCols));
-  RmsNormShape shape;
-  shape.per = 4;
-  while (shape.per < kNormMaxPerThread && cols > kNormMaxThreads * shape.per) shape.per *= 2;
-  shape.threads = std::max(32, ((cols + shape.per - 1) / shape.per + 31) / 32 * 32);
-  return shape;
-}
 
 void launch_rms_norm(const float* x, int rows, int cols, DevVec w, float eps, float* y, Stream s) {
   if (rows <= 0 || cols <= 0) return;

@@ -15,6 +15,15 @@
 #include "runtime/cuda/kv_layout.h"
 
 namespace voxrt::cuda {
+namespace {
+
+void check_scale_rows(std::span<const int> scale_row, int n_scales, const char* where) {
+  for (const int i : scale_row)
+    check_with(i >= 0 && i < n_scales, where, [&] { return "scale row " + std::to_string(i) + " out of range"; });
+}
+
+}  // namespace
+
 OpTable::~OpTable() {
   make_current(device_.device());
   memory_.drop(results_);
@@ -36,7 +45,7 @@ void OpTable::rms_norm_scaled(Mat x, const Weight& w, float eps, Mat y, Mat scal
             scale_row.size() >= static_cast<size_t>(x.rows) && scales.cols >= x.cols,
         "cuda rms_norm_scaled", "shape mismatch");
   if (x.rows == 0) return;
-  Backend::check_scale_rows(scale_row.first(x.rows), scales.rows, "cuda rms_norm_scaled");
+  check_scale_rows(scale_row.first(x.rows), scales.rows, "cuda rms_norm_scaled");
   device_.use();
   const DevVec wv = vec_of(w, "cuda rms_norm_scaled");
   const auto d = memory_.upload_args({{scale_row.data(), x.rows * sizeof(int)}});
@@ -51,7 +60,7 @@ void OpTable::rms_norm_scaled(Mat x, const Weight& w, float eps, Mat y, Mat scal
 void OpTable::scale_rows(Mat x, Mat scales, std::span<const int> scale_row) {
   check(scale_row.size() >= static_cast<size_t>(x.rows) && scales.cols >= x.cols, "cuda scale_rows", "shape mismatch");
   if (x.rows == 0) return;
-  Backend::check_scale_rows(scale_row.first(x.rows), scales.rows, "cuda scale_rows");
+  check_scale_rows(scale_row.first(x.rows), scales.rows, "cuda scale_rows");
   device_.use();
   const auto d = memory_.upload_args({{scale_row.data(), x.rows * sizeof(int)}});
   if (recorder_.recorded(11, x.data, x.rows, x.cols, scales.data, scales.cols, d[0])) return;

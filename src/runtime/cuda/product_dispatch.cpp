@@ -7,7 +7,6 @@
 
 #include "common/error.h"
 #include "runtime/cuda/cuda_check.h"
-#include "runtime/cuda/device_weights.h"
 
 namespace voxrt::cuda {
 
@@ -75,92 +74,36 @@ void ProductDispatch::linear(Mat x, const Weight& w, const Weight* bias, Mat y, 
   linear_impl(x.data, M, K, K, w, bias, y.data, N, accumulate, "cuda linear");
 }
 
-int ProductDispatch::linear_outs(Mat x, std::span<const LinearOut> outs, GemvOut* g, const char* where) {
+// linears (two or three products over x) as one GEMV launch per group of rows; false when it cannot be.
+bool ProductDispatch::linears(Mat x, std::span<const LinearOut> outs) {
+  const char* where = "cuda linears";
   const int M = x.rows, K = x.cols;
   for (const LinearOut& o : outs)
     check(o.w && K == o.w->cols && o.y.rows == M && o.y.cols == o.w->rows, where, "shape mismatch");
-  bool ok = !outs.empty() && outs.size() <= static_cast<size_t>(kGemvMaxOutputs);
+  bool ok = outs.size() >= 2 && outs.size() <= static_cast<size_t>(kGemvMaxOutputs);
   for (const LinearOut& o : outs) ok = ok && kernels_take(x, *o.w, where) && o.w->format == outs[0].w->format;
-  if (!ok) return 0;
+  if (!ok) return false;
+  device_.use();
+  GemvOut g[kGemvMaxOutputs];
   const int n = static_cast<int>(outs.size());
   for (int i = 0; i < n; ++i)
     g[i] = gemv_out(*outs[i].w, outs[i].bias, outs[i].y.data, outs[i].y.cols, outs[i].accumulate, where);
-  return n;
-}
-
-bool ProductDispatch::gated_outs(Mat x, const Weight& w_gate, const Weight& w_up, Mat y, GemvOut* g,
-                                 const char* where) {
-  const int M = x.rows, K = x.cols;
-  check(w_gate.cols == K && w_up.cols == K && w_gate.rows == w_up.rows && y.rows == M && y.cols == w_gate.rows, where,
-        "shape mismatch");
-  if (!kernels_take(x, w_gate, where) || !kernels_take(x, w_up, where) || !(w_gate.format == w_up.format)) return false;
-  g[0] = gemv_out(w_gate, nullptr, y.data, y.cols, false, where);
-  g[1] = gemv_out(w_up, nullptr, nullptr, 0, false, where);
-  return true;
-}
-
-// linears (two or three products over x) as one GEMV launch per group of rows; false when it cannot be.
-bool ProductDispatch::linears(Mat x, std::span<const LinearOut> outs) {
-  GemvOut g[kGemvMaxOutputs];
-  if (outs.size() < 2) return false;
-  const int n = linear_outs(x, outs, g, "cuda linears");
-  if (n == 0) return false;
-  device_.use();
-  run_products(x.data, x.rows, x.cols, x.cols, g, n, false);
+  run_products(x.data, M, K, K, g, n, false);
   return true;
 }
 
 // gated_linear as one GEMV launch per group of rows; false when it cannot be.
 bool ProductDispatch::gated_linear(Mat x, const Weight& w_gate, const Weight& w_up, Mat y) {
-  GemvOut g[2];
-  const bool ok = gated_outs(x, w_gate, w_up, y, g, "cuda gated_linear");
-  if (x.rows == 0) return true;
-  if (!ok) return false;
-  device_.use();
-  run_products(x.data, x.rows, x.cols, x.cols, g, 2, true);
-  return true;
-}
-
-bool ProductDispatch::normed_linears(Mat x, const RowNorm& norm, Mat h, std::span<const LinearOut> outs) {
-  const char* where = "cuda normed_linears";
-  GemvOut g[kGemvMaxOutputs];
-  const int n = linear_outs(x, outs, g, where);
-  return n > 0 && normed_products(x, norm, h, g, n, false, where);
-}
-
-bool ProductDispatch::normed_gated_linear(Mat x, const RowNorm& norm, Mat h, const Weight& w_gate, const Weight& w_up,
-                                          Mat y) {
-  const char* where = "cuda normed_gated_linear";
-  GemvOut g[2];
-  return x.rows > 0 && gated_outs(x, w_gate, w_up, y, g, where) && normed_products(x, norm, h, g, 2, true, where);
-}
-
-// Folded only where every group of rows goes to the GEMV and it stages them; the scale rows (the
-// decoder's delay conditioning) go to the device with the launch, as rms_norm_scaled sends them.
-bool ProductDispatch::normed_products(Mat x, const RowNorm& norm, Mat h, GemvOut* outs, int n_outs, bool gated,
-                                      const char* where) {
+  const char* where = "cuda gated_linear";
   const int M = x.rows, K = x.cols;
-  check(norm.w && static_cast<size_t>(norm.w->rows) * norm.w->cols == static_cast<size_t>(K) && h.rows == M &&
-            h.cols == K,
-        where, "norm shape mismatch");
-  const bool scaled = norm.scales.data != nullptr;
-  if (scaled) {
-    check(norm.scale_row.size() >= static_cast<size_t>(M) && norm.scales.cols >= K, where, "norm scales shape mismatch");
-    Backend::check_scale_rows(norm.scale_row.first(M), norm.scales.rows, where);
-  }
-  if (!options_.norm_in_products || tiled(M, outs[0].format) ||
-      !gemv_takes_norm(std::min(M, gemv_max_rows(tuning_)), K, outs, n_outs, gated, tuning_))
-    return false;
+  check(w_gate.cols == K && w_up.cols == K && w_gate.rows == w_up.rows && y.rows == M && y.cols == w_gate.rows, where,
+        "shape mismatch");
+  if (M == 0) return true;
+  if (!kernels_take(x, w_gate, where) || !kernels_take(x, w_up, where) || !(w_gate.format == w_up.format)) return false;
   device_.use();
-  GemvNorm gn;
-  gn.w = vec_of(*norm.w, where);
-  gn.eps = norm.eps;
-  if (scaled) {
-    gn.scales = norm.scales.data;
-    gn.scales_ld = norm.scales.cols;
-    gn.scale_row = static_cast<const int*>(memory_.upload_args({{norm.scale_row.data(), M * sizeof(int)}})[0]);
-  }
-  launch_products(x.data, false, K, M, K, outs, n_outs, gated, &gn);
+  GemvOut g[2] = {gemv_out(w_gate, nullptr, y.data, y.cols, false, where),
+                  gemv_out(w_up, nullptr, nullptr, 0, false, where)};
+  run_products(x.data, M, K, K, g, 2, true);
   return true;
 }
 
@@ -305,9 +248,8 @@ const uint8_t* ProductDispatch::fp8_rows(const float* x, int M, int K, size_t ld
 // The products of M rows of x (row stride ld elements: fp32, or bf16 when x_bf16) through the tiled
 // GEMM (bf16 x only) or the GEMV in groups of gemv_max_rows() rows (tiled()).
 void ProductDispatch::launch_products(const void* x, bool x_bf16, size_t ld, int M, int K, GemvOut* outs, int n_outs,
-                                      bool gated, const GemvNorm* norm) {
+                                      bool gated) {
   if (tiled(M, outs[0].format)) {
-    check(!norm, "cuda products", "the tiled GEMM takes normalized rows");
     check(x_bf16, "cuda products", "the tiled GEMM reads bf16 rows");
     const auto* xb = static_cast<const __nv_bfloat16*>(x);
     const size_t ws_floats = gemm_workspace_floats(M, K, outs, n_outs, gated, tuning_);
@@ -329,13 +271,6 @@ void ProductDispatch::launch_products(const void* x, bool x_bf16, size_t ld, int
   for (int m0 = 0; m0 < M; m0 += group_rows) {
     const int rows = std::min(group_rows, M - m0);
     uint64_t h = Recorder::words(23, x, ld, rows, K, n_outs, gated, x_bf16, ws.partials, ws.counters);
-    GemvNorm group_norm;
-    if (norm) {
-      group_norm = *norm;
-      if (group_norm.scale_row) group_norm.scale_row += m0;
-      h ^= Recorder::words(group_norm.w.data, group_norm.w.bf16, group_norm.eps, group_norm.scales,
-                           group_norm.scales_ld, group_norm.scale_row);
-    }
     for (int i = 0; i < n_outs; ++i) {
       group[i] = outs[i];
       if (group[i].y) group[i].y += static_cast<size_t>(m0) * group[i].ldy;
@@ -347,7 +282,7 @@ void ProductDispatch::launch_products(const void* x, bool x_bf16, size_t ld, int
     const void* xg = static_cast<const char*>(x) + static_cast<size_t>(m0) * ld * elem;
     if (recorder_.recorded(h, xg, repeat_[OpKind::Product])) continue;
     for (int i = 0; i < repeat_[OpKind::Product]; ++i)
-      launch_gemv(xg, x_bf16, ld, rows, K, group, n_outs, gated, ws, tuning_, device_.launch(), group_norm);
+      launch_gemv(xg, x_bf16, ld, rows, K, group, n_outs, gated, ws, tuning_, device_.launch());
   }
 }
 

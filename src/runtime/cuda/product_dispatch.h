@@ -58,12 +58,6 @@ class ProductDispatch {
   void linear(Mat x, const Weight& w, const Weight* bias, Mat y, bool accumulate);
   bool linears(Mat x, std::span<const LinearOut> outs);
   bool gated_linear(Mat x, const Weight& w_gate, const Weight& w_up, Mat y);
-  // Backend's normed_linears and normed_gated_linear with the norm folded into the GEMV's staging
-  // of x (launch_gemv's GemvNorm; h untouched): false when these products cannot take it (the
-  // tiled GEMM's rows, fp8 weights, rows of x too long to stage, CudaOptions::norm_in_products
-  // off), and the backend norms first.
-  bool normed_linears(Mat x, const RowNorm& norm, Mat h, std::span<const LinearOut> outs);
-  bool normed_gated_linear(Mat x, const RowNorm& norm, Mat h, const Weight& w_gate, const Weight& w_up, Mat y);
   void conv1d_k3(Mat x, const Weight& w, const Weight& bias, int stride, Mat y);
 
   // Records an uploaded weight: one whose products cuBLAS computes ends batch invariance.
@@ -81,12 +75,6 @@ class ProductDispatch {
   // Whether x [M, K] (fp32, aligned rows) can go to the product kernels in one GEMV launch per
   // group of rows (or the tiled GEMM) against w.
   bool kernels_take(Mat x, const Weight& w, const char* where) const;
-  // The GEMV outputs of linears over x (into g; their count), or 0 when the kernels cannot take
-  // them in one launch per group of rows; and of gated_linear (false: cannot).
-  int linear_outs(Mat x, std::span<const LinearOut> outs, GemvOut* g, const char* where);
-  bool gated_outs(Mat x, const Weight& w_gate, const Weight& w_up, Mat y, GemvOut* g, const char* where);
-  // The products of outs over x's rows normalized by norm in the GEMV (normed_linears), or false.
-  bool normed_products(Mat x, const RowNorm& norm, Mat h, GemvOut* outs, int n_outs, bool gated, const char* where);
   // y [M, N] (row stride ldy) = x [M, K] (row stride ldx) W^T (+ y) (+ bias).
   void linear_impl(const float* x, int M, int K, size_t ldx, const Weight& w, const Weight* bias, float* y, int ldy,
                    bool accumulate, const char* where);
@@ -101,9 +89,7 @@ class ProductDispatch {
   // The products of M rows of fp32 x: the tiled GEMM or the GEMV in groups (tiled()), over x as
   // the kernels read it (bf16, fp32, or fp8 weights' quantized rows).
   void run_products(const float* x, int M, int K, size_t ldx, GemvOut* outs, int n_outs, bool gated);
-  // norm: x's rows normalized by the GEMV as it reads them (fp32 x, not tiled; normed_products).
-  void launch_products(const void* x, bool x_bf16, size_t ld, int M, int K, GemvOut* outs, int n_outs, bool gated,
-                       const GemvNorm* norm = nullptr);
+  void launch_products(const void* x, bool x_bf16, size_t ld, int M, int K, GemvOut* outs, int n_outs, bool gated);
   // fp8 weights' x: its rows as e4m3 codes [M, K] in a scratch buffer, their scales given to outs.
   const uint8_t* fp8_rows(const float* x, int M, int K, size_t ldx, GemvOut* outs, int n_outs);
   GemvWorkspace gemv_workspace(int K, const GemvOut* outs, int n_outs, bool gated);
