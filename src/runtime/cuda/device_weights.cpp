@@ -55,7 +55,10 @@ Weight WeightStore::upload(std::vector<float>&& values, int rows, int cols) {
 
 Weight WeightStore::upload_bf16(std::vector<uint16_t>&& bits, int rows, int cols) {
   const size_t n = static_cast<size_t>(rows) * cols;
-  check(rows >= 0 && cols > 1 && bits.size() == n, "cuda upload_weight_bf16",
+  check(cols > 1, "cuda upload_weight_bf16",
+        "[" + std::to_string(rows) + ", " + std::to_string(cols) +
+            "] is a vector: vectors (norm weights, biases) are stored fp32, through upload_weight");
+  check(rows >= 0 && bits.size() == n, "cuda upload_weight_bf16",
         "expected a matrix of " + std::to_string(n) + " values, got " + std::to_string(bits.size()));
   Weight w = new_weight(rows, cols, true);
   memory_.upload_bf16_chunks(static_cast<uint16_t*>(static_cast<DeviceWeight*>(w.storage.get())->data), n,
