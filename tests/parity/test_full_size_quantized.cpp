@@ -7,12 +7,15 @@
 //
 // Random weights are harder to quantize than trained ones (no outliers to spare, every group's
 // range used), so these figures bound the formats' cost from above; they are reported, and what is
-// asserted is their order: 8w per channel stays closer to bf16 than 4w at every stage.
+// asserted is their order: 8w per channel stays closer to bf16 than 4w and than fp8 (whose e4m3
+// keeps 3 bits of mantissa, and which rounds the activations too) at every stage.
 //
 // Runs where the full-size model is: VOXRT_FULL_DIR (tools/reference/full_size_check.sh makes it),
-// VOXRT_FULL_QUANT=1 (quantizing 4.4 B weights twice takes a minute or two), VOXRT_FULL_DEVICE=cuda
+// VOXRT_FULL_QUANT=1 (quantizing 4.4 B weights takes a minute a scheme), VOXRT_FULL_DEVICE=cuda
 // for the GPU (else the CPU backend); VOXRT_QUANT_METHOD=rtn|search (default search, the default of
-// `voxrt quantize`). scripts/gpu_quant.sh runs it. Elsewhere it reports itself skipped.
+// `voxrt quantize`); VOXRT_FULL_QUANT_SCHEMES, a comma-separated list of 4w, 8w and fp8 (default
+// all three; fp8 needs a GPU with fp8 tensor cores or the CPU backend). scripts/gpu_quant.sh runs it.
+// Elsewhere it reports itself skipped.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -37,6 +40,19 @@ struct SchemeRun {
   OfflineTrace trace;
   OfflineResult result;
 };
+
+// The schemes VOXRT_FULL_QUANT_SCHEMES names (default: every one), by their option names.
+std::vector<std::pair<std::string, WeightScheme>> schemes_to_run() {
+  const std::vector<std::pair<std::string, WeightScheme>> all = {
+      {"4w", WeightScheme::W4}, {"8w", WeightScheme::W8}, {"fp8", WeightScheme::Fp8}};
+  const char* env = std::getenv("VOXRT_FULL_QUANT_SCHEMES");
+  if (!env || !*env) return all;
+  std::vector<std::pair<std::string, WeightScheme>> chosen;
+  const std::string list = std::string(",") + env + ",";
+  for (const auto& scheme : all)
+    if (list.find("," + scheme.first + ",") != std::string::npos) chosen.push_back(scheme);
+  return chosen;
+}
 
 struct Costs {
   double encoder = 0, adapter = 0, logits = 0;
@@ -78,15 +94,17 @@ TEST(FullSize, QuantizedWeightsAgainstBf16Weights) {
     }
   }
 
+  const auto schemes = schemes_to_run();
+  ASSERT_FALSE(schemes.empty()) << "VOXRT_FULL_QUANT_SCHEMES names none of 4w, 8w, fp8";
   std::map<std::string, Costs> costs;
-  for (const WeightScheme scheme : {WeightScheme::W4, WeightScheme::W8}) {
+  for (const auto& [name, scheme] : schemes) {
     WeightQuantization q;
     q.linear = q.encoder = scheme;
     q.embedding = WeightScheme::W8;
     q.method = method;
     const QuantPlan plan = QuantPlan::from_options(q);
     const std::string label = plan.describe();
-    Costs& c = costs[scheme == WeightScheme::W4 ? "4w" : "8w"];
+    Costs& c = costs[name];
     VoxtralModel model(ckpt, *backend, plan);
     std::vector<float> enc, enc16, ada, ada16, log, log16;
     for (const std::string& clip : clips) {
@@ -126,11 +144,15 @@ TEST(FullSize, QuantizedWeightsAgainstBf16Weights) {
                 c.encoder, c.adapter, c.logits, c.agree, c.steps, 100.0 * c.agree / std::max(c.steps, 1),
                 c.clear_agree, c.clear);
   }
-  // More bits, closer to bf16, at every stage.
-  EXPECT_LT(costs["8w"].encoder, costs["4w"].encoder);
-  EXPECT_LT(costs["8w"].adapter, costs["4w"].adapter);
-  EXPECT_LT(costs["8w"].logits, costs["4w"].logits);
-  EXPECT_GE(costs["8w"].agree, costs["4w"].agree);
+  // More bits of each weight, closer to bf16, at every stage.
+  if (!costs.count("8w")) return;
+  for (const char* coarser : {"4w", "fp8"}) {
+    if (!costs.count(coarser)) continue;
+    EXPECT_LT(costs["8w"].encoder, costs[coarser].encoder) << coarser;
+    EXPECT_LT(costs["8w"].adapter, costs[coarser].adapter) << coarser;
+    EXPECT_LT(costs["8w"].logits, costs[coarser].logits) << coarser;
+    EXPECT_GE(costs["8w"].agree, costs[coarser].agree) << coarser;
+  }
 }
 
 }  // namespace
