@@ -21,13 +21,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "audio/audio_file.h"
+#include "common/error.h"
 #include "models/voxtral/checkpoint.h"
 #include "models/voxtral/quant_plan.h"
+#include "voxrt/engine_options.h"
 #include "full_size.h"
 #include "offline_reference.h"
 #include "parity_check.h"
@@ -41,16 +44,18 @@ struct SchemeRun {
   OfflineResult result;
 };
 
-// The schemes VOXRT_FULL_QUANT_SCHEMES names (default: every one), by their option names.
-std::vector<std::pair<std::string, WeightScheme>> schemes_to_run() {
-  const std::vector<std::pair<std::string, WeightScheme>> all = {
-      {"4w", WeightScheme::W4}, {"8w", WeightScheme::W8}, {"fp8", WeightScheme::Fp8}};
+// The schemes VOXRT_FULL_QUANT_SCHEMES names, comma-separated, as the command line names them
+// (parse_weight_scheme: an unknown name is an error); default every one.
+std::vector<WeightScheme> schemes_to_run() {
   const char* env = std::getenv("VOXRT_FULL_QUANT_SCHEMES");
-  if (!env || !*env) return all;
-  std::vector<std::pair<std::string, WeightScheme>> chosen;
-  const std::string list = std::string(",") + env + ",";
-  for (const auto& scheme : all)
-    if (list.find("," + scheme.first + ",") != std::string::npos) chosen.push_back(scheme);
+  if (!env || !*env) return {WeightScheme::W4, WeightScheme::W8, WeightScheme::Fp8};
+  std::vector<WeightScheme> chosen;
+  std::stringstream list(env);
+  for (std::string name; std::getline(list, name, ',');) {
+    const WeightScheme scheme = parse_weight_scheme(name, "VOXRT_FULL_QUANT_SCHEMES");
+    check(scheme != WeightScheme::None, "VOXRT_FULL_QUANT_SCHEMES", "'none' is not a quantization scheme");
+    chosen.push_back(scheme);
+  }
   return chosen;
 }
 
@@ -70,6 +75,7 @@ TEST(FullSize, QuantizedWeightsAgainstBf16Weights) {
   const QuantizationMethod method =
       method_env && std::string(method_env) == "rtn" ? QuantizationMethod::Rtn : QuantizationMethod::Search;
 
+  const std::vector<WeightScheme> schemes = schemes_to_run();  // a misspelt name stops it before the runs
   const Checkpoint ckpt = Checkpoint::open(dir / "mistral", LayoutPreference::Mistral);
   const Tokenizer tok = Tokenizer::load(dir / "mistral" / "tekken.json");
   const LogMel logmel;
@@ -94,17 +100,15 @@ TEST(FullSize, QuantizedWeightsAgainstBf16Weights) {
     }
   }
 
-  const auto schemes = schemes_to_run();
-  ASSERT_FALSE(schemes.empty()) << "VOXRT_FULL_QUANT_SCHEMES names none of 4w, 8w, fp8";
   std::map<std::string, Costs> costs;
-  for (const auto& [name, scheme] : schemes) {
+  for (const WeightScheme scheme : schemes) {
     WeightQuantization q;
     q.linear = q.encoder = scheme;
     q.embedding = WeightScheme::W8;
     q.method = method;
     const QuantPlan plan = QuantPlan::from_options(q);
     const std::string label = plan.describe();
-    Costs& c = costs[name];
+    Costs& c = costs[std::string(to_string(scheme))];
     VoxtralModel model(ckpt, *backend, plan);
     std::vector<float> enc, enc16, ada, ada16, log, log16;
     for (const std::string& clip : clips) {
