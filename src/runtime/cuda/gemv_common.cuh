@@ -33,14 +33,17 @@ struct Params {
   int ring_stages;  // tensor-core kernel: chunks in flight a warp (kernels_gemv_mma.cu: ring_stages)
 };
 
-// The split-K fold's arrival count: *counter + 1, returning the old value, an acq_rel atomic at GPU
-// scope (releases what this thread, and what a warp barrier ordered before it, wrote; acquires what
-// the earlier arrivals released).
-__device__ __forceinline__ int count_in_acq_rel(int* counter) {
+// The split-K fold's arrival count: *counter + 1, returning the old value, a release atomic at GPU
+// scope (publishes what this thread, and what a warp barrier ordered before it, wrote). Only the
+// last arrival reads the others' partials, so only it acquires them (acquire_arrivals: a fence
+// after the atomic that read their releases); the others skip the acquire's L1 invalidation
+// (CCTL.IVALL), which every warp of every split product paid when the count was acq_rel.
+__device__ __forceinline__ int count_in_release(int* counter) {
   int old;
-  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n" : "=r"(old) : "l"(counter) : "memory");
+  asm volatile("atom.release.gpu.global.add.s32 %0, [%1], 1;\n" : "=r"(old) : "l"(counter) : "memory");
   return old;
 }
+__device__ __forceinline__ void acquire_arrivals() { asm volatile("fence.acq_rel.gpu;\n" ::: "memory"); }
 
 // acc += w . x over 8 bf16 pairs (bf16 -> fp32 is a 16-bit shift).
 __device__ __forceinline__ float dot8(uint4 w, uint4 x, float acc) {

@@ -24,25 +24,14 @@ __device__ __forceinline__ void pin(float (&d)[NA]) {
 #pragma unroll
   for (int i = 0; i < NA; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
-// mbarriers in shared memory (addresses from __cvta_generic_to_shared; made by tc::mbar_init,
-// tensor_core.cuh): a phase completes when `count` threads have arrived and the bytes announced
-// for it have landed; a waiter names the phase's parity.
+// mbarriers in shared memory (addresses from __cvta_generic_to_shared; made by tc::mbar_init and
+// waited on by tc::mbar_wait_parity, tensor_core.cuh): a phase completes when `count` threads have
+// arrived and the bytes announced for it have landed; a waiter names the phase's parity.
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive_expect_bytes(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint32_t bar, int parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT;\n"
-      "}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
 }
 // TMA: a box of the tensor `map` at coordinates (innermost first) into shared memory at dst,
 // announced to the mbarrier bar as it lands. Out-of-range elements arrive as zeros.

@@ -73,6 +73,7 @@ namespace {
 using tc::kChunkK8;
 using tc::kGroupsPerChunk;
 using tc::mbar_init;
+using tc::mbar_wait_parity;
 using namespace hopper;
 
 constexpr int kConsumers = 2;                     // multiplying warpgroups, 64 weight rows each
@@ -131,7 +132,7 @@ __device__ __forceinline__ void copy_chunks(const Params& p, const TmaMaps& maps
   const int K = 8 * p.K8, groups = packed_format(FMT) ? qlayout::groups_of(K, p.out[b.seg].group) : 0;
   for (int c = b.chunk0, i = 0; c < b.chunk1; ++c, ++i) {
     const int s = i % NS;
-    if (i >= NS) mbar_wait(empty0 + 8 * s, (i / NS - 1) & 1);
+    if (i >= NS) mbar_wait_parity(empty0 + 8 * s, (i / NS - 1) & 1);
     const uint32_t stage = stage0 + s * stage_bytes(BR, FMT), bar = full0 + 8 * s;
     const int k = c * kChunkK8 * 8;
     mbar_arrive_expect_bytes(bar, stage_bytes(BR, FMT));
@@ -216,7 +217,7 @@ __global__ void __launch_bounds__(kThreads, 1) gemm_wgmma_kernel(const __grid_co
   };
   // Chunk i's stage, once its bytes have landed.
   auto landed = [&](int i) {
-    mbar_wait(full0 + 8 * (i % NS), (i / NS) & 1);
+    mbar_wait_parity(full0 + 8 * (i % NS), (i / NS) & 1);
     return stage0 + (i % NS) * stage_bytes(BR, FMT);
   };
   // Chunk i into the chain; quantized, its fragments made into `a` while the previous chunk's wgmma

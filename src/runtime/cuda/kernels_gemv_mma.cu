@@ -243,12 +243,13 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
   int x_row[NT];  // staged: the word of this lane's first chunk in its row of tile j
 #pragma unroll
   for (int j = 0; j < NT; ++j) x_row[j] = min(8 * j + g, p.M - 1) * p.x_stage_stride + 8 * t;
+  // A lane of a row past M loads row M - 1's words (x_row): an mma's output column depends on its
+  // own B column only, and those columns are never stored, so no zeros (and no select) are needed.
   auto load_staged_b = [&](int c, uint32_t (&b)[kGroupsPerChunk][NT][2]) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
-      const bool live = 8 * j + g < p.M;
       const uint4* at = reinterpret_cast<const uint4*>(xs + x_row[j] + (c - c0) * 32);
-      const uint4 lo = live ? at[0] : uint4{0, 0, 0, 0}, hi = live ? at[1] : uint4{0, 0, 0, 0};
+      const uint4 lo = at[0], hi = at[1];
       b[0][j][0] = lo.x, b[0][j][1] = lo.y, b[1][j][0] = lo.z, b[1][j][1] = lo.w;
       b[2][j][0] = hi.x, b[2][j][1] = hi.y, b[3][j][0] = hi.z, b[3][j][1] = hi.w;
     }
@@ -275,54 +276,62 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
 
   // ldmatrix of group h: lane L gives row L % 16's vector 2h + L / 16.
   const int a_row = lane % 16, a_half = lane / 16;
-  int stage = 0;
-  uint32_t parity = 0;  // of the stages' current filling: flips as the ring wraps
-  for (int c = c0; !idle && c < c1; ++c) {
-    tc::mbar_wait_parity(bars + 8 * stage, parity);  // chunk c has landed, every lane's copies
-    // Quantized: this lane's packed words and its scale words of each half of the chunk.
-    uint32_t qw[NV][kQuantized ? 4 * lane_vecs(FMT) : 1];
-    uint2 sb[NV][2];
-    if constexpr (kQuantized) {
+  // The chunk loop, compiled twice: for staged x and for x from global memory, so that neither
+  // pays the other's branches, selects and index arithmetic in every k16 group (the run-time test
+  // inside the loop cost ~20 instructions a chunk, a quarter of the loop's non-arithmetic).
+  auto chunk_loop = [&](auto staged_tag) {
+    constexpr bool kStaged = decltype(staged_tag)::value;
+    int stage = 0;
+    uint32_t parity = 0;  // of the stages' current filling: flips as the ring wraps
+    for (int c = c0; !idle && c < c1; ++c) {
+      tc::mbar_wait_parity(bars + 8 * stage, parity);  // chunk c has landed, every lane's copies
+      // Quantized: this lane's packed words and its scale words of each half of the chunk.
+      [[maybe_unused]] uint32_t qw[NV][kQuantized ? 4 * lane_vecs(FMT) : 1];
+      [[maybe_unused]] uint2 sb[NV][2];
+      if constexpr (kQuantized) {
 #pragma unroll
-      for (int v = 0; v < NV; ++v) {
-        const uint4* st = stage_of(stage, v);
+        for (int v = 0; v < NV; ++v) {
+          const uint4* st = stage_of(stage, v);
 #pragma unroll
-        for (int i = 0; i < lane_vecs(FMT); ++i) {
-          const uint4 q = st[lane * lane_vecs(FMT) + i];
-          qw[v][4 * i] = q.x, qw[v][4 * i + 1] = q.y, qw[v][4 * i + 2] = q.z, qw[v][4 * i + 3] = q.w;
-        }
-        const uint2* blocks = reinterpret_cast<const uint2*>(st + packed_values_vecs(FMT));
-        sb[v][0] = blocks[g];
-        sb[v][1] = blocks[8 + g];
-      }
-    }
-    uint32_t b[kGroupsPerChunk][NT][2];
-    if (p.x_stage_stride) load_staged_b(c, b);
-#pragma unroll
-    for (int h = 0; h < kGroupsPerChunk; ++h) {
-      if (!p.x_stage_stride) load_b(c, h, b[h]);
-      uint32_t a[NV][4];
-#pragma unroll
-      for (int v = 0; v < NV; ++v) {
-        if constexpr (kQuantized) {
-          qfrag::fragments<FMT>(qw[v], h, sb[v][h / 2], a[v]);
-        } else {
-          const uint4* row = stage_of(stage, v) + a_row * kChunkK8;
-          ldmatrix_x4(a[v], static_cast<uint32_t>(__cvta_generic_to_shared(row + ((2 * h + a_half) ^ (a_row % 8)))));
+          for (int i = 0; i < lane_vecs(FMT); ++i) {
+            const uint4 q = st[lane * lane_vecs(FMT) + i];
+            qw[v][4 * i] = q.x, qw[v][4 * i + 1] = q.y, qw[v][4 * i + 2] = q.z, qw[v][4 * i + 3] = q.w;
+          }
+          const uint2* blocks = reinterpret_cast<const uint2*>(st + packed_values_vecs(FMT));
+          sb[v][0] = blocks[g];
+          sb[v][1] = blocks[8 + g];
         }
       }
+      uint32_t b[kGroupsPerChunk][NT][2];
+      if constexpr (kStaged) load_staged_b(c, b);
 #pragma unroll
-      for (int j = 0; j < NT; ++j)
+      for (int h = 0; h < kGroupsPerChunk; ++h) {
+        if constexpr (!kStaged) load_b(c, h, b[h]);
+        uint32_t a[NV][4];
 #pragma unroll
-        for (int v = 0; v < NV; ++v) tc::mma_group<FMT>(acc[v][j], a[v], b[h][j][0], b[h][j][1]);
+        for (int v = 0; v < NV; ++v) {
+          if constexpr (kQuantized) {
+            qfrag::fragments<FMT>(qw[v], h, sb[v][h / 2], a[v]);
+          } else {
+            const uint4* row = stage_of(stage, v) + a_row * kChunkK8;
+            ldmatrix_x4(a[v], static_cast<uint32_t>(__cvta_generic_to_shared(row + ((2 * h + a_half) ^ (a_row % 8)))));
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int v = 0; v < NV; ++v) tc::mma_group<FMT>(acc[v][j], a[v], b[h][j][0], b[h][j][1]);
+      }
+      __syncwarp();  // every lane has read the stage before any refills it
+      if (c + R < c1) {
+        fill(c + R, stage);
+        tc::cp_async_arrive(bars + 8 * stage);
+      }
+      if (++stage == R) stage = 0, parity ^= 1;
     }
-    __syncwarp();  // every lane has read the stage before any refills it
-    if (c + R < c1) {
-      fill(c + R, stage);
-      tc::cp_async_arrive(bars + 8 * stage);
-    }
-    if (++stage == R) stage = 0, parity ^= 1;
-  }
+  };
+  if (p.x_stage_stride) chunk_loop(std::true_type{});
+  else chunk_loop(std::false_type{});
 
   float* sum = &acc[0][0][0];  // acc viewed as kAcc floats, index (v * NT + j) * 4 + e
   if (S > 1) {
@@ -333,14 +342,17 @@ __global__ void __launch_bounds__(kWarps * 32) gemv_mma_kernel(const Params p) {
     float* mine = p.partials + (static_cast<size_t>(blockIdx.x) * kWarps + warp) * kWarpPartialFloats;
 #pragma unroll
     for (int a = 0; a < kAcc; ++a) mine[a * 32 + lane] = sum[a];
-    // The lanes' stores are ordered before lane 0's count (the warp barrier), which releases them
-    // and, for the last piece, acquires every other piece's: one acq_rel atomic at GPU scope in
+    // The lanes' stores are ordered before lane 0's count (the warp barrier), a release atomic at
+    // GPU scope; the last piece's lane 0 then acquires every other piece's (gemv_common.cuh), in
     // place of a sequentially consistent fence in every lane on both sides (MEMBAR.SC.GPU, which
     // also emptied L1, at the end of every split product).
     __syncwarp();
     const int counter = ((seg ? p.group_end[seg - 1] : 0) + group) * kWarps + warp;
     int last = 0;
-    if (lane == 0) last = gemv::count_in_acq_rel(&p.counters[counter]) == S - 1;
+    if (lane == 0) {
+      last = gemv::count_in_release(&p.counters[counter]) == S - 1;
+      if (last) gemv::acquire_arrivals();
+    }
     if (!__shfl_sync(0xffffffffu, last, 0)) return;
     __syncwarp();  // lane 0's acquire, before every lane's loads
     const float* first = p.partials + (static_cast<size_t>(blockIdx.x - piece) * kWarps + warp) * kWarpPartialFloats;

@@ -113,19 +113,21 @@ __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
 __device__ __forceinline__ void cp_async_arrive(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+// Hopper's try_wait suspends the thread in hardware for a while before it answers; earlier GPUs
+// poll with test_wait. The loop is in the assembly (a predicated branch back), one copy for every
+// mbarrier wait of the kernels (the ring stages here, the TMA stages of kernels_gemm_wgmma.cu).
 __device__ __forceinline__ void mbar_wait_parity(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  do {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT:\nmbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n@!done bra WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
 #else
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.test_wait.parity.shared.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+  asm volatile(
+      "{\n.reg .pred done;\nWAIT:\nmbarrier.test_wait.parity.shared.b64 done, [%0], %1;\n@!done bra WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
 #endif
-  } while (!done);
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
