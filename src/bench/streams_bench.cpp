@@ -1,6 +1,7 @@
 #include "bench/streams_bench.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -52,6 +53,9 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
   const size_t memory_before = memory_in_use();
   std::vector<std::vector<double>> lags(o.streams);  // ms, per stream
   std::vector<std::string> errors(o.streams);
+  // Set by the first stream that cannot open or fill (e.g. no memory left for its caches): the run
+  // will throw, so the others stop feeding instead of filling minutes of audio for nothing.
+  std::atomic<bool> abandoned{false};
   Barrier filled(o.streams + 1);
   std::mutex mu;  // guards finished and measured
   std::condition_variable cv;
@@ -65,13 +69,14 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
       try {
         session = bench_support::open_session(*engine.engine, o.delay_ms, o.stream_seconds);
         const size_t start = bench_support::start_of(i, audio.size());
-        for (size_t at = 0; at < fill_samples; at += fill_chunk)
+        for (size_t at = 0; at < fill_samples && !abandoned; at += fill_chunk)
           session->feed(looped(audio, start + at, std::min(fill_chunk, fill_samples - at)));
       } catch (const std::exception& e) {
         errors[i] = e.what();
+        abandoned = true;
       }
       const Clock::time_point t0 = filled.arrive_and_wait();
-      if (errors[i].empty()) {
+      if (errors[i].empty() && !abandoned) {
         try {
           const double phase = o.aligned_arrivals ? 0.0 : step_s * i / o.streams;
           for (size_t k = 0; k < paced_steps; ++k) {
@@ -218,10 +223,12 @@ nlohmann::json find_streams_capacity(BenchEngine& engine, std::span<const float>
     try {
       nlohmann::json r = run_streams_benchmark(engine, audio, o);
       const bool ok = r["within_real_time"].get<bool>();
+      if (options.on_trial) options.on_trial(r);
       trials.push_back(std::move(r));
       return ok;
     } catch (const Error& e) {  // e.g. the device's memory cannot hold n streams
       trials.push_back({{"streams", n}, {"error", e.what()}});
+      if (options.on_trial) options.on_trial(trials.back());
       return false;
     }
   };
@@ -244,15 +251,16 @@ nlohmann::json find_streams_capacity(BenchEngine& engine, std::span<const float>
   return {{"backend", engine.devices.front()->model().backend().name()}, {"capacity", good}, {"first_failing", bad}, {"trials", trials}};
 }
 
-std::string format_streams_benchmark(const nlohmann::json& r) {
+std::string format_streams_benchmark(const nlohmann::json& r, bool trials) {
   if (r.contains("capacity")) {
     std::string out;
-    for (const nlohmann::json& t : r["trials"])
-      out += t.contains("error") ? "--- " + std::to_string(t["streams"].get<int>()) + " streams: " + t["error"].get<std::string>() + "\n"
-                                 : format_streams_benchmark(t);
+    if (trials)
+      for (const nlohmann::json& t : r["trials"]) out += format_streams_benchmark(t);
     return out + "capacity: " + std::to_string(r["capacity"].get<int>()) + " streams keep within one step (80 ms) of real time; " +
            std::to_string(r["first_failing"].get<int>()) + " do not\n";
   }
+  if (r.contains("error"))  // a capacity trial that could not run
+    return "--- " + std::to_string(r["streams"].get<int>()) + " streams: " + r["error"].get<std::string>() + "\n";
   char buf[1024];
   std::string out;
   std::snprintf(buf, sizeof buf,

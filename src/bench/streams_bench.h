@@ -13,6 +13,7 @@
 // and memory per stream.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <span>
 #include <string>
@@ -28,6 +29,9 @@ struct StreamsBenchOptions {
   double measure_seconds = 10;  // the paced part at the end, measured
   int delay_ms = 0;             // 0: the model's default
   bool aligned_arrivals = false;  // every stream's chunks at the same instant (else spread over a step)
+  // With find_capacity: called with each trial's result (or {streams, error}) as the trial ends, so a
+  // search of several minutes shows its progress (and what it found if it is stopped).
+  std::function<void(const nlohmann::json& trial)> on_trial;
 };
 
 // `audio` (16 kHz) is looped; stream i starts at a different place in it. The streams are opened
@@ -41,6 +45,8 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
 // its error]}.
 nlohmann::json find_streams_capacity(BenchEngine& engine, std::span<const float> audio, const StreamsBenchOptions& options);
 
-std::string format_streams_benchmark(const nlohmann::json& result);
+// A run's report; for a capacity search, each trial's (unless `trials` is false: they were printed
+// as they ended) and the capacity found.
+std::string format_streams_benchmark(const nlohmann::json& result, bool trials = true);
 
 }  // namespace voxrt

@@ -166,11 +166,12 @@ void run_streams(BenchEngine& engine, const BenchArgs& a, const std::vector<floa
   o.measure_seconds = a.measure_seconds;
   o.delay_ms = a.delay_ms;
   o.aligned_arrivals = a.aligned_arrivals;
+  const std::unique_ptr<OutputSink> out = OutputSink::standard_output();
+  o.on_trial = [&](const nlohmann::json& trial) { out->write(format_streams_benchmark(trial)); };
   nlohmann::json r = benchmark_streams(engine, audio, o);
   const std::filesystem::path file =
       write_result(r, a, audio_name, a.find_capacity ? std::string("-capacity") : "-streams" + std::to_string(a.streams));
-  const std::unique_ptr<OutputSink> out = OutputSink::standard_output();
-  out->write(format_streams_benchmark(r) + "wrote " + file.string() + "\n");
+  out->write(format_streams_benchmark(r, /*trials=*/false) + "wrote " + file.string() + "\n");
 }
 
 void run_offline_batch(BenchEngine& engine, const BenchArgs& a, const std::vector<float>& audio, const std::string& audio_name) {

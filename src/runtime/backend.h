@@ -132,6 +132,8 @@ class Backend {
     ops();
   }
   virtual RecordingStats recording_stats() const { return {}; }
+  // The ceilings the benchmarks measure against; a backend may measure them once and keep them
+  // (a GPU's need free memory that caches may hold later).
   virtual Ceilings measure_ceilings() = 0;
   virtual size_t weight_element_bytes() const = 0;  // how a weight element is stored (4: fp32, 2: bf16)
   virtual size_t memory_in_use() const = 0;         // device memory in use, or the process's peak RSS

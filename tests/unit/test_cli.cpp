@@ -6,6 +6,7 @@
 #include "models/voxtral/protocol.h"
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -344,6 +345,35 @@ TEST(Cli, BenchStreamsInAMemoryBudget) {
   const RunResult r = run_voxrt("bench --model " + model_dir() + " --device cpu --kv fp8 --streams 1");
   EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("--kv fp8"), std::string::npos) << r.err;
+}
+
+// --find-capacity: doubles from --streams until a run fails, then bisects; here the engine's
+// session limit is what fails (the 4th stream cannot open, and the run gives up without filling
+// the others), so the search ends at 3. Each trial is printed as it ends, once, and recorded.
+TEST(Cli, BenchFindCapacityPrintsEachTrialAsItEndsAndStopsAtTheFirstFailure) {
+  testutil::TempDir tmp;
+  const RunResult r = run_voxrt("bench -q --streams 1 --find-capacity --max-sessions 3 --stream-seconds 2 --measure-seconds 1 --model " +
+                                model_dir() + " --audio " + audio("speech_short") + " --out " + tmp.path().string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(tmp.path())) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  const nlohmann::json j = nlohmann::json::parse(slurp(files[0]));
+  EXPECT_EQ(j["capacity"].get<int>(), 3);
+  EXPECT_EQ(j["first_failing"].get<int>(), 4);
+  ASSERT_EQ(j["trials"].size(), 4u) << j["trials"].dump();
+  const int tried[] = {1, 2, 4, 3};
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(j["trials"][i]["streams"].get<int>(), tried[i]) << i;
+  EXPECT_NE(j["trials"][2]["error"].get<std::string>().find("max_sessions"), std::string::npos) << j["trials"][2];
+  // Printed in the order run, each once, the capacity last.
+  std::vector<size_t> at;
+  for (const char* trial : {"1 live streams of 2 s", "2 live streams of 2 s", "--- 4 streams:", "3 live streams of 2 s",
+                            "capacity: 3 streams keep within one step (80 ms) of real time; 4 do not"}) {
+    at.push_back(r.out.find(trial));
+    ASSERT_NE(at.back(), std::string::npos) << trial << " not in:\n" << r.out;
+    EXPECT_EQ(r.out.find(trial, at.back() + 1), std::string::npos) << trial << " twice in:\n" << r.out;
+  }
+  EXPECT_TRUE(std::is_sorted(at.begin(), at.end())) << r.out;
 }
 
 // --aligned-arrivals: every stream's chunks at the same instant (the worst case), and said so.

@@ -253,6 +253,28 @@ TEST_F(CudaBackendTest, AllocationFailureThrowsAndTheBackendStillWorks) {
   EXPECT_TRUE(exact(get(gpu(), b.all()), host));
 }
 
+// bench --find-capacity runs its trials on one engine, whose caches reserve most of the device after
+// the first: the ceilings each trial reports must not need the memory again (they did: every trial
+// after the first failed with "out of memory" in the ceilings' copy buffers, not for its streams).
+TEST_F(CudaBackendTest, CeilingsStillAnswerOnceTheMemoryIsTaken) {
+  const Ceilings first = gpu().measure_ceilings();
+  EXPECT_GT(first.copy_gbps, 0);
+  EXPECT_GT(first.matmul_tflops, 0);
+  std::vector<float*> taken;
+  const size_t chunk = size_t{256} << 20;  // floats: 1 GiB
+  while (gpu().memory_available() > 2 * chunk * sizeof(float)) taken.push_back(gpu().allocate(chunk));
+  ASSERT_LT(gpu().memory_available(), size_t{4} << 30) << "could not take the device's memory";
+  try {
+    const Ceilings again = gpu().measure_ceilings();
+    EXPECT_EQ(again.copy_gbps, first.copy_gbps);
+    EXPECT_EQ(again.matmul_tflops, first.matmul_tflops);
+    EXPECT_EQ(again.matmul_what, first.matmul_what);
+  } catch (const Error& e) {
+    ADD_FAILURE() << e.what();
+  }
+  for (float* p : taken) gpu().release(p);
+}
+
 TEST_F(CudaBackendTest, WeightsAreStoredAsRoundedBf16) {
   // Ties go to even, above-half rounds up, below-half down; signs and magnitudes vary.
   const float h = std::ldexp(1.0f, -8);  // half a bf16 ulp at 1.0

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -88,7 +89,13 @@ class CudaBackend final : public Backend, public KernelSwitches {
 
   RecordingStats recording_stats() const override { return recorder_.stats(); }
 
-  Ceilings measure_ceilings() override { return cuda::measure_ceilings(device_, memory_, products_.cublas()); }
+  // Measured once, the first time asked: a device's ceilings do not change while the process runs,
+  // and measuring them takes 4 GB of free memory, which caches reserved since (bench
+  // --find-capacity's trials, one engine growing its pools) may hold.
+  Ceilings measure_ceilings() override {
+    if (!ceilings_) ceilings_ = cuda::measure_ceilings(device_, memory_, products_.cublas());
+    return *ceilings_;
+  }
 
   size_t weight_element_bytes() const override { return 2; }  // bf16
   size_t kv_element_bytes() const override { return kv_bytes_; }
@@ -204,6 +211,7 @@ class CudaBackend final : public Backend, public KernelSwitches {
   cuda::AttentionDispatch attention_;
   cuda::OpTable ops_;
   size_t kv_bytes_;  // K/V caches in bf16; VOXRT_CUDA_KV=fp32 keeps them fp32 (for measurements), fp8 halves them
+  std::optional<Ceilings> ceilings_;  // measure_ceilings, once
 };
 
 }  // namespace
