@@ -38,15 +38,17 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
     each_backend([&](Backend& b) { bytes += b.memory_in_use(); });
     return bytes;
   };
-  check(o.measure_seconds > 0 && o.stream_seconds >= o.measure_seconds, "bench --streams",
-        "--stream-seconds must be at least --measure-seconds");
+  check(o.windows >= 1, "bench --streams", "--windows must be at least 1");
+  check(o.measure_seconds > 0 && o.stream_seconds >= o.windows * o.measure_seconds, "bench --streams",
+        "--stream-seconds must be at least --measure-seconds (times --windows)");
   Backend& be = model.backend();  // its ceilings stand for every device's (the same GPUs)
   const ModelConfig& c = model.config();
   const int rate = c.audio.sampling_rate;
   const size_t step = static_cast<size_t>(c.samples_per_position());
   const double step_s = static_cast<double>(step) / rate;
-  const size_t paced_steps = static_cast<size_t>(o.measure_seconds / step_s + 0.5);
-  const size_t fill_samples = static_cast<size_t>((o.stream_seconds - o.measure_seconds) * rate);
+  const size_t paced_steps = static_cast<size_t>(o.measure_seconds / step_s + 0.5);  // a window's
+  const size_t windows = static_cast<size_t>(o.windows), all_paced_steps = windows * paced_steps;
+  const size_t fill_samples = static_cast<size_t>((o.stream_seconds - o.windows * o.measure_seconds) * rate);
   const size_t fill_chunk = 5 * static_cast<size_t>(rate);
 
   const Ceilings ceil = be.measure_ceilings();
@@ -79,7 +81,7 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
       if (errors[i].empty() && !abandoned) {
         try {
           const double phase = o.aligned_arrivals ? 0.0 : step_s * i / o.streams;
-          for (size_t k = 0; k < paced_steps; ++k) {
+          for (size_t k = 0; k < all_paced_steps; ++k) {
             const auto arrival =
                 t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(phase + (k + 1) * step_s));
             std::this_thread::sleep_until(arrival);
@@ -112,13 +114,23 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
     d->scheduler().take_rounds();  // the fill's rounds are not measured
   }
   bench_support::profile_window(devices, true);
-  std::vector<std::vector<Scheduler::Round>> device_rounds;
+  // Each window's rounds, by device: taken when the window's last chunks have arrived (the last
+  // window's once every stream is done), so a round running across the boundary counts in the next.
+  std::vector<std::vector<std::vector<Scheduler::Round>>> window_rounds(windows);
+  for (size_t w = 0; w + 1 < windows; ++w) {
+    std::this_thread::sleep_until(t0 + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(((w + 1) * paced_steps + 1) * step_s)));
+    for (BenchDevice* d : devices) window_rounds[w].push_back(d->scheduler().take_rounds());
+  }
   {
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return finished == o.streams; });
-    for (BenchDevice* d : devices) device_rounds.push_back(d->scheduler().take_rounds());
+    for (BenchDevice* d : devices) window_rounds.back().push_back(d->scheduler().take_rounds());
     measured = true;
   }
+  std::vector<std::vector<Scheduler::Round>> device_rounds(devices.size());  // every window's
+  for (const auto& wr : window_rounds)
+    for (size_t i = 0; i < wr.size(); ++i) device_rounds[i].insert(device_rounds[i].end(), wr[i].begin(), wr[i].end());
   bench_support::profile_window(devices, false);
   cv.notify_all();
   for (std::thread& t : threads) t.join();
@@ -168,7 +180,7 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
   auto busy_of = [&](const std::vector<Scheduler::Round>& rs) {
     double ms = 0;
     for (const Scheduler::Round& r : rs) ms += r.seconds * 1e3;
-    return paced_steps ? ms / paced_steps : 0.0;
+    return all_paced_steps ? ms / all_paced_steps : 0.0;
   };
   double busy_ms_per_step = 0;
   for (const auto& d : device_rounds) busy_ms_per_step = std::max(busy_ms_per_step, busy_of(d));
@@ -180,6 +192,7 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
   r["stream_seconds"] = o.stream_seconds;
   r["arrivals"] = o.aligned_arrivals ? "aligned" : "spread over a step";
   r["measure_seconds"] = o.measure_seconds;
+  r["windows"] = o.windows;
   r["fill"] = {{"seconds", fill_s}, {"audio_seconds", o.streams * static_cast<double>(fill_samples) / rate},
                {"rtfx", fill_s > 0 ? o.streams * static_cast<double>(fill_samples) / rate / fill_s : 0.0}};
   r["lag_ms"] = spread(all_lags);
@@ -201,6 +214,33 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
                  {"cache_mapped_bytes_per_stream", static_cast<double>(cache.mapped_bytes) / o.streams},
                  {"cache_total_bytes", static_cast<double>(cache.total_bytes)},
                  {"growth_per_stream_bytes", (static_cast<double>(memory_filled) - memory_before) / o.streams}};
+  if (windows > 1) {
+    // Each window on its own: the same streams, filled once, paced on from window to window.
+    r["by_window"] = nlohmann::json::array();
+    for (size_t w = 0; w < windows; ++w) {
+      std::vector<double> window_lags, window_round_ms;
+      int late = 0;
+      double window_worst = 0, busy = 0;
+      for (const auto& l : lags) {
+        const auto b = l.begin() + static_cast<ptrdiff_t>(std::min(l.size(), w * paced_steps));
+        const auto e = l.begin() + static_cast<ptrdiff_t>(std::min(l.size(), (w + 1) * paced_steps));
+        window_lags.insert(window_lags.end(), b, e);
+        const double m = b < e ? *std::max_element(b, e) : 0;
+        window_worst = std::max(window_worst, m);
+        late += m > step_s * 1e3;
+      }
+      for (const auto& d : window_rounds[w]) {
+        double ms = 0;
+        for (const Scheduler::Round& x : d) ms += x.seconds * 1e3, window_round_ms.push_back(x.seconds * 1e3);
+        busy = std::max(busy, paced_steps ? ms / paced_steps : 0.0);
+      }
+      r["by_window"].push_back({{"lag_ms", spread(window_lags)},
+                                {"late_streams", late},
+                                {"within_real_time", window_worst <= step_s * 1e3},
+                                {"rounds", {{"count", window_round_ms.size()}, {"ms", spread(window_round_ms)}}},
+                                {"busy_ms_per_step", busy}});
+    }
+  }
   if (devices.size() > 1) {
     r["devices"] = nlohmann::json::array();
     for (size_t i = 0; i < devices.size(); ++i) {
@@ -263,16 +303,32 @@ std::string format_streams_benchmark(const nlohmann::json& r, bool trials) {
     return "--- " + std::to_string(r["streams"].get<int>()) + " streams: " + r["error"].get<std::string>() + "\n";
   char buf[1024];
   std::string out;
-  std::snprintf(buf, sizeof buf,
-                "%s: %d live streams of %.0f s (measured over the last %.0f s, paced at real time, arrivals %s)\n",
+  const int windows = r.value("windows", 1);
+  const double measured = r["measure_seconds"].get<double>();
+  const std::string over = windows > 1 ? std::to_string(static_cast<int>(windows * measured + 0.5)) + " s in " +
+                                             std::to_string(windows) + " windows of " +
+                                             std::to_string(static_cast<int>(measured + 0.5)) + " s"
+                                       : std::to_string(static_cast<int>(measured + 0.5)) + " s";
+  std::snprintf(buf, sizeof buf, "%s: %d live streams of %.0f s (measured over the last %s, paced at real time, arrivals %s)\n",
                 r["backend"].get<std::string>().c_str(), r["streams"].get<int>(), r["stream_seconds"].get<double>(),
-                r["measure_seconds"].get<double>(), r.value("arrivals", std::string("aligned")).c_str());
+                over.c_str(), r.value("arrivals", std::string("aligned")).c_str());
   out += buf;
-  const auto& lag = r["lag_ms"];
-  std::snprintf(buf, sizeof buf, "lag, audio arrival to its steps done: p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d streams passed 80 ms (%s)\n",
-                lag["p50"].get<double>(), lag["p99"].get<double>(), lag["max"].get<double>(), r["late_streams"].get<int>(),
-                r["within_real_time"].get<bool>() ? "all within real time" : "NOT all within real time");
-  out += buf;
+  auto lag_line = [&](const char* what, const nlohmann::json& x) {
+    const auto& lag = x["lag_ms"];
+    std::snprintf(buf, sizeof buf, "%s: p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d streams passed 80 ms (%s)", what,
+                  lag["p50"].get<double>(), lag["p99"].get<double>(), lag["max"].get<double>(), x["late_streams"].get<int>(),
+                  x["within_real_time"].get<bool>() ? "all within real time" : "NOT all within real time");
+    out += buf;
+  };
+  lag_line("lag, audio arrival to its steps done", r);
+  out += "\n";
+  int w = 0;
+  for (const auto& x : r.value("by_window", nlohmann::json::array())) {
+    lag_line(("  window " + std::to_string(++w) + ", lag").c_str(), x);
+    std::snprintf(buf, sizeof buf, "; %d rounds, p50 %.2f ms, p99 %.2f ms\n", x["rounds"]["count"].get<int>(),
+                  x["rounds"]["ms"]["p50"].get<double>(), x["rounds"]["ms"]["p99"].get<double>());
+    out += buf;
+  }
   const auto& rd = r["rounds"];
   const double round_floor = rd["round_floor_ms"]["p50"].get<double>();
   std::snprintf(buf, sizeof buf, "rounds: %d, p50 %.2f ms, p99 %.2f ms against a floor of %.2f ms for a round's streams (%.1fx); streams a round p50 %.0f, decoder rows p50 %.0f max %.0f\n",

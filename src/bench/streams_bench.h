@@ -27,6 +27,11 @@ struct StreamsBenchOptions {
   bool find_capacity = false;   // search the most streams that all keep within one step of real time
   double stream_seconds = 300;  // the length the streams reach (their caches' fill)
   double measure_seconds = 10;  // the paced part at the end, measured
+  // Measured windows of measure_seconds, one after the other, after one fill: the streams are
+  // filled to stream_seconds less all of them and paced through all, each window reported on its
+  // own beside the whole (at five minutes the fill takes minutes; a figure's repeats then take
+  // seconds each).
+  int windows = 1;
   int delay_ms = 0;             // 0: the model's default
   bool aligned_arrivals = false;  // every stream's chunks at the same instant (else spread over a step)
   // With find_capacity: called with each trial's result (or {streams, error}) as the trial ends, so a

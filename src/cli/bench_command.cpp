@@ -1,7 +1,7 @@
 // voxrt bench --model DIR [--audio FILE] [--passes N] [--offline-seconds 30,300] [--figures LIST] [--out DIR]
 // (LIST: encoder, decoder, offline by default; products adds each product of a pass timed alone,
 // attention one layer's attention for many streams at once)
-// voxrt bench --model DIR --streams N [--find-capacity] [--stream-seconds 300] [--measure-seconds 10]: N live streams
+// voxrt bench --model DIR --streams N [--find-capacity] [--stream-seconds 300] [--measure-seconds 10] [--windows K]: N live streams
 // at once (bench/streams_bench.h) instead of the per-stream figures.
 // voxrt bench --model DIR --offline-batch B [--offline-seconds 30]: B offline transcriptions at once.
 // With --gpus, --streams and --offline-batch spread their sessions over the devices.
@@ -52,6 +52,7 @@ struct BenchArgs {
   int streams = 0;  // > 0: the live streams benchmark
   int offline_batch = 0;  // > 0: the batched offline benchmark
   double stream_seconds = 300, measure_seconds = 10;
+  int windows = 1;
   bool find_capacity = false;
   bool aligned_arrivals = false;
   std::vector<int> product_rows;
@@ -90,9 +91,11 @@ void check_args(const BenchArgs& a) {
     throw UsageError("--streams " + std::to_string(a.streams) + ": expected 1 to " + std::to_string(kMaxStreams));
   if (!(a.measure_seconds >= 1 && a.measure_seconds <= kMaxOfflineSeconds))
     throw UsageError("--measure-seconds: expected 1 to 3600 seconds");
-  if (!(a.stream_seconds >= a.measure_seconds && a.stream_seconds <= 4 * kMaxOfflineSeconds))
-    throw UsageError("--stream-seconds: expected --measure-seconds (" + std::to_string(static_cast<int>(a.measure_seconds)) +
-                     ") to 14400 seconds");
+  if (a.windows < 1 || a.windows > 100) throw UsageError("--windows " + std::to_string(a.windows) + ": expected 1 to 100");
+  if (a.windows > 1 && a.streams == 0) throw UsageError("--windows needs --streams N");
+  if (!(a.stream_seconds >= a.windows * a.measure_seconds && a.stream_seconds <= 4 * kMaxOfflineSeconds))
+    throw UsageError("--stream-seconds: expected --measure-seconds times --windows (" +
+                     std::to_string(static_cast<int>(a.windows * a.measure_seconds)) + ") to 14400 seconds");
   if (a.offline_batch < 0 || a.offline_batch > kMaxStreams)
     throw UsageError("--offline-batch " + std::to_string(a.offline_batch) + ": expected 1 to " + std::to_string(kMaxStreams));
   if (a.offline_batch > 0 && a.streams > 0) throw UsageError("--streams and --offline-batch: give one of them");
@@ -164,6 +167,7 @@ void run_streams(BenchEngine& engine, const BenchArgs& a, const std::vector<floa
   o.find_capacity = a.find_capacity;
   o.stream_seconds = a.stream_seconds;
   o.measure_seconds = a.measure_seconds;
+  o.windows = a.windows;
   o.delay_ms = a.delay_ms;
   o.aligned_arrivals = a.aligned_arrivals;
   const std::unique_ptr<OutputSink> out = OutputSink::standard_output();
@@ -286,6 +290,10 @@ void add_bench_command(CLI::App& app) {
                   "With --streams: the length the streams reach (their caches filled first)")
       ->capture_default_str();
   cmd->add_option("--measure-seconds", args->measure_seconds, "With --streams: the paced, measured part at the end")
+      ->capture_default_str();
+  cmd->add_option("--windows", args->windows,
+                  "With --streams: measure K windows of --measure-seconds one after the other after one fill, each "
+                  "reported on its own (a figure's repeats without filling the streams again)")
       ->capture_default_str();
   add_capacity_options(cmd, args->engine,
                        "Caches for this many sessions, allocated at load, on each device (default with --streams N or "

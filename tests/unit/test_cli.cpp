@@ -347,6 +347,32 @@ TEST(Cli, BenchStreamsInAMemoryBudget) {
   EXPECT_NE(r.err.find("--kv fp8"), std::string::npos) << r.err;
 }
 
+// --windows K: one fill, then K measured windows one after the other, each reported on its own;
+// the whole is every window's (its rounds are theirs).
+TEST(Cli, BenchStreamsMeasuresSeveralWindowsAfterOneFill) {
+  nlohmann::json j;
+  ASSERT_NO_FATAL_FAILURE(run_bench("--streams 2 --stream-seconds 3 --measure-seconds 1 --windows 2",
+                                    "measured over the last 2 s in 2 windows of 1 s", j));
+  EXPECT_EQ(j["windows"].get<int>(), 2);
+  EXPECT_DOUBLE_EQ(j["fill"]["audio_seconds"].get<double>(), 2 * (3.0 - 2 * 1.0));
+  ASSERT_EQ(j["by_window"].size(), 2u);
+  int rounds = 0;
+  bool all_kept_up = true;
+  for (const auto& w : j["by_window"]) {
+    EXPECT_GT(w["lag_ms"]["max"].get<double>(), 0) << w;
+    EXPECT_LE(w["lag_ms"]["max"].get<double>(), j["lag_ms"]["max"].get<double>()) << w;
+    rounds += w["rounds"]["count"].get<int>();
+    all_kept_up = all_kept_up && w["within_real_time"].get<bool>();
+  }
+  EXPECT_EQ(rounds, j["rounds"]["count"].get<int>());
+  EXPECT_EQ(all_kept_up, j["within_real_time"].get<bool>());
+  for (const char* bad : {"--streams 2 --windows 0", "--windows 2", "--streams 2 --stream-seconds 3 --measure-seconds 2 --windows 2"}) {
+    const RunResult r = run_voxrt("bench --model " + model_dir() + " " + bad);
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("--"), std::string::npos) << r.err;
+  }
+}
+
 // --find-capacity: doubles from --streams until a run fails, then bisects; here the engine's
 // session limit is what fails (the 4th stream cannot open, and the run gives up without filling
 // the others), so the search ends at 3. Each trial is printed as it ends, once, and recorded.
