@@ -33,7 +33,13 @@ nlohmann::json round_cost_json(std::span<const double> round_streams, std::span<
           {"ms_per_stream", f.slope},
           {"r2", f.r2},
           {"rounds", f.points},
-          {"streams_per_step_at_full", f.slope > 0 ? step_ms / f.slope : 0.0}};
+          {"streams_per_step_at_full", f.slope > 0 ? step_ms / f.slope : 0.0},
+          {"streams_within_a_step", streams_within_a_step(f.intercept, f.slope, step_ms)}};
+}
+
+double streams_within_a_step(double fixed_ms, double ms_per_stream, double step_ms) {
+  if (!(ms_per_stream > 0) || !(2 * fixed_ms < step_ms)) return 0.0;
+  return step_ms / ms_per_stream * (1 - 2 * std::max(0.0, fixed_ms) / step_ms);
 }
 
 }  // namespace voxrt

@@ -21,9 +21,18 @@ struct LineFit {
 };
 LineFit fit_line(std::span<const double> x, std::span<const double> y);
 
-// The rounds' fit as the bench reports it: {"fixed_ms", "ms_per_stream", "r2", "rounds"}, and
+// The rounds' fit as the bench reports it: {"fixed_ms", "ms_per_stream", "r2", "rounds"},
 // "streams_per_step_at_full": 80 ms (step_ms) over ms_per_stream, the count whose own work alone
-// would fill every step. null when the rounds never differed in size.
+// would fill every step, and "streams_within_a_step" (below). null when the rounds never differed
+// in size.
 nlohmann::json round_cost_json(std::span<const double> round_streams, std::span<const double> round_ms, double step_ms);
+
+// The most streams that rounds run back to back keep within a step by a fit of a + b n: a chunk
+// waits for the round in progress and is done by the next, so its lag is at most two rounds; with
+// N streams spread over the step a round holds those that arrived during the last, T = a / (1 -
+// N b / step), and T <= step / 2 while N <= (step / b)(1 - 2 a / step) (docs/scheduler.md, issue
+// 38's round policy). A bound for rounds of the mean time: rounds vary (p99 ~1.5x p50), so real
+// capacity is lower. 0 when b <= 0 or a alone takes half a step.
+double streams_within_a_step(double fixed_ms, double ms_per_stream, double step_ms);
 
 }  // namespace voxrt

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -352,6 +353,13 @@ std::string format_streams_benchmark(const nlohmann::json& r, bool trials) {
                   (*fit)["fixed_ms"].get<double>(), per_stream, (*fit)["rounds"].get<int>(), (*fit)["r2"].get<double>(),
                   r["streams"].get<int>(), per_stream * r["streams"].get<int>(), step_ms);
     out += buf;
+    if (fit->contains("streams_within_a_step")) {
+      std::snprintf(buf, sizeof buf,
+                    "  by that fit, rounds back to back keep at most %.0f streams within a step (a chunk waits at most two "
+                    "rounds; rounds that vary keep fewer)\n",
+                    std::floor((*fit)["streams_within_a_step"].get<double>()));
+      out += buf;
+    }
   }
   const auto& mem = r["memory"];
   std::snprintf(buf, sizeof buf,

@@ -47,7 +47,21 @@ TEST(RoundCostFit, ReportsTheStreamsWhoseOwnWorkWouldFillAStep) {
   EXPECT_NEAR(j["fixed_ms"].get<double>(), 4.0, 1e-9);
   EXPECT_NEAR(j["ms_per_stream"].get<double>(), 0.2, 1e-12);
   EXPECT_NEAR(j["streams_per_step_at_full"].get<double>(), 400.0, 1e-6);
+  // Rounds back to back: at most (80 / 0.2)(1 - 8 / 80) = 360 streams keep within a step.
+  EXPECT_NEAR(j["streams_within_a_step"].get<double>(), 360.0, 1e-6);
   EXPECT_EQ(j["rounds"].get<int>(), 3);
+}
+
+// The bound's edges: a round's fixed part of half a step or more leaves no stream its deadline,
+// and so does a fit without a per-stream part; at the bound a round takes exactly half a step.
+TEST(RoundCostFit, StreamsWithinAStepFromTheRoundsCost) {
+  EXPECT_DOUBLE_EQ(streams_within_a_step(40, 0.2, 80), 0.0);
+  EXPECT_DOUBLE_EQ(streams_within_a_step(50, 0.2, 80), 0.0);
+  EXPECT_DOUBLE_EQ(streams_within_a_step(4, 0.0, 80), 0.0);
+  EXPECT_DOUBLE_EQ(streams_within_a_step(4, -0.1, 80), 0.0);
+  const double a = 2.47, b = 0.397, n = streams_within_a_step(a, b, 80);
+  EXPECT_NEAR(n, 189.07, 0.01);  // the 8w H100 run's fit (bench/results/2026-12-07-issue36-closing-h100.txt)
+  EXPECT_NEAR(a / (1 - n * b / 80), 40.0, 1e-9) << "a round of the bound's streams takes half a step";
 }
 
 }  // namespace
