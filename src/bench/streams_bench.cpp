@@ -140,15 +140,23 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
 
   std::vector<Scheduler::Round> rounds;  // every device's
   for (const auto& d : device_rounds) rounds.insert(rounds.end(), d.begin(), d.end());
-  std::vector<double> all_lags, round_ms, round_rows, round_streams, encoder_ms, decoder_ms, other_ms;
-  int late_streams = 0;
-  double worst = 0;
-  for (const auto& l : lags) {
-    all_lags.insert(all_lags.end(), l.begin(), l.end());
-    const double m = l.empty() ? 0 : *std::max_element(l.begin(), l.end());
-    worst = std::max(worst, m);
-    late_streams += m > step_s * 1e3;
-  }
+  // The lags of paced steps [first, end) of every stream: their spread, the streams whose worst
+  // passed one step (80 ms), and whether none did. The whole run's, and each window's.
+  auto lag_summary = [&](size_t first, size_t end) {
+    std::vector<double> all;
+    int late = 0;
+    double worst = 0;
+    for (const auto& l : lags) {
+      const auto b = l.begin() + static_cast<ptrdiff_t>(std::min(l.size(), first));
+      const auto e = l.begin() + static_cast<ptrdiff_t>(std::min(l.size(), end));
+      all.insert(all.end(), b, e);
+      const double m = b < e ? *std::max_element(b, e) : 0;
+      worst = std::max(worst, m);
+      late += m > step_s * 1e3;
+    }
+    return nlohmann::json{{"lag_ms", spread(all)}, {"late_streams", late}, {"within_real_time", worst <= step_s * 1e3}};
+  };
+  std::vector<double> round_ms, round_rows, round_streams, encoder_ms, decoder_ms, other_ms;
   for (const Scheduler::Round& r : rounds) {
     round_ms.push_back(r.seconds * 1e3);
     round_rows.push_back(r.work.decoder_rows);
@@ -178,13 +186,13 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
   // With several devices, each runs its rounds side by side: the busiest one's.
   std::vector<double> round_floor_ms;
   for (const Scheduler::Round& r : rounds) round_floor_ms.push_back(floor_ms_of(r.streams));
-  auto busy_of = [&](const std::vector<Scheduler::Round>& rs) {
+  auto busy_of = [&](const std::vector<Scheduler::Round>& rs, size_t steps) {
     double ms = 0;
     for (const Scheduler::Round& r : rs) ms += r.seconds * 1e3;
-    return all_paced_steps ? ms / all_paced_steps : 0.0;
+    return steps ? ms / steps : 0.0;
   };
   double busy_ms_per_step = 0;
-  for (const auto& d : device_rounds) busy_ms_per_step = std::max(busy_ms_per_step, busy_of(d));
+  for (const auto& d : device_rounds) busy_ms_per_step = std::max(busy_ms_per_step, busy_of(d, all_paced_steps));
 
   nlohmann::json r;
   r["backend"] = be.name();
@@ -196,9 +204,7 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
   r["windows"] = o.windows;
   r["fill"] = {{"seconds", fill_s}, {"audio_seconds", o.streams * static_cast<double>(fill_samples) / rate},
                {"rtfx", fill_s > 0 ? o.streams * static_cast<double>(fill_samples) / rate / fill_s : 0.0}};
-  r["lag_ms"] = spread(all_lags);
-  r["late_streams"] = late_streams;  // streams whose worst lag passed one step (80 ms)
-  r["within_real_time"] = worst <= step_s * 1e3;
+  r.update(lag_summary(0, all_paced_steps));  // lag_ms, late_streams, within_real_time
   r["recordings"] = bench_support::recordings_json(be);  // since load: the fill's and the measured part's
   r["rounds"] = {{"count", rounds.size()}, {"ms", spread(round_ms)}, {"decoder_rows", spread(round_rows)},
                  {"streams", spread(round_streams)}, {"encoder_ms", spread(encoder_ms)},
@@ -219,27 +225,16 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
     // Each window on its own: the same streams, filled once, paced on from window to window.
     r["by_window"] = nlohmann::json::array();
     for (size_t w = 0; w < windows; ++w) {
-      std::vector<double> window_lags, window_round_ms;
-      int late = 0;
-      double window_worst = 0, busy = 0;
-      for (const auto& l : lags) {
-        const auto b = l.begin() + static_cast<ptrdiff_t>(std::min(l.size(), w * paced_steps));
-        const auto e = l.begin() + static_cast<ptrdiff_t>(std::min(l.size(), (w + 1) * paced_steps));
-        window_lags.insert(window_lags.end(), b, e);
-        const double m = b < e ? *std::max_element(b, e) : 0;
-        window_worst = std::max(window_worst, m);
-        late += m > step_s * 1e3;
-      }
+      nlohmann::json window = lag_summary(w * paced_steps, (w + 1) * paced_steps);
+      std::vector<double> window_round_ms;
+      double busy = 0;
       for (const auto& d : window_rounds[w]) {
-        double ms = 0;
-        for (const Scheduler::Round& x : d) ms += x.seconds * 1e3, window_round_ms.push_back(x.seconds * 1e3);
-        busy = std::max(busy, paced_steps ? ms / paced_steps : 0.0);
+        for (const Scheduler::Round& x : d) window_round_ms.push_back(x.seconds * 1e3);
+        busy = std::max(busy, busy_of(d, paced_steps));
       }
-      r["by_window"].push_back({{"lag_ms", spread(window_lags)},
-                                {"late_streams", late},
-                                {"within_real_time", window_worst <= step_s * 1e3},
-                                {"rounds", {{"count", window_round_ms.size()}, {"ms", spread(window_round_ms)}}},
-                                {"busy_ms_per_step", busy}});
+      window["rounds"] = {{"count", window_round_ms.size()}, {"ms", spread(window_round_ms)}};
+      window["busy_ms_per_step"] = busy;
+      r["by_window"].push_back(std::move(window));
     }
   }
   if (devices.size() > 1) {
@@ -249,7 +244,7 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
       for (const Scheduler::Round& x : device_rounds[i]) ms.push_back(x.seconds * 1e3), streams.push_back(x.streams);
       r["devices"].push_back({{"device", devices[i]->device_name()}, {"streams", device_streams[i]},
                               {"rounds", {{"count", device_rounds[i].size()}, {"ms", spread(ms)}, {"streams", spread(streams)}}},
-                              {"busy_ms_per_step", busy_of(device_rounds[i])}});
+                              {"busy_ms_per_step", busy_of(device_rounds[i], all_paced_steps)}});
     }
   }
   return r;
@@ -262,16 +257,12 @@ nlohmann::json find_streams_capacity(BenchEngine& engine, std::span<const float>
     StreamsBenchOptions o = options;
     o.streams = n;
     try {
-      nlohmann::json r = run_streams_benchmark(engine, audio, o);
-      const bool ok = r["within_real_time"].get<bool>();
-      if (options.on_trial) options.on_trial(r);
-      trials.push_back(std::move(r));
-      return ok;
+      trials.push_back(run_streams_benchmark(engine, audio, o));
     } catch (const Error& e) {  // e.g. the device's memory cannot hold n streams
       trials.push_back({{"streams", n}, {"error", e.what()}});
-      if (options.on_trial) options.on_trial(trials.back());
-      return false;
     }
+    if (options.on_trial) options.on_trial(trials.back());
+    return trials.back().value("within_real_time", false);
   };
   int good = 0, bad = 0;
   for (int n = std::max(1, options.streams);; n *= 2) {
