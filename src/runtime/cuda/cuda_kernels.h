@@ -125,6 +125,10 @@ struct AttentionPlan {
 constexpr size_t kAttentionMaxSmemBytes = 200 * 1024;
 // The most chunks a tensor-core block takes (its chunks' row ranges sit in static shared memory).
 constexpr int kAttentionMaxChunksPerBlock = 16;
+// The chunk of a tensor-core block of several chunks: a constant of its build, so that its loops
+// over the chunk's keys unroll and its offsets fold (the chunk the planner gives every live step on
+// GPUs of 80 SMs or more); a plan of another chunk takes one chunk a block.
+constexpr int kAttentionMultiChunkKeys = 64;
 // Chooses the key split (flash-decoding style) so that a live step (rows_per_position rows over a full
 // window) fills the GPU; the chunk size depends on the model, not on the batch (kernels_attention.cu).
 // rows_per_block: 1, or what attention_rows_per_block gives for the launch's rows. tensor_cores:

@@ -140,6 +140,13 @@ struct Acc3 {
   __device__ __forceinline__ float sum(int e) const { return hi[e] + (mid[e] + lo[e]); }
 };
 
+__host__ __device__ constexpr int multi_chunk_shift() {
+  int s = 0;
+  while ((1 << s) < kAttentionMultiChunkKeys) ++s;
+  return s;
+}
+static_assert((1 << multi_chunk_shift()) == kAttentionMultiChunkKeys, "chunks are powers of two");
+
 // HD the head dimension, G the query heads per block, R the rows per block (G * R <= 8); query
 // i * G + g is row r0 + i, head h0 + g. kMulti: blocks of several chunks (p.chunks_per_block > 1).
 //
@@ -166,7 +173,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   pdl_trigger();
   pdl_wait();
   const AttentionArgs& a = p.a;
-  const int C = p.chunk, SP = score_pitch(C);
+  // Blocks of several chunks know their chunk when compiled (kAttentionMultiChunkKeys): every loop
+  // over the chunk's keys below then unrolls, and its shared-memory offsets are constants.
+  const int C = kMulti ? kAttentionMultiChunkKeys : p.chunk, SP = score_pitch(C);
+  const int shift = kMulti ? multi_chunk_shift() : p.chunk_shift;
   extern __shared__ float4 smem4[];
   float* sc = reinterpret_cast<float*>(smem4);  // [kMaxQueries][SP]
   // The probabilities as the values' B operand: three bf16 planes, hi, mid, lo [kMaxQueries][SP].
@@ -202,9 +212,9 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
 #pragma unroll
   for (int i = 1; i < R; ++i)
     if (r0 + i < a.n_rows) last = max(last, a.rows[r0 + i].pos);
-  const long long c0 = (first0 >> p.chunk_shift) + block.split;
+  const long long c0 = (first0 >> shift) + block.split;
   const int n = static_cast<int>(min(static_cast<long long>(min(kMulti ? p.chunks_per_block : 1, p.nsplit - block.split)),
-                                     (last >> p.chunk_shift) - c0 + 1));
+                                     (last >> shift) - c0 + 1));
   if (n <= 0) return;
 
   // Each chunk's rows: row i's keys are staged rows s_jf .. s_jl of the chunk (none: jf > jl), its
@@ -215,7 +225,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   __shared__ int s_lo[kChunks], s_hi[kChunks], s_entry[kChunks];
   const int ring = a.kv.ring;
   if (tid < n) {
-    const long long c = c0 + tid, c_lo = c << p.chunk_shift;
+    const long long c = c0 + tid, c_lo = c << shift;
     int lo = C, hi = -1;
 #pragma unroll
     for (int i = 0; i < R; ++i) {
@@ -228,7 +238,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
         if (to >= 0 && from < C) {
           jf = static_cast<int>(max(from, 0LL));
           jl = static_cast<int>(min(to, static_cast<long long>(C - 1)));
-          cell = static_cast<int>(c - (first >> p.chunk_shift));
+          cell = static_cast<int>(c - (first >> shift));
         }
       }
       lo = min(lo, jf);
@@ -479,7 +489,11 @@ template <int HD, typename T, int G, int R>
 void launch_shape(const SplitParams& sp, Stream s) {
   check(sp.chunks_per_block >= 1 && sp.chunks_per_block <= kAttentionMaxChunksPerBlock, "cuda attention",
         "chunks per block out of range");
-  if (sp.chunks_per_block > 1) launch_chunks<HD, T, G, R, true>(sp, s);
+  if (sp.chunks_per_block > 1) {
+    check(sp.chunk == kAttentionMultiChunkKeys && sp.chunk_shift == multi_chunk_shift(), "cuda attention",
+          "blocks of several chunks are built for chunks of " + std::to_string(kAttentionMultiChunkKeys) + " keys");
+    launch_chunks<HD, T, G, R, true>(sp, s);
+  }
   else launch_chunks<HD, T, G, R, false>(sp, s);
 }
 
