@@ -21,7 +21,9 @@
 // probabilities are fp32: each is split into three bf16 terms, hi + mid + lo, which hold its 24
 // bits (x - hi is exact in fp32, and so is the next remainder), and the three products accumulate
 // in fp32. So a score is q . k to fp32's precision, not to bf16's, as the CUDA-core kernel's is and
-// the tolerance against the CPU's double-accumulated reference requires.
+// the tolerance against the CPU's double-accumulated reference requires. Blocks of up to four
+// queries (a decoder step's GQA group, an encoder step's four frames) pack the hi and mid terms
+// into one mma's eight columns (AccPacked): two mma a fragment, the same bits.
 //
 // Scores: S^T = K Q^T, keys as the mma's M (16 a tile, ldmatrix from the staged rows), the head's
 // queries as its N (8: up to 8 queries, the rest zero), the head dimension as K. Values: O^T = V^T
@@ -37,6 +39,7 @@
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "runtime/cuda/attention_split.cuh"
 #include "runtime/cuda/cuda_check.h"
@@ -139,6 +142,35 @@ struct Acc3 {
   }
   __device__ __forceinline__ float sum(int e) const { return hi[e] + (mid[e] + lo[e]); }
 };
+
+// Up to four queries: the three terms in two mma, not three. The first's eight columns hold the
+// queries' hi terms (column q) and mid terms (column 4 + q), the second's first four their lo
+// terms (zeros after): a third fewer mma and fragment registers. A query's sum is the one above,
+// term for term: each column of an mma is a dot product of its own (the other columns never enter
+// it), so column q holds the bits Acc3's hi chain would, column 4 + q its mid chain's, which the
+// lane two to the right (t + 2, the same rows) hands over.
+struct Packed2 {
+  uint32_t hm, lo;
+};
+// This lane's B register of a split operand whose column g holds query g % 4.
+__device__ __forceinline__ Packed2 pack2(const Split3& s, int g) { return {g < 4 ? s.hi : s.mid, g < 4 ? s.lo : 0u}; }
+struct AccPacked {
+  float lo[4] = {0, 0, 0, 0}, hm[4] = {0, 0, 0, 0};
+  __device__ __forceinline__ void mma(const uint32_t (&a)[4], const Packed2& b0, const Packed2& b1) {
+    tc::mma16816(lo, a[0], a[1], a[2], a[3], b0.lo, b1.lo);
+    tc::mma16816(hm, a[0], a[1], a[2], a[3], b0.hm, b1.hm);
+  }
+  // Query 2 t + (e & 1)'s sum in lanes t < 2 (others: not a query's). Every lane must call it.
+  __device__ __forceinline__ float sum(int e) const {
+    const float mid = __shfl_xor_sync(0xffffffffu, hm[e], 2);
+    return hm[e] + (mid + lo[e]);
+  }
+};
+// The split operand's B register type and accumulators, by whether the queries pack (Q <= 4).
+template <bool kPacked>
+using SplitB = std::conditional_t<kPacked, Packed2, Split3>;
+template <bool kPacked>
+using SplitAcc = std::conditional_t<kPacked, AccPacked, Acc3>;
 
 __host__ __device__ constexpr int multi_chunk_shift() {
   int s = 0;
@@ -317,17 +349,21 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   // loaded while the copies travel, once for all the block's chunks: of each step s, bf16 elements
   // 16 s + 2 t (+ 1) and 16 s + 2 t + 8 (+ 1); fp8 16 s + 4 t (+ 1) and 16 s + 4 t + 2 (+ 1), the
   // order in which the keys' fragments come out of their stored bytes (step 1 below).
-  Split3 qb[kSteps][2];
+  // Packed (Q <= 4, AccPacked): column g holds query g % 4's hi or mid term, and its lo or zero.
+  constexpr bool kPacked = Q <= 4;
+  SplitB<kPacked> qb[kSteps][2];
   {
-    const int i = g / G, hg = g % G;
-    const bool real = g < Q && hg < gcount && r0 + i < a.n_rows;
+    const int qi = kPacked ? g % 4 : g, i = qi / G, hg = qi % G;
+    const bool real = qi < Q && hg < gcount && r0 + i < a.n_rows;
     const float* qrow = a.q + static_cast<size_t>(r0 + i) * a.ldq + static_cast<size_t>(h0 + hg) * HD;
 #pragma unroll
     for (int s = 0; s < kSteps; ++s)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int d = kFp8 ? 16 * s + 4 * t + 2 * h : 16 * s + 2 * t + 8 * h;
-        qb[s][h] = split3(real ? qrow[d] : 0.f, real ? qrow[d + 1] : 0.f);
+        const Split3 terms = split3(real ? qrow[d] : 0.f, real ? qrow[d + 1] : 0.f);
+        if constexpr (kPacked) qb[s][h] = pack2(terms, g);
+        else qb[s][h] = terms;
       }
   }
   const size_t acc0 = ml_floats(a.n_rows, a.n_heads, p.nsplit);
@@ -360,7 +396,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
     // to two bf16 pairs: (4 t, 4 t + 1) as the mma's k 2 t, (4 t + 2, 4 t + 3) as its 2 t + 8, the
     // queries' fragments ordered to match.
     for (int kt = warp; kt < C / 16; kt += kWarps) {
-      Acc3 acc;
+      SplitAcc<kPacked> acc;
       const int row = kt * 16 + lane % 16;
       if constexpr (kFp8) {
 #pragma unroll
@@ -384,7 +420,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
       for (int e = 0; e < 4; ++e) {
         const int q = 2 * t + (e & 1), j = kt * 16 + g + (e & 2 ? 8 : 0);
         const float scale = kFp8 ? key_scales_of(b)[j] * a.scale : a.scale;  // fp8: the key's scale too
-        if (q < Q) sc[q * SP + j] = j >= kf[e & 1] && j <= kl[e & 1] ? acc.sum(e) * scale : -INFINITY;
+        const float dot = acc.sum(e);  // in every lane (a packed sum's shuffle)
+        if (q < Q) sc[q * SP + j] = j >= kf[e & 1] && j <= kl[e & 1] ? dot * scale : -INFINITY;
       }
     }
     __syncthreads();
@@ -428,15 +465,21 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
     // and run as independent chains.
     constexpr int kSlices = kSteps / kWarps;
     static_assert(kSteps % kWarps == 0, "every warp takes as many slices");
-    Acc3 acc[kSlices];
-    const __nv_bfloat16* pq = pb + g * SP + 2 * t;
+    SplitAcc<kPacked> acc[kSlices];
+    // Column g's query: g, or packed g % 4 (its hi plane in columns 0-3, its mid in 4-7).
+    const int pqi = kPacked ? g % 4 : g;
+    const __nv_bfloat16* pq = pb + pqi * SP + 2 * t;
     // Lanes of queries past Q give zeros (their planes are never written).
     auto pair = [&](int plane, int j) {
-      return g < Q ? *reinterpret_cast<const uint32_t*>(pq + plane * kMaxQueries * SP + j) : 0u;
+      return pqi < Q ? *reinterpret_cast<const uint32_t*>(pq + plane * kMaxQueries * SP + j) : 0u;
+    };
+    auto probabilities = [&](int j) {
+      if constexpr (kPacked) return Packed2{pair(g < 4 ? 0 : 1, j), g < 4 ? pair(2, j) : 0u};
+      else return Split3{pair(0, j), pair(1, j), pair(2, j)};
     };
     for (int kk = 0; kk < C / 16; ++kk) {
       const int j = kk * 16;
-      const Split3 p0{pair(0, j), pair(1, j), pair(2, j)}, p1{pair(0, j + 8), pair(1, j + 8), pair(2, j + 8)};
+      const SplitB<kPacked> p0 = probabilities(j), p1 = probabilities(j + 8);
 #pragma unroll
       for (int i = 0; i < kSlices; ++i) {
         const int dt = warp + i * kWarps;
@@ -469,7 +512,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int d = kFp8 ? dt * 16 + 2 * g + (e >> 1) : dt * 16 + g + (e & 2 ? 8 : 0);
-        if (out[e & 1]) out[e & 1][d] = acc[i].sum(e);
+        const float o = acc[i].sum(e);  // in every lane (a packed sum's shuffle)
+        if (out[e & 1]) out[e & 1][d] = o;
       }
     }
   }
