@@ -112,7 +112,8 @@ struct AttentionPlan {
   bool aligned = false;       // the tensor-core kernel's chunks, at multiples of `chunk` (attention_split.cuh)
   // Consecutive chunks a tensor-core block takes, staging the next while it computes one
   // (CudaOptions::attention_chunks_per_block, by default 8 for launches of many blocks, else 1;
-  // 1 where the two stage buffers would not fit, and always on the CUDA-core kernel). The same
+  // 1 where the two stage buffers would not fit or the chunk is not kAttentionMultiChunkKeys, and
+  // always on the CUDA-core kernel). The same
   // bits whatever it is, so it may depend on the batch.
   int chunks_per_block = 1;
   // The combine as one warp per (row, head), lane s holding chunk s (nsplit <= 32 and
