@@ -743,27 +743,33 @@ TEST_F(CudaBackendTest, AttentionSeveralChunksPerBlockComputeTheSameBits) {
       {"decoder", dec, 32, 8192, decode, 1},
       {"decoder paged", dec_paged, 32, 8192, decode, 1},
   };
-  CudaOptions one;  // the defaults but for the chunks a block: the engine's kernels, not the environment's
-  one.attention_chunks_per_block = 1;
-  const std::unique_ptr<Backend> base = make_cuda_backend(0, one);
-  const std::vector<int> chunks_per_block = {2, 3, 5};
-  std::vector<std::unique_ptr<Backend>> several;
-  for (const int cpb : chunks_per_block) {
-    CudaOptions o = one;
-    o.attention_chunks_per_block = cpb;
-    several.push_back(make_cuda_backend(0, o));
-  }
-  for (const Case& c : cases) {
-    const KvCacheShape& s = c.shape;
-    const auto k = bf16_round(random(s.elements())), v = bf16_round(random(s.elements()));
-    const int n = static_cast<int>(c.rows.size());
-    const auto q = random(static_cast<size_t>(n) * c.heads * s.head_dim);
-    const AttentionParams p{c.heads, s.kv_heads, s.head_dim, c.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim)),
-                            c.rows_per_position};
-    const auto want = attention_on(*base, s, k, v, 0, q, c.rows, p);
-    for (size_t i = 0; i < several.size(); ++i) {
-      SCOPED_TRACE(std::string(c.what) + ", " + std::to_string(chunks_per_block[i]) + " chunks a block");
-      EXPECT_TRUE(exact(attention_on(*several[i], s, k, v, 0, q, c.rows, p), want));
+  // Blocks of several chunks are built for 64- and 128-key chunks: the default plan gives both
+  // shapes 64 on a GPU of 80 SMs or more; 4 blocks an SM give the encoder 128, 2 the decoder 128.
+  for (const double blocks_per_sm : {CudaOptions{}.attention_blocks_per_sm, 4.0, 2.0}) {
+    CudaOptions one;  // the defaults but for the chunks a block: the engine's kernels, not the environment's
+    one.attention_chunks_per_block = 1;
+    one.attention_blocks_per_sm = blocks_per_sm;
+    const std::unique_ptr<Backend> base = make_cuda_backend(0, one);
+    const std::vector<int> chunks_per_block = {2, 3, 5};
+    std::vector<std::unique_ptr<Backend>> several;
+    for (const int cpb : chunks_per_block) {
+      CudaOptions o = one;
+      o.attention_chunks_per_block = cpb;
+      several.push_back(make_cuda_backend(0, o));
+    }
+    for (const Case& c : cases) {
+      const KvCacheShape& s = c.shape;
+      const auto k = bf16_round(random(s.elements())), v = bf16_round(random(s.elements()));
+      const int n = static_cast<int>(c.rows.size());
+      const auto q = random(static_cast<size_t>(n) * c.heads * s.head_dim);
+      const AttentionParams p{c.heads, s.kv_heads, s.head_dim, c.window, 1.0f / std::sqrt(static_cast<float>(s.head_dim)),
+                              c.rows_per_position};
+      const auto want = attention_on(*base, s, k, v, 0, q, c.rows, p);
+      for (size_t i = 0; i < several.size(); ++i) {
+        SCOPED_TRACE(std::string(c.what) + ", " + std::to_string(chunks_per_block[i]) + " chunks a block, " +
+                     std::to_string(blocks_per_sm) + " blocks an SM");
+        EXPECT_TRUE(exact(attention_on(*several[i], s, k, v, 0, q, c.rows, p), want));
+      }
     }
   }
 #endif
@@ -784,6 +790,16 @@ TEST_F(CudaBackendTest, AttentionOnFp8CachesOnTheTensorCoresMatchesTheCudaCores)
   o.attention_chunks_per_block = 3;
   const std::unique_ptr<Backend> b8_multi = make_cuda_backend(0, o);
   ASSERT_EQ(b8->kv_element_bytes(), 1u);
+  // 128-key chunks, one and three a block (4 blocks an SM give the encoder 128, 2 the decoder).
+  std::vector<std::pair<std::unique_ptr<Backend>, std::unique_ptr<Backend>>> wide;
+  for (const double blocks_per_sm : {4.0, 2.0}) {
+    CudaOptions w = o;
+    w.attention_blocks_per_sm = blocks_per_sm;
+    w.attention_chunks_per_block = 1;
+    auto one = make_cuda_backend(0, w);
+    w.attention_chunks_per_block = 3;
+    wide.emplace_back(std::move(one), make_cuda_backend(0, w));
+  }
   std::vector<RowRef> frames;
   for (int i = 0; i < 8; ++i) frames.push_back({1, 1000 + i});
   frames.push_back({0, 3});
@@ -831,6 +847,11 @@ TEST_F(CudaBackendTest, AttentionOnFp8CachesOnTheTensorCoresMatchesTheCudaCores)
     EXPECT_TRUE(close(tensor, cores, 1e-5, 2e-6 * max_abs(v)));
     EXPECT_FALSE(exact(tensor, std::vector<float>(tensor.size(), 0.0f)));
     EXPECT_TRUE(exact(attend(*b8_multi, 0, n), tensor)) << "3 chunks a block";
+    for (const auto& [one, multi] : wide) {
+      const auto wide_one = attend(*one, 0, n);
+      EXPECT_TRUE(close(wide_one, cores, 1e-5, 2e-6 * max_abs(v))) << "wider chunks";
+      EXPECT_TRUE(exact(attend(*multi, 0, n), wide_one)) << "wider chunks, 3 a block";
+    }
     for (int i = 0; i < n; ++i)
       EXPECT_TRUE(exact(attend(*b8, i, 1), std::vector<float>(tensor.begin() + static_cast<ptrdiff_t>(i) * qw,
                                                               tensor.begin() + static_cast<ptrdiff_t>(i + 1) * qw)))

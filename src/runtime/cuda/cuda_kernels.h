@@ -112,8 +112,8 @@ struct AttentionPlan {
   bool aligned = false;       // the tensor-core kernel's chunks, at multiples of `chunk` (attention_split.cuh)
   // Consecutive chunks a tensor-core block takes, staging the next while it computes one
   // (CudaOptions::attention_chunks_per_block, by default 8 for launches of many blocks, else 1;
-  // 1 where the two stage buffers would not fit or the chunk is not kAttentionMultiChunkKeys, and
-  // always on the CUDA-core kernel). The same
+  // 1 where the two stage buffers would not fit or no build takes the chunk
+  // (attention_multi_chunk_built), and always on the CUDA-core kernel). The same
   // bits whatever it is, so it may depend on the batch.
   int chunks_per_block = 1;
   // The combine as one warp per (row, head), lane s holding chunk s (nsplit <= 32 and
@@ -126,10 +126,16 @@ struct AttentionPlan {
 constexpr size_t kAttentionMaxSmemBytes = 200 * 1024;
 // The most chunks a tensor-core block takes (its chunks' row ranges sit in static shared memory).
 constexpr int kAttentionMaxChunksPerBlock = 16;
-// The chunk of a tensor-core block of several chunks: a constant of its build, so that its loops
-// over the chunk's keys unroll and its offsets fold (the chunk the planner gives every live step on
-// GPUs of 80 SMs or more); a plan of another chunk takes one chunk a block.
-constexpr int kAttentionMultiChunkKeys = 64;
+// The chunks a tensor-core block of several chunks is built for: a constant of each build, so that
+// its loops over the chunk's keys unroll and its offsets fold (64: the chunk the planner gives every
+// live step on GPUs of 80 SMs or more; 128: fewer partial results, where blocks_per_sm asks for
+// it). A plan of another chunk takes one chunk a block.
+constexpr int kAttentionMultiChunks[] = {64, 128};
+constexpr bool attention_multi_chunk_built(int chunk) {
+  for (const int c : kAttentionMultiChunks)
+    if (c == chunk) return true;
+  return false;
+}
 // Chooses the key split (flash-decoding style) so that a live step (rows_per_position rows over a full
 // window) fills the GPU; the chunk size depends on the model, not on the batch (kernels_attention.cu).
 // rows_per_block: 1, or what attention_rows_per_block gives for the launch's rows. tensor_cores:

@@ -599,8 +599,8 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
                                        cdiv(group, heads_per_block(group));
     const int automatic = one_chunk_blocks >= kAttentionManyBlocksPerSm * static_cast<long long>(sm_count) ? kAttentionManyBlocksChunks : 1;
     plan.chunks_per_block = std::clamp(chunks_per_block > 0 ? chunks_per_block : automatic, 1, kAttentionMaxChunksPerBlock);
-    // Blocks of several chunks are built for one chunk size (kAttentionMultiChunkKeys).
-    if (smem_bytes(rows_per_block, chunk) > max_smem || chunk != kAttentionMultiChunkKeys) plan.chunks_per_block = 1;
+    // Blocks of several chunks are built for a few chunk sizes (attention_multi_chunk_built).
+    if (smem_bytes(rows_per_block, chunk) > max_smem || !attention_multi_chunk_built(chunk)) plan.chunks_per_block = 1;
   }
   plan.smem_bytes = smem_bytes(rows_per_block, chunk);
   if (plan.nsplit > 1)

@@ -172,15 +172,15 @@ using SplitB = std::conditional_t<kPacked, Packed2, Split3>;
 template <bool kPacked>
 using SplitAcc = std::conditional_t<kPacked, AccPacked, Acc3>;
 
-__host__ __device__ constexpr int multi_chunk_shift() {
+__host__ __device__ constexpr int log2_of(int chunk) {
   int s = 0;
-  while ((1 << s) < kAttentionMultiChunkKeys) ++s;
+  while ((1 << s) < chunk) ++s;
   return s;
 }
-static_assert((1 << multi_chunk_shift()) == kAttentionMultiChunkKeys, "chunks are powers of two");
 
 // HD the head dimension, G the query heads per block, R the rows per block (G * R <= 8); query
-// i * G + g is row r0 + i, head h0 + g. kMulti: blocks of several chunks (p.chunks_per_block > 1).
+// i * G + g is row r0 + i, head h0 + g. kChunk: 0, blocks of one chunk of the plan's size; else
+// blocks of several chunks (p.chunks_per_block > 1) of kChunk keys (attention_multi_chunk_built).
 //
 // A block takes up to p.chunks_per_block consecutive chunks of its rows (splits s0, s0 + 1, ...;
 // attention_split.cuh's chunk_block), staging chunk k + 1 into the other of two buffers (cp.async)
@@ -189,12 +189,14 @@ static_assert((1 << multi_chunk_shift()) == kAttentionMultiChunkKeys, "chunks ar
 // several chunks. Each chunk is computed exactly as a block of one chunk computes it (the same
 // staged rows, the same mma instructions over the same 16-key groups in the same order, the same
 // partial result in the same cell), so the number of chunks a block takes never changes a bit.
-// Blocks of one chunk are a build of their own (kMulti false: the loop runs once), so that the
+// Blocks of one chunk are a build of their own (kChunk 0: the loop runs once), so that the
 // queries' fragments, live across the loop, do not take the registers of the single-chunk build
 // (91 to 96 registers a thread at HD 128; 116 to 128 with them live throughout, which holds the
 // multi-chunk blocks to 4 an SM: capping them at 96 for 5 spilled and ran slower).
-template <int HD, typename T, int G, int R, bool kMulti>
+template <int HD, typename T, int G, int R, int kChunk>
 __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitParams p) {
+  constexpr bool kMulti = kChunk > 0;
+  static_assert(!kMulti || kChunk == kAttentionMultiChunks[0] || kChunk == kAttentionMultiChunks[1], "a built chunk");
   constexpr int kChunks = kMulti ? kAttentionMaxChunksPerBlock : 1;
   constexpr int kEl = static_cast<int>(sizeof(T));
   constexpr bool kFp8 = kEl == 1;  // fp8 caches: rows staged as stored, widened in registers (top comment)
@@ -205,10 +207,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   pdl_trigger();
   pdl_wait();
   const AttentionArgs& a = p.a;
-  // Blocks of several chunks know their chunk when compiled (kAttentionMultiChunkKeys): every loop
-  // over the chunk's keys below then unrolls, and its shared-memory offsets are constants.
-  const int C = kMulti ? kAttentionMultiChunkKeys : p.chunk, SP = score_pitch(C);
-  const int shift = kMulti ? multi_chunk_shift() : p.chunk_shift;
+  // Blocks of several chunks know their chunk when compiled (kChunk): every loop over the chunk's
+  // keys below then unrolls, and its shared-memory offsets are constants.
+  const int C = kMulti ? kChunk : p.chunk, SP = score_pitch(C);
+  const int shift = kMulti ? log2_of(kChunk) : p.chunk_shift;
   extern __shared__ float4 smem4[];
   float* sc = reinterpret_cast<float*>(smem4);  // [kMaxQueries][SP]
   // The probabilities as the values' B operand: three bf16 planes, hi, mid, lo [kMaxQueries][SP].
@@ -519,10 +521,10 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   }
 }
 
-template <int HD, typename T, int G, int R, bool kMulti>
+template <int HD, typename T, int G, int R, int kChunk>
 void launch_chunks(const SplitParams& sp, Stream s) {
-  const auto kernel = attention_mma_kernel<HD, T, G, R, kMulti>;
-  const size_t bytes = attention_mma_smem_bytes(HD, sp.chunk, kMulti, static_cast<int>(sizeof(T)));
+  const auto kernel = attention_mma_kernel<HD, T, G, R, kChunk>;
+  const size_t bytes = attention_mma_smem_bytes(HD, sp.chunk, kChunk > 0, static_cast<int>(sizeof(T)));
   check(bytes <= kAttentionMaxSmemBytes, "cuda attention", "chunk too large for shared memory");
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), kAttentionMaxSmemBytes, "attention_mma shared memory");
   const dim3 grid = chunk_grid(sp);
@@ -533,12 +535,11 @@ template <int HD, typename T, int G, int R>
 void launch_shape(const SplitParams& sp, Stream s) {
   check(sp.chunks_per_block >= 1 && sp.chunks_per_block <= kAttentionMaxChunksPerBlock, "cuda attention",
         "chunks per block out of range");
-  if (sp.chunks_per_block > 1) {
-    check(sp.chunk == kAttentionMultiChunkKeys && sp.chunk_shift == multi_chunk_shift(), "cuda attention",
-          "blocks of several chunks are built for chunks of " + std::to_string(kAttentionMultiChunkKeys) + " keys");
-    launch_chunks<HD, T, G, R, true>(sp, s);
-  }
-  else launch_chunks<HD, T, G, R, false>(sp, s);
+  if (sp.chunks_per_block == 1) return launch_chunks<HD, T, G, R, 0>(sp, s);
+  check(attention_multi_chunk_built(sp.chunk) && sp.chunk_shift == log2_of(sp.chunk), "cuda attention",
+        "no build of blocks of several chunks takes chunks of " + std::to_string(sp.chunk) + " keys");
+  if (sp.chunk == kAttentionMultiChunks[0]) launch_chunks<HD, T, G, R, kAttentionMultiChunks[0]>(sp, s);
+  else launch_chunks<HD, T, G, R, kAttentionMultiChunks[1]>(sp, s);
 }
 
 template <int HD, typename T>
