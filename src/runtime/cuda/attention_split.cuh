@@ -37,6 +37,12 @@ struct SplitParams {
 };
 
 __host__ __device__ constexpr int attention_cdiv(long long a, long long b) { return static_cast<int>((a + b - 1) / b); }
+// SplitParams::chunk_shift of a chunk (a power of two).
+__host__ __device__ constexpr int chunk_shift_of(int chunk) {
+  int s = 0;
+  while ((1 << s) < chunk) ++s;
+  return s;
+}
 
 // The partial results: (max, sum) per (row, head, chunk), then the accumulators, 16-byte aligned.
 __host__ __device__ inline size_t ml_floats(int n_rows, int n_heads, int nsplit) {

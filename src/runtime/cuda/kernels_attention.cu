@@ -613,10 +613,8 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
 void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream s) {
   if (a.n_rows <= 0 || a.n_heads <= 0) return;
   check(plan.chunk > 0 && (plan.chunk & (plan.chunk - 1)) == 0, "cuda attention", "the key chunk must be a power of two");
-  int shift = 0;
-  while ((1 << shift) < plan.chunk) ++shift;
-  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0, plan.rows_per_block, plan.aligned, shift,
-                 plan.chunks_per_block};
+  SplitParams sp{a, plan.chunk, plan.nsplit, a.n_heads / a.kv.kv_heads, 0, 0, plan.rows_per_block, plan.aligned,
+                 chunk_shift_of(plan.chunk), plan.chunks_per_block};
   sp.heads_per_block = heads_per_block(sp.group);
   sp.head_blocks = cdiv(sp.group, sp.heads_per_block);
   const int elem_bytes = a.kv.fp8 ? 1 : a.kv.bf16 ? 2 : 4;

@@ -19,10 +19,10 @@
 //
 // Exact as fp32. K and V are bf16 as stored, so they enter the mma as they are. The queries and the
 // probabilities are fp32: each is split into three bf16 terms (split_operand.cuh), and the three
-// products accumulate in fp32. So a score is q . k to fp32's precision, not to bf16's, as the CUDA-core kernel's is and
-// the tolerance against the CPU's double-accumulated reference requires. Blocks of up to four
-// queries (a decoder step's GQA group, an encoder step's four frames) pack the hi and mid terms
-// into one mma's eight columns (AccPacked): two mma a fragment, the same bits.
+// products accumulate in fp32. So a score is q . k to fp32's precision, not to bf16's, as the
+// CUDA-core kernel's is and the tolerance against the CPU's double-accumulated reference requires.
+// Blocks of up to four queries (a decoder step's GQA group, an encoder step's four frames) pack the
+// hi and mid terms into one mma's eight columns (AccPacked): two mma a fragment, the same bits.
 //
 // Scores: S^T = K Q^T, keys as the mma's M (16 a tile, ldmatrix from the staged rows), the head's
 // queries as its N (8: up to 8 queries, the rest zero), the head dimension as K. Values: O^T = V^T
@@ -37,6 +37,7 @@
 #include <cuda_fp8.h>
 
 #include <cmath>
+#include <iterator>
 #include <string>
 
 #include "runtime/cuda/attention_split.cuh"
@@ -107,12 +108,6 @@ __device__ __forceinline__ void ldmatrix(uint32_t (&r)[X], const void* p) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(a) : "memory");
 }
 
-__host__ __device__ constexpr int log2_of(int chunk) {
-  int s = 0;
-  while ((1 << s) < chunk) ++s;
-  return s;
-}
-
 // HD the head dimension, G the query heads per block, R the rows per block (G * R <= 8); query
 // i * G + g is row r0 + i, head h0 + g. kChunk: 0, blocks of one chunk of the plan's size; else
 // blocks of several chunks (p.chunks_per_block > 1) of kChunk keys (attention_multi_chunk_built).
@@ -126,12 +121,11 @@ __host__ __device__ constexpr int log2_of(int chunk) {
 // partial result in the same cell), so the number of chunks a block takes never changes a bit.
 // Blocks of one chunk are a build of their own (kChunk 0: the loop runs once), so that the
 // queries' fragments, live across the loop, do not take the registers of the single-chunk build
-// (91 to 96 registers a thread at HD 128; 116 to 128 with them live throughout, which holds the
-// multi-chunk blocks to 4 an SM: capping them at 96 for 5 spilled and ran slower).
+// (72 registers a thread at HD 128 and four queries; 95-96 with them live throughout, five blocks
+// an SM; 116 to 128 before the chunk was a constant and the terms packed, which held them to four).
 template <int HD, typename T, int G, int R, int kChunk>
 __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitParams p) {
   constexpr bool kMulti = kChunk > 0;
-  static_assert(!kMulti || kChunk == kAttentionMultiChunks[0] || kChunk == kAttentionMultiChunks[1], "a built chunk");
   constexpr int kChunks = kMulti ? kAttentionMaxChunksPerBlock : 1;
   constexpr int kEl = static_cast<int>(sizeof(T));
   constexpr bool kFp8 = kEl == 1;  // fp8 caches: rows staged as stored, widened in registers (top comment)
@@ -145,7 +139,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   // Blocks of several chunks know their chunk when compiled (kChunk): every loop over the chunk's
   // keys below then unrolls, and its shared-memory offsets are constants.
   const int C = kMulti ? kChunk : p.chunk, SP = score_pitch(C);
-  const int shift = kMulti ? log2_of(kChunk) : p.chunk_shift;
+  const int shift = kMulti ? chunk_shift_of(kChunk) : p.chunk_shift;
   extern __shared__ float4 smem4[];
   float* sc = reinterpret_cast<float*>(smem4);  // [kMaxQueries][SP]
   // The probabilities as the values' B operand: three bf16 planes, hi, mid, lo [kMaxQueries][SP].
@@ -471,8 +465,9 @@ void launch_shape(const SplitParams& sp, Stream s) {
   check(sp.chunks_per_block >= 1 && sp.chunks_per_block <= kAttentionMaxChunksPerBlock, "cuda attention",
         "chunks per block out of range");
   if (sp.chunks_per_block == 1) return launch_chunks<HD, T, G, R, 0>(sp, s);
-  check(attention_multi_chunk_built(sp.chunk) && sp.chunk_shift == log2_of(sp.chunk), "cuda attention",
+  check(attention_multi_chunk_built(sp.chunk) && sp.chunk_shift == chunk_shift_of(sp.chunk), "cuda attention",
         "no build of blocks of several chunks takes chunks of " + std::to_string(sp.chunk) + " keys");
+  static_assert(std::size(kAttentionMultiChunks) == 2, "one build for each chunk below");
   if (sp.chunk == kAttentionMultiChunks[0]) launch_chunks<HD, T, G, R, kAttentionMultiChunks[0]>(sp, s);
   else launch_chunks<HD, T, G, R, kAttentionMultiChunks[1]>(sp, s);
 }
