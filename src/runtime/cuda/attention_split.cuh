@@ -121,9 +121,9 @@ void dispatch_block_shape(const SplitParams& sp, F&& f) {
 // ---- kernels_attention_mma.cu ----
 // Whether the tensor-core kernel takes this head size, and its shared memory for a chunk: one
 // stage buffer, or two (double_buffered) for blocks of several chunks, staging the next while
-// they compute one.
+// they compute one; for blocks of `queries` queries (rows x heads a block).
 bool attention_mma_head_dim(int head_dim);
-size_t attention_mma_smem_bytes(int head_dim, int chunk, bool double_buffered, int elem_bytes);
+size_t attention_mma_smem_bytes(int head_dim, int chunk, bool double_buffered, int elem_bytes, int queries);
 // Whether it takes a cache of this element size (bf16: 2, fp8: 1).
 bool attention_mma_elements(int elem_bytes);
 // The chunk blocks of an aligned plan on a bf16 cache (the combine pass is the caller's).

@@ -554,7 +554,7 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
   const int group = n_heads / n_kv_heads;
   plan.aligned = attention_aligned(kv_bytes, head_dim, tensor_cores);
   auto smem_bytes = [&](int rows, int c) {
-    return plan.aligned ? attention_mma_smem_bytes(head_dim, c, plan.chunks_per_block > 1, kv_bytes)
+    return plan.aligned ? attention_mma_smem_bytes(head_dim, c, plan.chunks_per_block > 1, kv_bytes, rows * heads_per_block(group))
                         : chunk_smem_bytes(head_dim, kv_bytes, heads_per_block(group), rows, c);
   };
   // The chunk size depends on the model alone (one row over a full window), never on the batch:
@@ -621,7 +621,8 @@ void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream 
   if (plan.aligned) {
     check(attention_mma_elements(elem_bytes) &&
               plan.smem_bytes ==
-                  attention_mma_smem_bytes(a.kv.head_dim, plan.chunk, plan.chunks_per_block > 1, elem_bytes) &&
+                  attention_mma_smem_bytes(a.kv.head_dim, plan.chunk, plan.chunks_per_block > 1, elem_bytes,
+                                           plan.rows_per_block * sp.heads_per_block) &&
               plan.nsplit > 1,
           "cuda attention", "the plan was made for another head shape or cache element size");
     launch_attention_mma(sp, s);

@@ -141,14 +141,16 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   const int C = kMulti ? kChunk : p.chunk, SP = score_pitch(C);
   const int shift = kMulti ? chunk_shift_of(kChunk) : p.chunk_shift;
   extern __shared__ float4 smem4[];
-  float* sc = reinterpret_cast<float*>(smem4);  // [kMaxQueries][SP]
-  // The probabilities as the values' B operand: three bf16 planes, hi, mid, lo [kMaxQueries][SP].
-  __nv_bfloat16* pb = reinterpret_cast<__nv_bfloat16*>(sc + kMaxQueries * SP);
+  // Sized for the block's Q queries (a decoder step's four, not the mma's eight): at 128-key chunks
+  // that is what lets one more block share an SM.
+  float* sc = reinterpret_cast<float*>(smem4);  // [Q][SP]
+  // The probabilities as the values' B operand: three bf16 planes, hi, mid, lo [Q][SP].
+  __nv_bfloat16* pb = reinterpret_cast<__nv_bfloat16*>(sc + Q * SP);
   // Each staged row's cache offset [C] (one array: a chunk's are found after the previous chunk's
   // copies were issued); fp8: each staged row's scale index [C]; then the stage buffers, one or two
   // (kMulti): K and V rows as stored [C][kVecs] 16-byte vectors each (staged_offset), then for fp8
   // the key scales [C] and the value scales [C].
-  size_t* row_at = reinterpret_cast<size_t*>(pb + 3 * kMaxQueries * SP);
+  size_t* row_at = reinterpret_cast<size_t*>(pb + 3 * Q * SP);
   size_t* scale_at = row_at + C;
   unsigned char* stages = reinterpret_cast<unsigned char*>(scale_at + (kFp8 ? C : 0));
   auto keys_of = [&](int b) { return stages + b * stage_bytes(HD, C, kEl); };
@@ -376,8 +378,8 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
         // times the value's scale, as the CUDA-core kernel weighs each value).
         const Bf16x3 terms = split3(kFp8 ? e * value_scales_of(b)[j] : e);
         pb[q * SP + j] = terms.hi;
-        pb[(kMaxQueries + q) * SP + j] = terms.mid;
-        pb[(2 * kMaxQueries + q) * SP + j] = terms.lo;
+        pb[(Q + q) * SP + j] = terms.mid;
+        pb[(2 * Q + q) * SP + j] = terms.lo;
       }
       for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
       if (real && lane == 0) {
@@ -402,7 +404,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
     const __nv_bfloat16* pq = pb + pqi * SP + 2 * t;
     // Lanes of queries past Q give zeros (their planes are never written).
     auto pair = [&](int plane, int j) {
-      return pqi < Q ? *reinterpret_cast<const uint32_t*>(pq + plane * kMaxQueries * SP + j) : 0u;
+      return pqi < Q ? *reinterpret_cast<const uint32_t*>(pq + plane * Q * SP + j) : 0u;
     };
     auto probabilities = [&](int j) {
       if constexpr (kPacked) return Packed2{pair(g < 4 ? 0 : 1, j), g < 4 ? pair(2, j) : 0u};
@@ -453,7 +455,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
 template <int HD, typename T, int G, int R, int kChunk>
 void launch_chunks(const SplitParams& sp, Stream s) {
   const auto kernel = attention_mma_kernel<HD, T, G, R, kChunk>;
-  const size_t bytes = attention_mma_smem_bytes(HD, sp.chunk, kChunk > 0, static_cast<int>(sizeof(T)));
+  const size_t bytes = attention_mma_smem_bytes(HD, sp.chunk, kChunk > 0, static_cast<int>(sizeof(T)), G * R);
   check(bytes <= kAttentionMaxSmemBytes, "cuda attention", "chunk too large for shared memory");
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), kAttentionMaxSmemBytes, "attention_mma shared memory");
   const dim3 grid = chunk_grid(sp);
@@ -490,12 +492,13 @@ void launch_typed(const SplitParams& sp, Stream s) {
 
 bool attention_mma_head_dim(int head_dim) { return head_dim == 64 || head_dim == 128; }
 
-size_t attention_mma_smem_bytes(int head_dim, int chunk, bool double_buffered, int elem_bytes) {
+size_t attention_mma_smem_bytes(int head_dim, int chunk, bool double_buffered, int elem_bytes, int queries) {
   // The scores, the probabilities' three bf16 planes, each staged row's cache offset (fp8: and its
-  // scale index), then one or two stage buffers (the kernel's layout).
+  // scale index), then one or two stage buffers (the kernel's layout). The planes' rows are 16-byte
+  // multiples (chunk + 8 bf16 at chunks of multiples of 16), so what follows stays aligned.
   const bool fp8 = elem_bytes == 1;
-  return static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(float) +
-         3 * static_cast<size_t>(kMaxQueries) * score_pitch(chunk) * sizeof(__nv_bfloat16) +
+  return static_cast<size_t>(queries) * score_pitch(chunk) * sizeof(float) +
+         3 * static_cast<size_t>(queries) * score_pitch(chunk) * sizeof(__nv_bfloat16) +
          (fp8 ? 2 : 1) * static_cast<size_t>(chunk) * sizeof(size_t) +
          (double_buffered ? 2 : 1) * stage_bytes(head_dim, chunk, elem_bytes);
 }
