@@ -40,6 +40,9 @@ struct CudaOptions {
   bool tensor_core_attention = true;  // VOXRT_CUDA_ATTN=simt: bf16 and fp8 caches' attention on the CUDA cores
   int attention_chunks_per_block = 0;  // VOXRT_CUDA_ATTN_CHUNKS_PER_BLOCK (1..16; 0 automatic): key chunks a tensor-core block takes, double-buffered (same bits)
   bool attention_combine_warp = false;  // VOXRT_CUDA_ATTN_COMBINE=warp: one warp a (row, head) combines plans of <= 32 chunks
+  // VOXRT_CUDA_ATTN_COMBINE=fused: the tensor-core blocks merge their chunks themselves, the last
+  // block of a row group from L2 (attention_combine.cuh); not yet the default: not yet run on a GPU.
+  bool attention_fused_combine = false;
   std::string repeat;                // VOXRT_CUDA_REPEAT: operations launched twice (op_repeat.h)
   // VOXRT_CUDA_AS_GPU=A10G (a name of known_gpu, runtime/gpu_caps.h): the backend decides as on that
   // GPU (its capability, SMs and shared memory pick the kernels, tiles and splits; one older than

@@ -775,6 +775,52 @@ TEST_F(CudaBackendTest, AttentionSeveralChunksPerBlockComputeTheSameBits) {
 #endif
 }
 
+TEST_F(CudaBackendTest, AttentionFusedCombineMatchesTheCombinePass) {
+  // VOXRT_CUDA_ATTN_COMBINE=fused (CudaOptions::attention_fused_combine): the tensor-core blocks
+  // merge their chunks themselves, the last block of each row group to arrive. Rows of at most 32
+  // chunks (the encoder's) get the bits of the one-warp combine pass (the same arithmetic,
+  // attention_combine.cuh); rows of more (the decoder's 129) are within the reference's tolerance.
+  // Either way several chunks a block equal one, rows alone equal rows together, and launch after
+  // launch on the same backend stays right (each launch leaves its arrival counters zero).
+#ifdef VOXRT_WITH_CUDA
+  CudaOptions warp;
+  warp.attention_combine_warp = true;
+  warp.attention_chunks_per_block = 1;
+  CudaOptions fused = warp;
+  fused.attention_fused_combine = true;
+  CudaOptions fused_multi = fused;
+  fused_multi.attention_chunks_per_block = 3;
+  const std::unique_ptr<Backend> pass = make_cuda_backend(0, warp), one = make_cuda_backend(0, fused),
+                                 several = make_cuda_backend(0, fused_multi);
+  std::vector<RowRef> frames;
+  for (int i = 0; i < 8; ++i) frames.push_back({1, 1000 + i});
+  const KvCacheShape enc{2, 1, 768, 32, 64}, enc_paged{2, 1, 768, 32, 64, 96, 16};
+  for (const KvCacheShape& s : {enc, enc_paged}) {
+    const auto k = bf16_round(random(s.elements())), v = bf16_round(random(s.elements()));
+    for (const auto& [rows, per_position] :
+         {std::pair{frames, 4}, std::pair{std::vector<RowRef>{{0, 0}, {1, 5}, {0, 749}, {1, 1500}}, 1}}) {
+      const auto q = random(rows.size() * 32 * s.head_dim);
+      const AttentionParams p{32, s.kv_heads, s.head_dim, 750, 0.125f, per_position};
+      const auto want = attention_on(*pass, s, k, v, 0, q, rows, p);
+      EXPECT_TRUE(exact(attention_on(*one, s, k, v, 0, q, rows, p), want));
+      EXPECT_TRUE(exact(attention_on(*several, s, k, v, 0, q, rows, p), want));
+    }
+  }
+  const std::vector<RowRef> decode = {{0, 20000}, {1, 8191}, {1, 100}, {0, 0}, {1, 3}, {0, 8192 + 40}, {1, 12345}};
+  const KvCacheShape dec{2, 1, 8192 + 64, 8, 128}, dec_paged{2, 1, 8192 + 64, 8, 128, 344, 48};
+  for (const KvCacheShape& s : {dec, dec_paged}) {
+    const auto k = bf16_round(random(s.elements())), v = bf16_round(random(s.elements()));
+    const auto q = random(decode.size() * 32 * s.head_dim);
+    const AttentionParams p{32, s.kv_heads, s.head_dim, 8192, 1.0f / std::sqrt(128.0f), 1};
+    EXPECT_TRUE(exact(attention_on(*several, s, k, v, 0, q, decode, p), attention_on(*one, s, k, v, 0, q, decode, p)));
+    check_rows_alone_as_together(*several, s, decode, p);
+  }
+  check_attention({dec, 0, 32, 8192, 1.0f, decode}, *one);
+  check_attention({dec_paged, 0, 32, 8192, 3.0f, decode}, *several);
+  check_attention({enc, 0, 32, 750, 1.0f, frames, 4}, *several);
+#endif
+}
+
 TEST_F(CudaBackendTest, AttentionOnFp8CachesOnTheTensorCoresMatchesTheCudaCores) {
   // fp8 (e4m3) caches on the tensor cores: each chunk's rows widened to bf16 (exact), each score
   // times its key's scale, each probability times its value's scale. Against the CUDA-core kernel
@@ -863,7 +909,8 @@ TEST_F(CudaBackendTest, AttentionOnFp8CachesOnTheTensorCoresMatchesTheCudaCores)
 
 TEST_F(CudaBackendTest, AttentionOneWarpCombineMatchesTheReferenceAndIsBatchInvariant) {
   // Plans of at most 32 chunks a row (the encoder's 13) merge them one warp per (row, head)
-  // (CudaOptions::attention_combine_warp, VOXRT_CUDA_ATTN_COMBINE=warp); the block combine otherwise (the default). Both within
+  // (CudaOptions::attention_combine_warp, VOXRT_CUDA_ATTN_COMBINE=warp); the block combine otherwise
+  // (the default). Both within
   // the attention tolerance of the CPU's reference, 32 chunks exactly included (window 1950, 4 rows
   // a block: (1950 + 2) / 64 + 2), and a row's bits the same alone as with others.
 #ifdef VOXRT_WITH_CUDA

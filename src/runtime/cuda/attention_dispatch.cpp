@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/error.h"
+#include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
 #include "runtime/cuda/kv_layout.h"
 
@@ -12,6 +13,7 @@ namespace voxrt::cuda {
 AttentionDispatch::~AttentionDispatch() {
   make_current(device_.device());
   memory_.drop(attn_);
+  memory_.drop(arrivals_);
 }
 
 bool AttentionDispatch::set_kernels(KernelSwitches::AttentionKernels k, size_t kv_bytes) {
@@ -53,7 +55,7 @@ void AttentionDispatch::attention(const KvCache& cache, int layer, Mat q, std::s
       plan_attention(q.rows, p.n_heads, p.n_kv_heads, p.head_dim, kv_bytes, p.window, p.window, p.rows_per_position,
                      device_.sm_count(), options_.attention_blocks_per_sm, rows_per_block, tensor_cores,
                      options_.attention_chunks_per_block, options_.attention_combine_warp,
-                     static_cast<size_t>(device_.caps().smem_per_block));
+                     static_cast<size_t>(device_.caps().smem_per_block), options_.attention_fused_combine);
   const auto d = memory_.upload_args({{rows.data(), q.rows * sizeof(RowRef)}});
   AttentionArgs a;
   a.kv = kv_layout(cache, layer);
@@ -68,8 +70,14 @@ void AttentionDispatch::attention(const KvCache& cache, int layer, Mat q, std::s
   a.ldo = out.cols;
   if (plan.scratch_floats > 0)
     a.scratch = static_cast<float*>(memory_.grow(attn_, plan.scratch_floats * sizeof(float)));
+  if (plan.arrivals > 0) {
+    // Zeroed when made (grow runs eagerly when it makes them); each launch leaves them zero.
+    const bool fresh = arrivals_.bytes < plan.arrivals * sizeof(unsigned);
+    a.arrivals = static_cast<unsigned*>(memory_.grow(arrivals_, plan.arrivals * sizeof(unsigned)));
+    if (fresh) VOXRT_CUDA_CHECK(cudaMemsetAsync(a.arrivals, 0, arrivals_.bytes, device_.stream()));
+  }
   if (recorder_.recorded(17, cache.key_data(), cache.value_data(), cache.device_page_table(), layer, q.data, q.rows,
-                      q.cols, d[0], p.n_heads, p.window, p.scale, out.data, out.cols, a.scratch, plan.chunk,
+                      q.cols, d[0], p.n_heads, p.window, p.scale, out.data, out.cols, a.scratch, a.arrivals, plan.chunk,
                       plan.nsplit, plan.rows_per_block, repeat_[OpKind::Attention]))
     return;
   for (int i = 0; i < repeat_[OpKind::Attention]; ++i) launch_attention(a, plan, device_.launch());

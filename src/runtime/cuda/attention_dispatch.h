@@ -42,6 +42,7 @@ class AttentionDispatch {
   CudaOptions options_;
   OpRepeat repeat_;  // VOXRT_CUDA_REPEAT (op_repeat.h): launches per operation kind, for measurements
   Scratch attn_;     // the split plans' partial results
+  Scratch arrivals_;  // the tensor-core plans' arrival counters (AttentionArgs::arrivals)
   KernelSwitches::AttentionKernels attention_kernels_ = KernelSwitches::AttentionKernels::Automatic;  // set_kernels
 };
 

@@ -44,9 +44,10 @@ __host__ __device__ constexpr int chunk_shift_of(int chunk) {
   return s;
 }
 
-// The partial results: (max, sum) per (row, head, chunk), then the accumulators, 16-byte aligned.
+// The partial results: (max, sum) per (row, head, chunk), then the accumulators, 128-byte aligned
+// (whole L2 lines: the fused combine drops a (row, head)'s accumulators from L2 once merged).
 __host__ __device__ inline size_t ml_floats(int n_rows, int n_heads, int nsplit) {
-  return (static_cast<size_t>(n_rows) * n_heads * nsplit * 2 + 3) / 4 * 4;
+  return (static_cast<size_t>(n_rows) * n_heads * nsplit * 2 + 31) / 32 * 32;
 }
 
 // The keys row r attends to: positions first .. pos, n of them.
@@ -81,6 +82,7 @@ __device__ __forceinline__ int ring_entry(int e0, int j, int ring) {
 // head's slice of entries far apart, which DRAM serves at a fraction of its rate.
 struct ChunkBlock {
   int r0, split, kvh, hb;
+  int group;  // its row group (rows r0.., kv head, head block): the fused combine's arrival counter
 };
 // (32-bit, and no division at all for one chunk a block: it runs at the start of every block.)
 __host__ __device__ inline int split_groups(const SplitParams& p) {
@@ -92,7 +94,7 @@ __device__ __forceinline__ ChunkBlock chunk_block(const SplitParams& p) {
   const int h = static_cast<int>(blockIdx.x % heads);
   const unsigned rest = blockIdx.x / heads;
   return {static_cast<int>(rest / groups) * R, static_cast<int>(rest % groups) * p.chunks_per_block, h / p.head_blocks,
-          h % p.head_blocks};
+          h % p.head_blocks, static_cast<int>(rest / groups) * heads + h};
 }
 // The grid of chunk blocks for rows_per_block rows a block (a one-dimensional grid: the product
 // exceeds the 65535 of a second dimension with long rows).
@@ -126,7 +128,8 @@ bool attention_mma_head_dim(int head_dim);
 size_t attention_mma_smem_bytes(int head_dim, int chunk, bool double_buffered, int elem_bytes, int queries);
 // Whether it takes a cache of this element size (bf16: 2, fp8: 1).
 bool attention_mma_elements(int elem_bytes);
-// The chunk blocks of an aligned plan on a bf16 cache (the combine pass is the caller's).
+// The chunk blocks of an aligned plan on a bf16 or fp8 cache, and the combine: the last block of
+// each row group merges its rows' chunks (attention_combine.cuh), so no combine pass follows.
 void launch_attention_mma(const SplitParams& sp, Stream s);
 
 }  // namespace voxrt::cuda

@@ -107,6 +107,10 @@ struct AttentionPlan {
   int chunk = 0;   // keys per block
   int nsplit = 0;  // blocks per (row, head group) along the keys; 1 = no combine pass
   size_t scratch_floats = 0;  // partial results needed when nsplit > 1
+  // The tensor-core kernel's fused combine (aligned plans, fused_combine): one arrival counter a row
+  // group (rows of a block, kv head, head block), in AttentionArgs::arrivals; 0: the combine is a
+  // pass of its own (combine_warp says which).
+  size_t arrivals = 0;
   size_t smem_bytes = 0;      // a block's dynamic shared memory (queries, scores, the staged K and V)
   int rows_per_block = 1;     // rows sharing a block's staged keys and values
   bool aligned = false;       // the tensor-core kernel's chunks, at multiples of `chunk` (attention_split.cuh)
@@ -144,10 +148,11 @@ constexpr bool attention_multi_chunk_built(int chunk) {
 // launch's size; else clamped to 1 .. kAttentionMaxChunksPerBlock) and attention_combine_warp.
 // smem_per_block: the most shared memory the GPU gives a block (GpuCaps::smem_per_block); a block's
 // stages take at most that and kAttentionMaxSmemBytes, so the chunk is the GPU's (and the model's).
+// fused_combine: CudaOptions::attention_fused_combine (tensor-core plans only).
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
                              int window, int rows_per_position, int sm_count, double blocks_per_sm, int rows_per_block = 1,
                              bool tensor_cores = false, int chunks_per_block = 1, bool combine_warp = true,
-                             size_t smem_per_block = kAttentionMaxSmemBytes);
+                             size_t smem_per_block = kAttentionMaxSmemBytes, bool fused_combine = false);
 // How many of a launch's rows a block may take together (their keys and values read once): more
 // than 1 when every group of that many consecutive rows holds consecutive positions of one slot
 // (an encoder step's frames, an offline pass's chunk) and the group's queries fit a block. Results
@@ -171,6 +176,8 @@ struct AttentionArgs {
   float* out = nullptr;
   int ldo = 0;
   float* scratch = nullptr;  // plan.scratch_floats floats
+  // plan.arrivals counters, zero before a launch (every launch leaves them zero again).
+  unsigned* arrivals = nullptr;
 };
 void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream s);
 

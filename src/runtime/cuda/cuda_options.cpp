@@ -37,6 +37,7 @@ CudaOptions cuda_options_from_environment() {
   // 16: kAttentionMaxChunksPerBlock (cuda/cuda_kernels.h), which this file does not include.
   if (const char* v = env("VOXRT_CUDA_ATTN_CHUNKS_PER_BLOCK")) o.attention_chunks_per_block = clamped_int(v, 0, 16);
   o.attention_combine_warp = is(env("VOXRT_CUDA_ATTN_COMBINE"), "warp");
+  o.attention_fused_combine = is(env("VOXRT_CUDA_ATTN_COMBINE"), "fused");
   if (const char* v = env("VOXRT_CUDA_REPEAT")) o.repeat = v;
   if (const char* v = env("VOXRT_CUDA_AS_GPU")) o.as_gpu = v;
   return o;

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "runtime/cuda/attention_combine.cuh"
 #include "runtime/cuda/attention_split.cuh"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/cuda_kernels.h"
@@ -423,47 +424,24 @@ __global__ void attention_combine_kernel(SplitParams p, int head_dim) {
 }
 
 // The combine for plans of at most 32 chunks a row (the encoder's window): one warp per (row,
-// head), lane s holding chunk s's maximum, sum and weight, the head's dimensions summed over the
-// chunks in chunk order. The block kernel above, for longer rows, spends most of its instructions
-// on block-wide reductions and idle threads when a row has a dozen chunks. Which of the two runs
-// is the plan's (AttentionPlan::combine_warp: its chunk count, a constant of the model, and the
-// options), so a row's bits never depend on its batch.
+// head), as the tensor-core blocks' fused combine merges theirs (attention_combine.cuh). The block
+// kernel above, for longer rows, spends most of its instructions on block-wide reductions and idle
+// threads when a row has a dozen chunks. Which of the two runs is the plan's
+// (AttentionPlan::combine_warp: its chunk count, a constant of the model, and the options), so a
+// row's bits never depend on its batch.
 constexpr int kCombineWarpChunks = 32;
 constexpr int kCombineWarpsPerBlock = 4;
 __global__ void attention_combine_warp_kernel(SplitParams p, int head_dim) {
   pdl_trigger();
   pdl_wait();
   const AttentionArgs& a = p.a;
-  const int lane = threadIdx.x % 32;
   const long long pair = static_cast<long long>(blockIdx.x) * kCombineWarpsPerBlock + threadIdx.x / 32;
   if (pair >= static_cast<long long>(a.n_rows) * a.n_heads) return;
   const int r = static_cast<int>(pair / a.n_heads), h = static_cast<int>(pair % a.n_heads);
-  const int ns = row_chunks(p, r);
   const size_t cell0 = (static_cast<size_t>(r) * a.n_heads + h) * p.nsplit;
-  const float* ml = a.scratch + cell0 * 2;
-  const float* acc = a.scratch + ml_floats(a.n_rows, a.n_heads, p.nsplit) + cell0 * head_dim;
-  const float mine = lane < ns ? ml[2 * lane] : -INFINITY;
-  float m = mine;
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  const float w = lane < ns ? expf(mine - m) : 0.f;
-  float l = lane < ns ? ml[2 * lane + 1] * w : 0.f;
-  for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-  float o[kMaxHeadDim / 32];
-  const int per_lane = head_dim / 32;
-#pragma unroll
-  for (int i = 0; i < kMaxHeadDim / 32; ++i) o[i] = 0;
-#pragma unroll 4
-  for (int s = 0; s < ns; ++s) {
-    const float ws = __shfl_sync(0xffffffffu, w, s);
-    const float* as = acc + static_cast<size_t>(s) * head_dim;
-#pragma unroll
-    for (int i = 0; i < kMaxHeadDim / 32; ++i)
-      if (i < per_lane) o[i] = fmaf(as[lane + 32 * i], ws, o[i]);
-  }
-  float* out = a.out + static_cast<size_t>(r) * a.ldo + static_cast<size_t>(h) * head_dim;
-#pragma unroll
-  for (int i = 0; i < kMaxHeadDim / 32; ++i)
-    if (i < per_lane) out[lane + 32 * i] = o[i] / l;
+  combine_partials<kMaxHeadDim / 32>(a.scratch + cell0 * 2, a.scratch + ml_floats(a.n_rows, a.n_heads, p.nsplit) + cell0 * head_dim,
+                                     row_chunks(p, r), head_dim / 32,
+                                     a.out + static_cast<size_t>(r) * a.ldo + static_cast<size_t>(h) * head_dim, false);
 }
 
 template <int HD, typename T, int G, int R>
@@ -548,7 +526,8 @@ int attention_rows_per_block(const DevRowRef* rows, int n_rows, int n_heads, int
 
 AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_dim, int kv_bytes, int max_keys,
                              int window, int rows_per_position, int sm_count, double blocks_per_sm, int rows_per_block,
-                             bool tensor_cores, int chunks_per_block, bool combine_warp, size_t smem_per_block) {
+                             bool tensor_cores, int chunks_per_block, bool combine_warp, size_t smem_per_block,
+                             bool fused_combine) {
   AttentionPlan plan;
   const size_t max_smem = std::min(kAttentionMaxSmemBytes, smem_per_block);
   const int group = n_heads / n_kv_heads;
@@ -607,6 +586,8 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
     plan.scratch_floats = ml_floats(n_rows, n_heads, plan.nsplit) +
                           static_cast<size_t>(n_rows) * n_heads * plan.nsplit * head_dim;
   plan.combine_warp = combine_warp && plan.nsplit > 1 && plan.nsplit <= kCombineWarpChunks;
+  if (plan.aligned && fused_combine)  // a counter a row group (attention_split.cuh's chunk_block)
+    plan.arrivals = static_cast<size_t>(cdiv(n_rows, rows_per_block)) * n_kv_heads * cdiv(group, heads_per_block(group));
   return plan;
 }
 
@@ -625,11 +606,17 @@ void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream 
                                            plan.rows_per_block * sp.heads_per_block) &&
               plan.nsplit > 1,
           "cuda attention", "the plan was made for another head shape or cache element size");
-    launch_attention_mma(sp, s);
+    check(plan.arrivals == 0 || (a.arrivals != nullptr && plan.arrivals == static_cast<size_t>(cdiv(a.n_rows, plan.rows_per_block)) *
+                                                                               a.kv.kv_heads * sp.head_blocks),
+          "cuda attention", "the tensor-core kernel's fused combine needs the plan's arrival counters");
+    SplitParams fused = sp;
+    if (plan.arrivals == 0) fused.a.arrivals = nullptr;  // the combine pass below merges the chunks
+    launch_attention_mma(fused, s);
+    if (plan.arrivals > 0) return;  // its blocks merged the chunks themselves (attention_combine.cuh)
   } else {
     check(plan.chunks_per_block == 1 &&
-              plan.smem_bytes == chunk_smem_bytes(a.kv.head_dim, elem_bytes, sp.heads_per_block,
-                                                  plan.rows_per_block, plan.chunk),
+              plan.smem_bytes ==
+                  chunk_smem_bytes(a.kv.head_dim, elem_bytes, sp.heads_per_block, plan.rows_per_block, plan.chunk),
           "cuda attention", "the plan was made for another head shape or cache element size");
     launch_chunk_kernel(sp, s);
   }

@@ -1,7 +1,10 @@
 // Attention chunks on the tensor cores, for bf16 and fp8 caches: the same blocks as kernels_attention.cu's
-// CUDA-core kernel (one per rows, kv head, key chunk; partial results merged by its combine pass),
-// with both products as bf16 mma.sync and the chunks aligned (attention_split.cuh). A block may
-// take several consecutive chunks, double-buffered (AttentionPlan::chunks_per_block).
+// CUDA-core kernel (one per rows, kv head, key chunk), with both products as bf16 mma.sync and the
+// chunks aligned (attention_split.cuh). A block may take several consecutive chunks,
+// double-buffered (AttentionPlan::chunks_per_block). The partial results are merged by the last
+// block of each row group to finish (attention_combine.cuh), not by a pass of their own: they are
+// read back from L2 and dropped there, where a combine pass read them from memory after they were
+// written back (each 64-key fp8 chunk's is 12.7 % of its K and V bytes, each way).
 //
 // Why. With several queries per block (an encoder step's 4 frames, the decoder's 4 heads per kv
 // head) the CUDA-core kernel spends two fp32 FMAs per byte of K/V plus the conversions and shared
@@ -37,9 +40,11 @@
 #include <cuda_fp8.h>
 
 #include <cmath>
+#include <cstdint>
 #include <iterator>
 #include <string>
 
+#include "runtime/cuda/attention_combine.cuh"
 #include "runtime/cuda/attention_split.cuh"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/kv_elem.cuh"
@@ -180,7 +185,35 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
   const long long c0 = (first0 >> shift) + block.split;
   const int n = static_cast<int>(min(static_cast<long long>(min(kMulti ? p.chunks_per_block : 1, p.nsplit - block.split)),
                                      (last >> shift) - c0 + 1));
-  if (n <= 0) return;
+
+  // The combine, fused (attention_combine.cuh): every block of the row group arrives once its
+  // partial results are written (a block without keys at once); the last to arrive merges the
+  // group's rows and heads, one warp a query, from L2, and writes their outputs. Blocks of one
+  // group are numbered together (chunk_block), so they run at about the same time.
+  __shared__ bool s_last;
+  auto arrive_and_combine = [&] {
+    if (a.arrivals == nullptr) return;  // not fused: a combine pass follows (AttentionPlan::arrivals)
+    __threadfence();  // this thread's partial results, visible before its block arrives
+    __syncthreads();
+    if (tid == 0) {
+      const unsigned before = atomicAdd(a.arrivals + block.group, 1u);
+      s_last = before + 1 == static_cast<unsigned>(split_groups(p));
+      if (s_last) a.arrivals[block.group] = 0;  // every block of the group has arrived: ready for the next launch
+    }
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();  // the other blocks' results, seen after their arrivals
+    const size_t acc_at = ml_floats(a.n_rows, a.n_heads, p.nsplit);
+    const bool lines = (reinterpret_cast<uintptr_t>(a.scratch) & 127) == 0;  // whole L2 lines a (row, head)
+    for (int q = warp; q < Q; q += kWarps) {
+      const int r = r0 + q / G, hg = q % G;
+      if (r >= a.n_rows || hg >= gcount) continue;
+      const size_t cell0 = (static_cast<size_t>(r) * a.n_heads + h0 + hg) * p.nsplit;
+      combine_partials<HD / 32>(a.scratch + cell0 * 2, a.scratch + acc_at + cell0 * HD, row_chunks(p, r), HD / 32,
+                                a.out + static_cast<size_t>(r) * a.ldo + static_cast<size_t>(h0 + hg) * HD, lines);
+    }
+  };
+  if (n <= 0) return arrive_and_combine();
 
   // Each chunk's rows: row i's keys are staged rows s_jf .. s_jl of the chunk (none: jf > jl), its
   // partial result cell s_cell of its own chunks; the chunk stages rows s_lo .. s_hi (every row's
@@ -450,6 +483,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
       }
     }
   }
+  arrive_and_combine();
 }
 
 template <int HD, typename T, int G, int R, int kChunk>

@@ -1,5 +1,6 @@
 // attention: launch_attention (kernels_attention_mma.cu on the tensor cores, kernels_attention.cu
-// on the CUDA cores, then the combine pass where the keys are split), planned as the backend plans
+// on the CUDA cores, then the combine pass where the keys are split: the tensor-core blocks merge
+// them themselves), planned as the backend plans
 // it (cuda_backend.cpp's attention(): plan_attention for a full window, rows grouped a block where
 // they are consecutive positions of one slot).
 #include <cmath>
@@ -77,11 +78,14 @@ KernelRun run_attention(const KernelArgs& a, const Gpu& gpu) {
   const cuda::AttentionPlan plan = cuda::plan_attention(
       a.query_rows, a.heads, a.kv_heads, a.head_dim, kv_bytes, a.keys, a.keys, a.rows_per_position, gpu.sm_count,
       gpu.options.attention_blocks_per_sm, rows_per_block, tensor_cores, gpu.options.attention_chunks_per_block,
-      gpu.options.attention_combine_warp);
+      gpu.options.attention_combine_warp, cuda::kAttentionMaxSmemBytes, gpu.options.attention_fused_combine);
   const DeviceBuffer q_device = upload(q, "q");
   const DeviceBuffer refs = upload(rows.refs, "the rows");
   const DeviceBuffer out(static_cast<size_t>(a.query_rows) * width * sizeof(float), "the output");
   const DeviceBuffer scratch(plan.scratch_floats * sizeof(float), "the split keys' partial results");
+  const DeviceBuffer arrivals(plan.arrivals * sizeof(unsigned), "the row groups' arrival counters");
+  VOXRT_CUDA_CHECK(cudaMemset(arrivals.get(), 0, arrivals.bytes()));  // every launch leaves them zero
+  VOXRT_CUDA_CHECK(cudaDeviceSynchronize());  // (the legacy stream's memset, which the run's stream does not wait for)
   cuda::AttentionArgs args;
   args.q = q_device.get<const float>();
   args.ldq = width;
@@ -93,6 +97,7 @@ KernelRun run_attention(const KernelArgs& a, const Gpu& gpu) {
   args.out = out.get<float>();
   args.ldo = width;
   args.scratch = plan.scratch_floats ? scratch.get<float>() : nullptr;
+  args.arrivals = plan.arrivals ? arrivals.get<unsigned>() : nullptr;
 
   LaunchedKernel k;
   k.launch = [&](int copy) {
