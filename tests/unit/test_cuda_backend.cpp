@@ -813,10 +813,11 @@ TEST_F(CudaBackendTest, AttentionFusedCombineMatchesTheCombinePass) {
     const auto q = random(decode.size() * 32 * s.head_dim);
     const AttentionParams p{32, s.kv_heads, s.head_dim, 8192, 1.0f / std::sqrt(128.0f), 1};
     EXPECT_TRUE(exact(attention_on(*several, s, k, v, 0, q, decode, p), attention_on(*one, s, k, v, 0, q, decode, p)));
-    check_rows_alone_as_together(*several, s, decode, p);
   }
+  check_rows_alone_as_together(*several, dec, decode, {32, dec.kv_heads, dec.head_dim, 8192, 1.0f / std::sqrt(128.0f), 1});
+  check_rows_alone_as_together(*several, enc, frames, {32, enc.kv_heads, enc.head_dim, 750, 0.125f, 4});
   check_attention({dec, 0, 32, 8192, 1.0f, decode}, *one);
-  check_attention({dec_paged, 0, 32, 8192, 3.0f, decode}, *several);
+  check_attention({dec, 0, 32, 8192, 3.0f, decode}, *several);
   check_attention({enc, 0, 32, 750, 1.0f, frames, 4}, *several);
 #endif
 }
