@@ -6,10 +6,10 @@
 // to finish merges its rows while their partial results are still in L2, and then drops them from
 // L2 unwritten).
 //
-// The arithmetic, fixed: lane s % 32 holds chunk s's maximum and weighted sum, the sums of each
-// lane's chunks added in chunk order, then across lanes by the xor tree; each dimension's weighted
-// accumulators added in chunk order (one fma chain a dimension). The weights e^(m_s - M) are
-// computed again where each is used (expf: the same bits wherever).
+// The arithmetic, fixed: lane s % 32 computes chunk s's weight e^(m_s - M) and adds l_s times it
+// to its sum, its chunks in order, then the lanes' sums meet by the xor tree; each dimension's
+// weighted accumulators are added in chunk order (one fma chain a dimension), each weight handed
+// over by its lane.
 #include <cuda_runtime.h>
 
 namespace voxrt::cuda {
@@ -37,21 +37,25 @@ __device__ __forceinline__ void combine_partials(const float* ml, const float* a
   const int lane = threadIdx.x % 32;
   float m = -INFINITY;
   for (int s = lane; s < ns; s += 32) m = fmaxf(m, load_cg(ml + 2 * s));
-  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  float l = 0.f;
-  for (int s = lane; s < ns; s += 32) l = fmaf(load_cg(ml + 2 * s + 1), expf(load_cg(ml + 2 * s) - m), l);
-  for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-  float o[kMaxPerLane];
+  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  float l = 0.f, o[kMaxPerLane];
 #pragma unroll
   for (int i = 0; i < kMaxPerLane; ++i) o[i] = 0.f;
+  for (int base = 0; base < ns; base += 32) {  // 32 chunks at a time, lane j's weight for chunk base + j
+    const int mine = base + lane;
+    const float w = mine < ns ? expf(load_cg(ml + 2 * mine) - m) : 0.f;
+    if (mine < ns) l = fmaf(load_cg(ml + 2 * mine + 1), w, l);
+    const int count = min(32, ns - base);
 #pragma unroll 4
-  for (int s = 0; s < ns; ++s) {
-    const float w = expf(load_cg(ml + 2 * s) - m);
-    const float* as = acc + static_cast<size_t>(s) * per_lane * 32;
+    for (int j = 0; j < count; ++j) {
+      const float ws = __shfl_sync(0xffffffffu, w, j);
+      const float* as = acc + static_cast<size_t>(base + j) * per_lane * 32;
 #pragma unroll
-    for (int i = 0; i < kMaxPerLane; ++i)
-      if (i < per_lane) o[i] = fmaf(load_cg(as + lane + 32 * i), w, o[i]);
+      for (int i = 0; i < kMaxPerLane; ++i)
+        if (i < per_lane) o[i] = fmaf(load_cg(as + lane + 32 * i), ws, o[i]);
+    }
   }
+  for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
 #pragma unroll
   for (int i = 0; i < kMaxPerLane; ++i)
     if (i < per_lane) out[lane + 32 * i] = o[i] / l;

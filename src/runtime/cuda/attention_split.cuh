@@ -84,6 +84,11 @@ struct ChunkBlock {
   int r0, split, kvh, hb;
   int group;  // its row group (rows r0.., kv head, head block): the fused combine's arrival counter
 };
+// Row groups of a launch: blocks of rows_per_block rows, times kv heads, times head blocks (each
+// the split groups' blocks of chunk_grid, and one arrival counter of the fused combine).
+__host__ __device__ inline size_t attention_row_groups(int n_rows, int rows_per_block, int kv_heads, int head_blocks) {
+  return static_cast<size_t>(attention_cdiv(n_rows, rows_per_block)) * kv_heads * head_blocks;
+}
 // (32-bit, and no division at all for one chunk a block: it runs at the start of every block.)
 __host__ __device__ inline int split_groups(const SplitParams& p) {
   return p.chunks_per_block == 1 ? p.nsplit : (p.nsplit + p.chunks_per_block - 1) / p.chunks_per_block;

@@ -470,7 +470,7 @@ void launch_chunks(const SplitParams& sp, Stream s) {
 
 dim3 chunk_grid(const SplitParams& sp) {
   const size_t blocks =
-      static_cast<size_t>(cdiv(sp.a.n_rows, sp.rows_per_block)) * split_groups(sp) * sp.a.kv.kv_heads * sp.head_blocks;
+      attention_row_groups(sp.a.n_rows, sp.rows_per_block, sp.a.kv.kv_heads, sp.head_blocks) * split_groups(sp);
   check(blocks <= 0x7fffffffu, "cuda attention", "too many rows for one launch");
   return dim3(static_cast<unsigned>(blocks));
 }
@@ -587,7 +587,7 @@ AttentionPlan plan_attention(int n_rows, int n_heads, int n_kv_heads, int head_d
                           static_cast<size_t>(n_rows) * n_heads * plan.nsplit * head_dim;
   plan.combine_warp = combine_warp && plan.nsplit > 1 && plan.nsplit <= kCombineWarpChunks;
   if (plan.aligned && fused_combine)  // a counter a row group (attention_split.cuh's chunk_block)
-    plan.arrivals = static_cast<size_t>(cdiv(n_rows, rows_per_block)) * n_kv_heads * cdiv(group, heads_per_block(group));
+    plan.arrivals = attention_row_groups(n_rows, rows_per_block, n_kv_heads, cdiv(group, heads_per_block(group)));
   return plan;
 }
 
@@ -606,12 +606,12 @@ void launch_attention(const AttentionArgs& a, const AttentionPlan& plan, Stream 
                                            plan.rows_per_block * sp.heads_per_block) &&
               plan.nsplit > 1,
           "cuda attention", "the plan was made for another head shape or cache element size");
-    check(plan.arrivals == 0 || (a.arrivals != nullptr && plan.arrivals == static_cast<size_t>(cdiv(a.n_rows, plan.rows_per_block)) *
-                                                                               a.kv.kv_heads * sp.head_blocks),
+    check(plan.arrivals == 0 ||
+              (a.arrivals != nullptr &&
+               plan.arrivals == attention_row_groups(a.n_rows, plan.rows_per_block, a.kv.kv_heads, sp.head_blocks)),
           "cuda attention", "the tensor-core kernel's fused combine needs the plan's arrival counters");
-    SplitParams fused = sp;
-    if (plan.arrivals == 0) fused.a.arrivals = nullptr;  // the combine pass below merges the chunks
-    launch_attention_mma(fused, s);
+    if (plan.arrivals == 0) sp.a.arrivals = nullptr;  // the combine pass below merges the chunks
+    launch_attention_mma(sp, s);
     if (plan.arrivals > 0) return;  // its blocks merged the chunks themselves (attention_combine.cuh)
   } else {
     check(plan.chunks_per_block == 1 &&
