@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -33,13 +34,15 @@ inline nlohmann::json spread(const std::vector<double>& v) {
   return {{"p50", quantile(v, 0.5)}, {"p99", quantile(v, 0.99)}, {"max", quantile(v, 1.0)}};
 }
 
-// Every stream waits here until all are ready to be paced together.
+// Every stream waits here until all are ready to be paced together. on_all runs once, in the last
+// to arrive, before any is let go.
 class Barrier {
  public:
-  explicit Barrier(int n) : left_(n) {}
+  explicit Barrier(int n, std::function<void()> on_all = {}) : left_(n), on_all_(std::move(on_all)) {}
   Clock::time_point arrive_and_wait() {
     std::unique_lock<std::mutex> lock(mu_);
     if (--left_ == 0) {
+      if (on_all_) on_all_();
       start_ = Clock::now();
       cv_.notify_all();
     } else {
@@ -52,6 +55,7 @@ class Barrier {
   std::mutex mu_;
   std::condition_variable cv_;
   int left_;
+  std::function<void()> on_all_;
   Clock::time_point start_;
 };
 

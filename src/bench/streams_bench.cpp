@@ -59,11 +59,15 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
   // Set by the first stream that cannot open or fill (e.g. no memory left for its caches): the run
   // will throw, so the others stop feeding instead of filling minutes of audio for nothing.
   std::atomic<bool> abandoned{false};
-  Barrier filled(o.streams + 1);
+  // Once every stream has filled (no round runs then), the paced part decodes as always.
+  Barrier filled(o.streams + 1, [&] {
+    for (BenchDevice* d : devices) d->scheduler().set_fill_drafts(false);
+  });
   std::mutex mu;  // guards finished and measured
   std::condition_variable cv;
   int finished = 0;  // streams done with the paced part
   bool measured = false;
+  for (BenchDevice* d : devices) d->scheduler().set_fill_drafts(o.fill_drafts);
   Clock::time_point fill_start = Clock::now();
   std::vector<std::thread> threads;
   for (int i = 0; i < o.streams; ++i) {
@@ -203,7 +207,8 @@ nlohmann::json run_streams_benchmark(BenchEngine& engine, std::span<const float>
   r["measure_seconds"] = o.measure_seconds;
   r["windows"] = o.windows;
   r["fill"] = {{"seconds", fill_s}, {"audio_seconds", o.streams * static_cast<double>(fill_samples) / rate},
-               {"rtfx", fill_s > 0 ? o.streams * static_cast<double>(fill_samples) / rate / fill_s : 0.0}};
+               {"rtfx", fill_s > 0 ? o.streams * static_cast<double>(fill_samples) / rate / fill_s : 0.0},
+               {"drafts_kept", o.fill_drafts}};
   r.update(lag_summary(0, all_paced_steps));  // lag_ms, late_streams, within_real_time
   r["recordings"] = bench_support::recordings_json(be);  // since load: the fill's and the measured part's
   r["rounds"] = {{"count", rounds.size()}, {"ms", spread(round_ms)}, {"decoder_rows", spread(round_rows)},
@@ -354,9 +359,10 @@ std::string format_streams_benchmark(const nlohmann::json& r, bool trials) {
   }
   const auto& mem = r["memory"];
   std::snprintf(buf, sizeof buf,
-                "fill: %.0f s of audio in %.1f s (RTFx %.0f); caches %.3f GB per stream reserved, %.3f GB held once "
+                "fill: %.0f s of audio in %.1f s (RTFx %.0f%s); caches %.3f GB per stream reserved, %.3f GB held once "
                 "filled (pools %.1f GB); %.2f GB of device memory in use\n",
                 r["fill"]["audio_seconds"].get<double>(), r["fill"]["seconds"].get<double>(), r["fill"]["rtfx"].get<double>(),
+                r["fill"].value("drafts_kept", false) ? ", drafts kept: its ids are not the model's" : "",
                 mem["cache_bytes_per_stream"].get<double>() / 1e9, mem.value("cache_mapped_bytes_per_stream", 0.0) / 1e9,
                 mem.value("cache_total_bytes", 0.0) / 1e9, mem["filled_bytes"].get<double>() / 1e9);
   out += buf;

@@ -34,6 +34,12 @@ struct StreamsBenchOptions {
   int windows = 1;
   int delay_ms = 0;             // 0: the model's default
   bool aligned_arrivals = false;  // every stream's chunks at the same instant (else spread over a step)
+  // The fill's decoder passes keep their drafted rows (Scheduler::set_fill_drafts): a stream fills
+  // up to an encoder batch of positions a pass, its keys read once for every 8 of them, where the
+  // fill decodes one position a stream a round otherwise; the fill's ids are not the model's, its
+  // caches' lengths and the measured part are as always. Off by default until a GPU has measured
+  // what it saves (the five-minute fill of 200 streams took 210 s on the H200).
+  bool fill_drafts = false;
   // With find_capacity: called with each trial's result (or {streams, error}) as the trial ends, so a
   // search of several minutes shows its progress (and what it found if it is stopped).
   std::function<void(const nlohmann::json& trial)> on_trial;

@@ -55,6 +55,7 @@ struct BenchArgs {
   int windows = 1;
   bool find_capacity = false;
   bool aligned_arrivals = false;
+  bool fill_drafts = false;
   std::vector<int> product_rows;
   std::vector<int> attention_streams;
 };
@@ -101,6 +102,7 @@ void check_args(const BenchArgs& a) {
   if (a.offline_batch > 0 && a.streams > 0) throw UsageError("--streams and --offline-batch: give one of them");
   if (a.find_capacity && a.streams == 0) throw UsageError("--find-capacity needs --streams N (the first count tried)");
   if (a.aligned_arrivals && a.streams == 0) throw UsageError("--aligned-arrivals needs --streams N");
+  if (a.fill_drafts && a.streams == 0) throw UsageError("--fill-drafts needs --streams N");
   check_engine_args(a.engine);
   if (!a.audio.empty()) check_audio_input(a.audio);
 }
@@ -170,6 +172,7 @@ void run_streams(BenchEngine& engine, const BenchArgs& a, const std::vector<floa
   o.windows = a.windows;
   o.delay_ms = a.delay_ms;
   o.aligned_arrivals = a.aligned_arrivals;
+  o.fill_drafts = a.fill_drafts;
   const std::unique_ptr<OutputSink> out = OutputSink::standard_output();
   o.on_trial = [&](const nlohmann::json& trial) { out->write(format_streams_benchmark(trial)); };
   nlohmann::json r = benchmark_streams(engine, audio, o);
@@ -301,6 +304,9 @@ void add_bench_command(CLI::App& app) {
   add_gpus_option(cmd, args->engine);
   cmd->add_flag("--aligned-arrivals", args->aligned_arrivals,
                 "With --streams: every stream's 80 ms chunks arrive at the same instant (default: spread over the 80 ms)");
+  cmd->add_flag("--fill-drafts", args->fill_drafts,
+                "With --streams: fill the streams' caches keeping every drafted row (a stream fills many positions a "
+                "pass; the fill's text is then not the model's, the measured part is the same)");
   cmd->add_flag("--find-capacity", args->find_capacity,
                 "With --streams N: search the most streams (from N up) that all keep within 80 ms of real time");
   cmd->add_option("--offline-batch", args->offline_batch,

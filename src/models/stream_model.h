@@ -49,6 +49,13 @@ class ModelStream {
   // Why its work ended for good (its caches could not take its next positions, say); empty while
   // it goes on.
   virtual const std::string& failure() const = 0;
+  // For benchmarks only (`voxrt bench --streams` fills its streams to minutes of audio before it
+  // measures them): while on, a decoder pass takes as many rows of the stream as its protocol allows
+  // and keeps every one, each row's guess of the token before it taken as that token, so the caches
+  // fill a draft's width of positions a pass whatever the model outputs. The ids are then not the
+  // model's (a row's id is the guess the next row was fed); the positions, the caches' contents
+  // for those inputs and the work they cost are a stream's. Set between rounds.
+  virtual void set_fill_drafts(bool on) = 0;
 };
 
 // A slot of a cache shaped as the family's StreamModel says. The cache must outlive the stream and

@@ -19,6 +19,7 @@ struct Scheduler::Entry {
   std::unique_ptr<ModelStream> state;
   int encoder_slot = -1, decoder_slot = -1;  // its slots in the pools' caches, freed when it closes
   bool live = false;  // opened as a live session: its paced hand-overs' waits tell the load (LoadMonitor)
+  bool fill_drafts = false;  // what the loop last told its state (Scheduler::set_fill_drafts)
   // Owner-side (only the stream's owner touches them): the previous hand-over's start and audio.
   std::chrono::steady_clock::time_point last_run{};
   double last_audio_s = 0;
@@ -308,6 +309,11 @@ void Scheduler::close(Entry* entry) {
   room_.notify_all();  // the pages freed may let several waiting streams in
 }
 
+void Scheduler::set_fill_drafts(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  fill_drafts_ = on;
+}
+
 void Scheduler::loop() {
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<Entry*> active;
@@ -323,6 +329,7 @@ void Scheduler::loop() {
       if (!e.wanted) continue;
       e.state->add_frames(e.inbox);
       e.inbox.clear();
+      if (e.fill_drafts != fill_drafts_) e.state->set_fill_drafts(e.fill_drafts = fill_drafts_);
       if (e.final_positions >= 0) e.state->set_final_positions(e.final_positions);
       active.push_back(&e);
       states.push_back(e.state.get());

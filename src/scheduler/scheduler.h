@@ -136,6 +136,10 @@ class Scheduler {
   // The first round whose model work failed, or empty: the device is suspect from then on (a
   // multi-device engine places no new session here).
   std::string failure() const;
+  // For benchmarks only (ModelStream::set_fill_drafts, `voxrt bench --streams`'s fill): from the
+  // next round on, every stream's decoder passes take its widest drafts and keep them all (their
+  // ids then not the model's), or again verify them.
+  void set_fill_drafts(bool on);
 
  private:
   void loop();
@@ -184,6 +188,7 @@ class Scheduler {
   std::list<Entry> entries_;
   std::vector<Round> rounds_;
   bool stop_ = false;
+  bool fill_drafts_ = false;  // set_fill_drafts (under mu_): the loop passes it on to each stream
   std::string failure_;  // the first failed round's error (under mu_)
   // When the loop last started or finished a round (under mu_): with work waiting, the time since
   // is how long the loop has not moved (EngineStats::stalled_seconds).

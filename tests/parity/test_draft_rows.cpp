@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "audio/audio_file.h"
+#include "audio/log_mel.h"
 #include "backend_by_name.h"
 #include "bench/benchmark.h"
 #include "common/error.h"
@@ -17,6 +18,8 @@
 #include "voxrt/session.h"
 #include "voxrt/voxrt.h"
 #include "models/voxtral/decoder_pass.h"
+#include "tokenizer/tekken.h"
+#include "models/voxtral/stream_decoder.h"
 #include "models/voxtral/stream_state.h"
 
 namespace voxrt::test {
@@ -114,6 +117,59 @@ TEST(DraftWidth, FollowsHowOftenTheGuessesHold) {
 }
 
 std::vector<float> wav(const std::string& name) { return load_audio_mono(test_data() / "audio" / (name + ".wav")); }
+
+// The bench's fast fill (StreamState::set_fill_drafts): while on, a pass takes every position
+// waiting (up to the protocol's most) and keeps all its rows, each row's guess taken as the id
+// before it; once off, the stream verifies its drafts again, so its ids are whatever width it
+// drafts (one position a pass and eight give the same).
+TEST(FillDrafts, KeepEveryRowThenVerifyAgain) {
+  auto be = backend_named("cpu");
+  const std::unique_ptr<VoxtralModel> model = tiny_model(*be);
+  const LogMel logmel;
+  const Tokenizer tok = Tokenizer::load(test_data() / "tiny" / "mistral" / "tekken.json");
+  const std::vector<float> audio = wav("jfk");
+  const size_t fill = 6 * 16000;
+  struct Run {
+    std::vector<int32_t> fill_ids, ids;
+    int64_t fill_passes = 0, passes = 0;
+  };
+  auto run = [&](int draft_rows) {
+    StreamDecoder::Options o;
+    o.protocol.n_delay = 6;
+    o.ids = {tok.bos_id(), tok.eos_id(), tok.streaming_pad_id(), tok.streaming_word_id()};
+    o.draft_rows = draft_rows;
+    StreamDecoder d(*model, logmel, o);
+    Run r;
+    d.set_fill_drafts(true);
+    d.feed(std::span<const float>(audio).first(fill), [&](int32_t t, double) { r.fill_ids.push_back(t); });
+    r.fill_passes = d.decoder_passes();
+    d.set_fill_drafts(false);
+    auto on_step = [&](int32_t t, double) { r.ids.push_back(t); };
+    for (size_t at = fill; at < audio.size(); at += 16000)
+      d.feed(std::span<const float>(audio).subspan(at, std::min<size_t>(16000, audio.size() - at)), on_step);
+    d.flush(on_step);
+    r.passes = d.decoder_passes() - r.fill_passes;
+    return r;
+  };
+  const Run one = run(1), eight = run(8);
+  // The fill does not depend on draft_rows: it takes the widest passes whatever it is.
+  EXPECT_EQ(one.fill_ids, eight.fill_ids);
+  EXPECT_EQ(one.fill_passes, eight.fill_passes);
+  const int64_t positions = static_cast<int64_t>(one.fill_ids.size());
+  ASSERT_GT(positions, 60);
+  // A pass a 32-position encoder batch (the prompt's first), not one a position.
+  EXPECT_LE(one.fill_passes, positions / 16 + 2) << positions << " positions";
+  // Within a pass every id but the last is the guess (the id before it): the ids change at most
+  // once a pass.
+  int changes = 0;
+  for (size_t i = 1; i < one.fill_ids.size(); ++i) changes += one.fill_ids[i] != one.fill_ids[i - 1];
+  EXPECT_LE(changes, one.fill_passes);
+  // Then verified again: one position a pass with draft_rows 1, and the same ids with 8.
+  ASSERT_FALSE(one.ids.empty());
+  EXPECT_EQ(one.passes, static_cast<int64_t>(one.ids.size()));
+  EXPECT_EQ(eight.ids, one.ids);
+  EXPECT_LT(eight.passes, one.passes);
+}
 
 // Whole transcriptions and live sessions with drafted passes give the reference's ids (the tiny
 // goldens), whatever the pass size; the CPU engine drafts only when asked.

@@ -312,6 +312,7 @@ TEST(Cli, BenchStreamsRecordsLagsRoundsAndMemory) {
   EXPECT_GT(j["busy_ms_per_step"].get<double>(), 0);
   EXPECT_DOUBLE_EQ(j["step_ms"].get<double>(), 80.0);
   EXPECT_DOUBLE_EQ(j["fill"]["audio_seconds"].get<double>(), 3 * 2.0);
+  EXPECT_FALSE(j["fill"]["drafts_kept"].get<bool>()) << "the fill decodes as any stream does unless asked";
   EXPECT_TRUE(j.contains("within_real_time"));
   EXPECT_EQ(j["arrivals"], "spread over a step");
   // The backend's recordings since load (a GPU's captured, replayed and eager; none on the CPU).
@@ -348,12 +349,14 @@ TEST(Cli, BenchStreamsInAMemoryBudget) {
 }
 
 // --windows K: one fill, then K measured windows one after the other, each reported on its own;
-// the whole is every window's (its rounds are theirs).
+// the whole is every window's (its rounds are theirs). Here the fill keeps its drafted rows
+// (--fill-drafts).
 TEST(Cli, BenchStreamsMeasuresSeveralWindowsAfterOneFill) {
   nlohmann::json j;
-  ASSERT_NO_FATAL_FAILURE(run_bench("--streams 2 --stream-seconds 3 --measure-seconds 1 --windows 2",
+  ASSERT_NO_FATAL_FAILURE(run_bench("--streams 2 --stream-seconds 3 --measure-seconds 1 --windows 2 --fill-drafts",
                                     "measured over the last 2 s in 2 windows of 1 s", j));
   EXPECT_EQ(j["windows"].get<int>(), 2);
+  EXPECT_TRUE(j["fill"]["drafts_kept"].get<bool>());
   EXPECT_DOUBLE_EQ(j["fill"]["audio_seconds"].get<double>(), 2 * (3.0 - 2 * 1.0));
   ASSERT_EQ(j["by_window"].size(), 2u);
   int rounds = 0;
@@ -366,7 +369,8 @@ TEST(Cli, BenchStreamsMeasuresSeveralWindowsAfterOneFill) {
   }
   EXPECT_EQ(rounds, j["rounds"]["count"].get<int>());
   EXPECT_EQ(all_kept_up, j["within_real_time"].get<bool>());
-  for (const char* bad : {"--streams 2 --windows 0", "--windows 2", "--streams 2 --stream-seconds 3 --measure-seconds 2 --windows 2"}) {
+  for (const char* bad : {"--streams 2 --windows 0", "--windows 2", "--streams 2 --stream-seconds 3 --measure-seconds 2 --windows 2",
+                          "--fill-drafts"}) {
     const RunResult r = run_voxrt("bench --model " + model_dir() + " " + bad);
     EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
     EXPECT_NE(r.err.find("--"), std::string::npos) << r.err;

@@ -39,6 +39,8 @@ class StreamDecoder {
   int64_t rebases() const { return work_.state.rebases(); }
   int64_t decoder_passes() const { return work_.state.decoder_passes(); }  // the prompt's included
   double encoder_seconds() const { return work_.state.encoder_seconds(); }
+  // For benchmarks (StreamState::set_fill_drafts): between feeds, its passes keep every drafted row.
+  void set_fill_drafts(bool on) { work_.state.set_fill_drafts(on); }
   size_t buffered_samples() const { return pipeline_.buffered_samples(); }
   int64_t audio_samples() const { return pipeline_.audio_samples(); }  // real audio fed (no padding)
 

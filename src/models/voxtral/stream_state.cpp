@@ -274,6 +274,15 @@ void StreamState::take_results(std::span<const DecoderOutput> results, double se
   ++decoder_passes_;
   // The pass's time is shared by its rows: the prompt's P and the positions'.
   const double per_row = seconds / (prompt * P + k);
+  // Rows 1.. were fed `guess` as the output before them, and row 0 too behind a prompt.
+  const int32_t guess = prompt ? opts_.ids.streaming_pad : last_token_;
+  if (fill_drafts_ && k > 0) {
+    // Filling (set_fill_drafts): each row's input taken as the output before it, the last row's
+    // output as the model gave it, so the ids are a history the caches' contents were computed from.
+    if (prompt) emit(guess, per_row * P + pop(P));
+    for (int i = 0; i < k && !stopped_; ++i) emit(i + 1 < k ? guess : results[prompt + i].id, per_row + pop(1));
+    return;
+  }
   if (prompt) {
     emit(results[0].id, per_row * P + pop(P));
     results = results.subspan(1);
@@ -281,7 +290,6 @@ void StreamState::take_results(std::span<const DecoderOutput> results, double se
   if (k == 0) return;
   // Row i was fed the right token when the output before it (row i - 1's, or the prompt's, or the
   // previous pass's) is the row's input.
-  const int32_t guess = prompt ? opts_.ids.streaming_pad : last_token_;
   int kept = 0;
   while (kept < k && (kept == 0 ? (!prompt || last_token_ == guess) : results[kept - 1].id == guess)) ++kept;
   // The next pass's width. Where the output runs in long stretches of one token (the real model's
@@ -291,6 +299,14 @@ void StreamState::take_results(std::span<const DecoderOutput> results, double se
   // rows 8 gave RTFx 295, 1 gave 360; bench/results/2026-12-04-adaptive-draft.txt).
   draft_width_ = next_draft_width(draft_width_, k, kept, opts_.draft_rows);
   for (int i = 0; i < kept && !stopped_; ++i) emit(results[i].id, per_row + pop(1));
+}
+
+void StreamState::set_fill_drafts(bool on) {
+  check(put_rows_ == 0 && !put_prompt_ && put_positions_ == 0, "session", "set_fill_drafts: inside a round");
+  fill_drafts_ = on;
+  // Filling: the widest pass the decoder ring's spare entries allow; after it, the adaptive width
+  // starts again from its most, as a new stream's does.
+  draft_width_ = on ? max_draft_rows(opts_.protocol) : opts_.draft_rows;
 }
 
 void StreamState::fail(const std::string& why) {

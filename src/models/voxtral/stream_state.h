@@ -118,6 +118,7 @@ class StreamState final : public PlannedStream, public ModelStream {
   // nothing in any later pass, and failure() says why.
   void fail(const std::string& why);
   const std::string& failure() const override { return failure_; }
+  void set_fill_drafts(bool on) override;
 
   std::vector<PositionOutput> take_outputs() override;
 
@@ -170,7 +171,8 @@ class StreamState final : public PlannedStream, public ModelStream {
   int put_rows_ = 0;                // and this many rows of positions
   StreamPlan prepared_;             // this round's plan, once prepare() made room for it
   int64_t prepared_decode_ = 0;     // the first decoder position of the rows prepared
-  int draft_width_ = 1;             // rows_ready()'s most, 1 .. Options::draft_rows
+  int draft_width_ = 1;             // rows_ready()'s most, 1 .. Options::draft_rows (max_draft_rows when filling)
+  bool fill_drafts_ = false;        // set_fill_drafts: every drafted row kept, its guess taken as the output
   std::vector<PositionOutput> outputs_;
   std::optional<BiasMatcher> bias_;  // the stream's place in Options::context_bias, after its emitted ids
   std::vector<std::vector<int32_t>> row_boosts_;  // the boosted ids of the rows put last (their spans)
