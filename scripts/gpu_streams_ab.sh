@@ -6,7 +6,7 @@
 # scripts/carry_variant.sh; main:VOXRT_CUDA_ATTN=simt runs main with the CUDA-core attention).
 # Device call with carry [".carry.tar.xz"]:
 #   scripts/gpu_streams_ab.sh N SECONDS VARIANT [VARIANT...]     (extra bench flags: $BENCH_FLAGS)
-# Results: $OUT/streams-<variant>/*.json and the table.
+# Results: $OUT/streams-<variant>[_<flags>]/*.json and the table.
 set -uo pipefail
 source "$(dirname "$0")/gpu_machine.sh"
 [ $# -ge 3 ] || { echo "usage: scripts/gpu_streams_ab.sh STREAMS SECONDS VARIANT [VARIANT...]" >&2; exit 2; }
@@ -15,7 +15,9 @@ shift 2
 labels=()
 for spec in "$@"; do
   parse_variant "$spec"
-  label=$variant_label
+  # The bench flags name the results too, so runs of one variant with other flags (--fill-drafts,
+  # --kv fp8) in the same call keep their own folders.
+  label=$variant_label$(printf '%s' "${BENCH_FLAGS:+_${BENCH_FLAGS}}" | tr -c 'A-Za-z0-9_.-' '_')
   labels+=("$label")
   rm -rf "$out/streams-$label"
   # shellcheck disable=SC2086  # BENCH_FLAGS is a list of flags
