@@ -274,31 +274,30 @@ void StreamState::take_results(std::span<const DecoderOutput> results, double se
   ++decoder_passes_;
   // The pass's time is shared by its rows: the prompt's P and the positions'.
   const double per_row = seconds / (prompt * P + k);
-  // Rows 1.. were fed `guess` as the output before them, and row 0 too behind a prompt.
+  // Rows 1.. were fed `guess` as the output before them, and row 0 too behind a prompt. Filling
+  // (set_fill_drafts), every guess is taken as holding: the ids are then the history the caches'
+  // contents were computed from.
   const int32_t guess = prompt ? opts_.ids.streaming_pad : last_token_;
-  if (fill_drafts_ && k > 0) {
-    // Filling (set_fill_drafts): each row's input taken as the output before it, the last row's
-    // output as the model gave it, so the ids are a history the caches' contents were computed from.
-    if (prompt) emit(guess, per_row * P + pop(P));
-    for (int i = 0; i < k && !stopped_; ++i) emit(i + 1 < k ? guess : results[prompt + i].id, per_row + pop(1));
-    return;
-  }
+  const bool filling = fill_drafts_ && k > 0;
   if (prompt) {
-    emit(results[0].id, per_row * P + pop(P));
+    emit(filling ? guess : results[0].id, per_row * P + pop(P));
     results = results.subspan(1);
   }
   if (k == 0) return;
   // Row i was fed the right token when the output before it (row i - 1's, or the prompt's, or the
   // previous pass's) is the row's input.
-  int kept = 0;
+  int kept = filling ? k : 0;
   while (kept < k && (kept == 0 ? (!prompt || last_token_ == guess) : results[kept - 1].id == guess)) ++kept;
   // The next pass's width. Where the output runs in long stretches of one token (the real model's
   // [STREAMING_PAD] through silence and between words) the width climbs back to draft_rows within a
   // few passes of each word; where it seldom repeats, it stays near 1, instead of paying draft_rows
   // rows of attention and products for one position a pass (a random-weights model offline: draft
-  // rows 8 gave RTFx 295, 1 gave 360; bench/results/2026-12-04-adaptive-draft.txt).
-  draft_width_ = next_draft_width(draft_width_, k, kept, opts_.draft_rows);
-  for (int i = 0; i < kept && !stopped_; ++i) emit(results[i].id, per_row + pop(1));
+  // rows 8 gave RTFx 295, 1 gave 360; bench/results/2026-12-04-adaptive-draft.txt). Filling, it
+  // stays at the protocol's most.
+  if (!filling) draft_width_ = next_draft_width(draft_width_, k, kept, opts_.draft_rows);
+  // A kept row's output before the last is the next row's input, the guess (verified, or when
+  // filling taken as it); the last's is the model's.
+  for (int i = 0; i < kept && !stopped_; ++i) emit(i + 1 < kept ? guess : results[i].id, per_row + pop(1));
 }
 
 void StreamState::set_fill_drafts(bool on) {
