@@ -41,7 +41,8 @@ struct CudaOptions {
   int attention_chunks_per_block = 0;  // VOXRT_CUDA_ATTN_CHUNKS_PER_BLOCK (1..16; 0 automatic): key chunks a tensor-core block takes, double-buffered (same bits)
   bool attention_combine_warp = false;  // VOXRT_CUDA_ATTN_COMBINE=warp: one warp a (row, head) combines plans of <= 32 chunks
   // VOXRT_CUDA_ATTN_COMBINE=fused: the tensor-core blocks merge their chunks themselves, the last
-  // block of a row group from L2 (attention_combine.cuh); not yet the default: not yet run on a GPU.
+  // block of a row group from L2 (attention_combine.cuh). Not the default: H100, encoder 3 % faster,
+  // decoder up to 16 % slower (bench/results/2026-12-08-issue38-first-gpu-runs-h100.txt).
   bool attention_fused_combine = false;
   std::string repeat;                // VOXRT_CUDA_REPEAT: operations launched twice (op_repeat.h)
   // VOXRT_CUDA_AS_GPU=A10G (a name of known_gpu, runtime/gpu_caps.h): the backend decides as on that
