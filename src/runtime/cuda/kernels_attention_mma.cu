@@ -182,21 +182,21 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
 #pragma unroll
   for (int i = 1; i < R; ++i)
     if (r0 + i < a.n_rows) last = max(last, a.rows[r0 + i].pos);
+  // The chunks the rows' keys span (at least one: each row attends its own position).
+  const long long spanned = (last >> shift) - (first0 >> shift) + 1;
   const long long c0 = (first0 >> shift) + block.split;
-  const int n = static_cast<int>(min(static_cast<long long>(min(kMulti ? p.chunks_per_block : 1, p.nsplit - block.split)),
-                                     (last >> shift) - c0 + 1));
-  // The fused combine's arrivals: the split groups that hold some of the rows' keys (at least one,
-  // which merges). A plan is made for a whole window, so a decoder row group at 750 of 8192 keys
-  // has 2 such groups of 17; the others return at once, as without the fusion, rather than each
-  // paying a fence, two barriers and an atomic to arrive (measured: the decoder up to 16 % slower
-  // when they did, bench/results/2026-12-08-issue38-first-gpu-runs-h100.txt). Every block of the
-  // group computes the same count from the same rows (0 where the combine is a pass of its own). Kept
-  // in shared memory for the merge at the end, so that it takes no register across the chunks.
   const int per_group = kMulti ? p.chunks_per_block : 1;
-  const int held = static_cast<int>(min((last >> shift) - (first0 >> shift) + 1, static_cast<long long>(p.nsplit)));
-  const int arriving = a.arrivals == nullptr ? 0 : max(1, (held + per_group - 1) / per_group);
+  const int n = static_cast<int>(min(static_cast<long long>(min(per_group, p.nsplit - block.split)), spanned - block.split));
+  // The fused combine's arrivals: the split groups that hold some of the rows' keys, the blocks with
+  // n > 0. A plan is made for a whole window, so a decoder row group at 750 of 8192 keys has 2 such
+  // groups of 17; the others return at once, as without the fusion, rather than each paying a
+  // fence, two barriers and an atomic to arrive (measured: the decoder up to 16 % slower when they
+  // did, bench/results/2026-12-08-issue38-first-gpu-runs-h100.txt). Every block of the group
+  // computes the same count from the same rows. Kept in shared memory for the merge at the end, so
+  // that it takes no register across the chunks.
   __shared__ int s_arriving;
-  if (tid == 0) s_arriving = arriving;  // read by this thread alone, which arrives
+  if (tid == 0 && a.arrivals != nullptr)  // read by this thread alone, which arrives
+    s_arriving = (static_cast<int>(min(spanned, static_cast<long long>(p.nsplit))) + per_group - 1) / per_group;
 
   // The combine, fused (attention_combine.cuh): every arriving block of the row group (above)
   // arrives once its partial results are written; the last to arrive merges the
@@ -225,12 +225,7 @@ __global__ void __launch_bounds__(kAttentionThreads) attention_mma_kernel(SplitP
                                 a.out + static_cast<size_t>(r) * a.ldo + static_cast<size_t>(h0 + hg) * HD, lines);
     }
   };
-  // A block past the rows' keys: none of the group's arrivals (unless no block holds keys, when the
-  // first merges).
-  if (n <= 0) {
-    if (block.split >= arriving * per_group) return;
-    return arrive_and_combine();
-  }
+  if (n <= 0) return;  // past the rows' keys: not one of the group's arrivals (above)
 
   // Each chunk's rows: row i's keys are staged rows s_jf .. s_jl of the chunk (none: jf > jl), its
   // partial result cell s_cell of its own chunks; the chunk stages rows s_lo .. s_hi (every row's
